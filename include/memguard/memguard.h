@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef MEMGUARD_MEMGUARD_H
+#define MEMGUARD_MEMGUARD_H
+
+/*
+ * memguard: keeps sandbox and microVM workers alive under memory pressure on
+ * cgroup v2.  One guard per actor cgroup; a guard set runs many guards from
+ * one thread behind a single fd.
+ *
+ * Conventions: fallible calls return a negative errno on failure, 0 when
+ * nothing was done and 1 when something was; output parameters come last
+ * and are not written on failure.  The library never prints and never exits:
+ * it reports through the event and log callbacks of the options.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MG_UNLIMITED UINT64_MAX /* "max" in a cgroup limit file */
+
+typedef struct mg_guard mg_guard;
+typedef struct mg_set mg_set;
+
+/* memory.stat, in bytes (counters: events).  Keys the kernel did not
+ * print read as 0; mg_memstat.kernel_derived says "kernel" was summed from
+ * its parts because the kernel (< 5.18) has no such key. */
+struct mg_memstat {
+        uint64_t anon, file, kernel, kernel_stack, pagetables, sec_pagetables;
+        uint64_t percpu, sock, vmalloc, shmem, file_mapped, file_dirty;
+        uint64_t file_writeback, slab, slab_reclaimable, slab_unreclaimable;
+        uint64_t active_anon, inactive_anon, active_file, inactive_file;
+        uint64_t unevictable;
+        uint64_t workingset_refault_anon, workingset_refault_file;
+        uint64_t workingset_activate_file, workingset_restore_file;
+        uint64_t pgscan, pgsteal, pgfault, pgmajfault;
+        bool kernel_derived;
+};
+
+/* One PSI line: averages in hundredths of a percent, total in usec. */
+struct mg_psi_line {
+        uint32_t avg10_centipct, avg60_centipct, avg300_centipct;
+        uint64_t total_usec;
+};
+
+struct mg_psi {
+        struct mg_psi_line some, full;
+        bool has_full; /* the cpu file had no "full" line before 5.13 */
+};
+
+/* memory.events / memory.events.local */
+struct mg_mem_events {
+        uint64_t low, high, max, oom, oom_kill, oom_group_kill;
+};
+
+enum mg_verdict {
+        MG_VERDICT_OK = 0,      /* below limit - margin: fast path */
+        MG_VERDICT_NEAR,        /* at the limit, but nothing to act on */
+        MG_VERDICT_STALLING,    /* stall criteria met for part of the window */
+        MG_VERDICT_OVERSHOOT,   /* kill: used above the limit */
+        MG_VERDICT_STALL,       /* kill: stuck at its limit for the window */
+};
+
+/* Everything one slow-path read saw; a kill record carries one. */
+struct mg_report {
+        uint64_t time_usec;             /* CLOCK_MONOTONIC of the read */
+        uint64_t limit_bytes, margin_bytes;
+        uint64_t current_bytes;         /* memory.current */
+        uint64_t used_bytes;            /* anon + shmem + kernel + sock, one memory.stat read */
+        uint64_t high_bytes, max_bytes; /* memory.high / memory.max, MG_UNLIMITED for max */
+        struct mg_memstat stat;
+        struct mg_psi memory_pressure;
+        struct mg_mem_events events;    /* memory.events.local */
+        uint64_t stall_usec;            /* how long the stall criteria have held */
+        enum mg_verdict verdict;
+};
+
+enum mg_kill_reason {
+        MG_KILL_OVERSHOOT = 1,
+        MG_KILL_STALL = 2,
+};
+
+enum mg_kill_method {
+        MG_KILL_CGROUP_KILL = 1,        /* cgroup.kill (5.14+) */
+        MG_KILL_PIDFD = 2,              /* pidfd_send_signal per member */
+};
+
+struct mg_kill_record {
+        enum mg_kill_reason reason;
+        enum mg_kill_method method;
+        const char *cgroup;             /* the actor's cgroup path */
+        struct mg_report report;        /* the read that decided */
+        uint64_t detect_usec;           /* first tick that saw the condition */
+        uint64_t kill_usec;             /* signal sent */
+        uint64_t empty_usec;            /* cgroup.events populated 0; 0 if not seen */
+        bool empty_timed_out;           /* gave up waiting for populated 0 */
+};
+
+enum mg_event_type {
+        MG_EVENT_KILL = 1,      /* .kill valid; delivered once the cgroup is empty */
+        MG_EVENT_LEND_BEGIN,    /* .lend valid */
+        MG_EVENT_LEND_END,
+        MG_EVENT_LEND_EXPIRED,  /* the deadline restored memory.high */
+        MG_EVENT_ERROR,         /* .error valid; the guard keeps going */
+        MG_EVENT_GONE,          /* the cgroup vanished; the guard stops */
+        MG_EVENT_KERNEL_OOM,    /* memory.events.local oom_kill rose */
+};
+
+struct mg_lend_info {
+        uint64_t old_high_bytes;        /* MG_UNLIMITED for "max" */
+        uint64_t new_high_bytes;
+        uint64_t deadline_usec;         /* absolute CLOCK_MONOTONIC */
+};
+
+struct mg_event {
+        enum mg_event_type type;
+        const char *cgroup;
+        uint64_t time_usec;
+        const struct mg_kill_record *kill;
+        const struct mg_lend_info *lend;
+        int error;                      /* negative errno for MG_EVENT_ERROR */
+        const char *what;               /* what failed, e.g. "memory.stat" */
+        uint64_t count;                 /* MG_EVENT_KERNEL_OOM: kills since the last tick */
+};
+
+typedef void (*mg_event_fn)(mg_guard *g, const struct mg_event *ev, void *userdata);
+
+enum mg_log_level { MG_LOG_ERR = 3, MG_LOG_WARNING = 4, MG_LOG_INFO = 6, MG_LOG_DEBUG = 7 };
+typedef void (*mg_log_fn)(int level, const char *msg, void *userdata);
+
+/*
+ * Options of one guard.  The caller fills it after mg_guard_options_init(),
+ * which records sizeof in .size and tunes every threshold to the limit (see
+ * docs/tuning.md); a zero field means "the tuned default".  Fields may be
+ * added at the end: a library that sees a larger .size with non-zero bytes
+ * it does not know returns -E2BIG.
+ */
+struct mg_guard_options {
+        uint64_t size;
+        uint64_t limit_bytes;           /* required: what the actor paid for */
+        uint64_t tick_usec;             /* default 250 ms */
+        uint64_t margin_bytes;          /* fast path below limit - margin; default limit/16 */
+        uint64_t stall_window_usec;     /* stall criteria must hold this long */
+        uint32_t stall_pressure_permyriad; /* memory some stall share over the window */
+        uint64_t lend_deadline_usec;    /* default lend deadline */
+        uint64_t kill_wait_usec;        /* how long to wait for populated 0 */
+        uint64_t post_kill_holdoff_usec;/* ignore lagging counters after a kill */
+        mg_event_fn on_event;
+        void *userdata;
+        mg_log_fn log;
+        void *log_userdata;
+};
+
+/* Fills *o with defaults tuned to limit_bytes.  Returns 0 or -EINVAL. */
+int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes);
+
+/*
+ * Opens the actor's cgroup v2 directory (absolute path, or relative to the
+ * working directory), checks it is cgroup2, keeps the files it reads open.
+ * Returns 0, -ENOTSUP (not cgroup2), -ENOENT, -EACCES, -EINVAL, -E2BIG, -ENOMEM.
+ */
+int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret);
+mg_guard *mg_guard_free(mg_guard *g);  /* accepts NULL; returns NULL */
+
+/*
+ * One tick for callers running their own loop: call it every
+ * mg_guard_get_tick_usec().  Returns 1 if it killed or restored a lend,
+ * 0 otherwise, -ENODEV once the cgroup is gone, another negative errno on a
+ * read error (reported as MG_EVENT_ERROR too; never a reason to kill).
+ */
+int mg_guard_tick(mg_guard *g);
+uint64_t mg_guard_get_tick_usec(const mg_guard *g);
+const char *mg_guard_get_path(const mg_guard *g);
+void *mg_guard_get_userdata(const mg_guard *g);
+
+/* Reads everything the slow path reads and the verdict it would give now,
+ * without acting.  Returns 0 or a negative errno. */
+int mg_guard_report(mg_guard *g, struct mg_report *ret);
+
+/*
+ * Lends memory.high around a snapshot write: raises it by extra_bytes
+ * (MG_UNLIMITED writes "max"), pauses kills.  deadline_usec is relative;
+ * 0 takes the option's default.  After it the guard restores memory.high
+ * by itself (MG_EVENT_LEND_EXPIRED).  Returns 0, -EBUSY if already lent,
+ * or the errno of the memory.high write (then nothing changed).
+ */
+int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec);
+/* Restores the exact previous memory.high and resumes at once.  Returns 0,
+ * -ENOENT if no lend is open (or it already expired), or the write error. */
+int mg_guard_lend_end(mg_guard *g);
+bool mg_guard_is_lent(const mg_guard *g);
+
+/*
+ * A guard set: many guards, one thread, one fd.  Poll mg_set_get_fd() for
+ * reading (EPOLLIN), or sleep until mg_set_get_timeout(), then call
+ * mg_set_process().
+ */
+struct mg_set_options {
+        uint64_t size;
+        mg_log_fn log;
+        void *log_userdata;
+};
+int mg_set_new(const struct mg_set_options *o, mg_set **ret);   /* o may be NULL */
+mg_set *mg_set_free(mg_set *s);        /* frees its guards too */
+/* Creates a guard and adds it; the set owns it.  Same errors as mg_guard_new. */
+int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret);
+/* Removes and frees a guard of the set; restores a lent memory.high first. */
+int mg_set_remove(mg_set *s, mg_guard *g);
+size_t mg_set_size(const mg_set *s);
+int mg_set_get_fd(const mg_set *s);
+/* Absolute CLOCK_MONOTONIC usec of the next due tick, UINT64_MAX if none. */
+int mg_set_get_timeout(const mg_set *s, uint64_t *ret_usec);
+/* Runs every due tick and pending notification.  Returns the number of
+ * guards that acted, or a negative errno of the set itself (never of a guard). */
+int mg_set_process(mg_set *s);
+
+const char *mg_verdict_to_string(enum mg_verdict v);
+const char *mg_kill_reason_to_string(enum mg_kill_reason r);
+const char *mg_event_type_to_string(enum mg_event_type t);
+
+/* Formats a kill record as a short OOM-style report (no trailing newline).
+ * Returns the length it needed, like snprintf. */
+int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

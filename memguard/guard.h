@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Internal view of a guard, shared by guard.c, set.c and the tests. */
+
+#include "cgroup.h"
+#include "memguard/memguard.h"
+#include "policy.h"
+
+enum mg_guard_state {
+        MG_GUARD_WATCHING,
+        MG_GUARD_KILLING,       /* signalled; waiting for populated 0 */
+        MG_GUARD_HOLDOFF,       /* after a kill, until lagging counters settle */
+        MG_GUARD_GONE,          /* the cgroup vanished */
+};
+
+typedef uint64_t (*mg_clock_fn)(void *userdata);
+
+struct mg_guard {
+        char *path;
+        struct mg_guard_options opt;
+        struct mg_policy_params params;
+        struct mg_cgroup cg;
+        enum mg_guard_state state;
+
+        struct mg_policy_state policy;
+        uint64_t detect_usec;           /* first slow tick with a kill verdict */
+        uint64_t holdoff_until_usec;
+        struct mg_kill_record kill;
+
+        bool lent;
+        char lend_old_high[32];         /* memory.high as read, written back verbatim */
+        struct mg_lend_info lend;
+
+        struct mg_mem_events last_events;
+        bool have_last_events;
+        int last_error;                 /* reported once per streak */
+
+        mg_clock_fn clock;
+        void *clock_userdata;
+
+        /* Owned by set.c. */
+        struct mg_set *set;
+        size_t heap_index;
+        uint64_t next_tick_usec;
+        struct mg_guard *next_zombie;   /* removed during process(), freed after it */
+
+        /* Owned by the guard: every read lands here, no allocation per tick.
+         * memory.stat is about 2.5 KiB on 7.x (65 keys of at most 40 bytes). */
+        char stat_buf[8192];
+        char small_buf[512];            /* PSI (2 lines < 200 bytes), events, cgroup.events */
+};
+
+/* Same as mg_guard_new() with cgroup flags and an I/O seam, for tests. */
+int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, unsigned cg_flags,
+                          const struct mg_io *io, mg_guard **ret);
+void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata);
+uint64_t mg_guard_now(const mg_guard *g);
+uint64_t mg_now_usec(void);
+
+/* Hooks set.c implements: a guard starts or stops waiting on cgroup.events,
+ * or wants its next tick moved. */
+void mg_set_watch_events(struct mg_set *s, mg_guard *g, bool on);
+void mg_set_reschedule(struct mg_set *s, mg_guard *g, uint64_t when_usec);

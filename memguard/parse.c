@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "parse.h"
+
+/* Reads a decimal u64 at *p (no sign, no spaces); advances *p. */
+static int parse_digits(const char **p, const char *end, uint64_t *ret) {
+        const char *s = *p;
+        uint64_t v = 0;
+
+        if (s >= end || *s < '0' || *s > '9')
+                return -EBADMSG;
+        for (; s < end && *s >= '0' && *s <= '9'; s++) {
+                unsigned d = (unsigned) (*s - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -EBADMSG;
+                v = v * 10 + d;
+        }
+        *p = s;
+        *ret = v;
+        return 0;
+}
+
+int mg_parse_u64_value(const char *buf, size_t len, uint64_t *ret) {
+        const char *p = buf, *end;
+        uint64_t v;
+
+        if (!buf || !ret)
+                return -EINVAL;
+        if (len > 0 && buf[len - 1] == '\n')
+                len--;
+        end = buf + len;
+        if (len == 3 && memcmp(buf, "max", 3) == 0) {
+                *ret = MG_UNLIMITED;
+                return 0;
+        }
+        if (parse_digits(&p, end, &v) < 0 || p != end)
+                return -EBADMSG;
+        *ret = v;
+        return 0;
+}
+
+/* A "key value\n" file: the format of memory.stat, memory.events,
+ * cgroup.events and cpu.stat.  Keys are looked up in a table sorted by name;
+ * the value lands at the key's offset in the caller's struct of u64. */
+struct kv_key {
+        const char *name;
+        size_t offset;
+};
+
+static const struct kv_key *kv_lookup(const struct kv_key *keys, size_t n, const char *k, size_t klen) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                int c = strncmp(keys[mid].name, k, klen);
+                if (c == 0 && keys[mid].name[klen] != '\0')
+                        c = 1; /* table key is longer: it sorts after k */
+                if (c == 0)
+                        return &keys[mid];
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+static bool is_key_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Returns 0 and the mask of table keys seen, or -EBADMSG.  The kernel ends
+ * every line with '\n', so input that does not is truncated. */
+static int kv_parse(const char *buf, size_t len, const struct kv_key *keys, size_t n, void *out,
+                    uint64_t *ret_seen) {
+        const char *p = buf, *end = buf + len;
+        uint64_t seen = 0;
+
+        if (!buf || len == 0 || buf[len - 1] != '\n')
+                return -EBADMSG;
+        while (p < end) {
+                const char *line = p, *k = p;
+                const struct kv_key *key;
+                uint64_t v;
+                int r;
+
+                while (p < end && is_key_char(*p))
+                        p++;
+                if (p == k || p >= end || *p != ' ')
+                        return -EBADMSG;
+                key = kv_lookup(keys, n, k, (size_t) (p - k));
+                p++;
+                r = parse_digits(&p, end, &v);
+                if (r < 0)
+                        return r;
+                if (p >= end || *p != '\n' || p - line >= MG_PARSE_MAX_LINE)
+                        return -EBADMSG;
+                p++;
+                if (!key)
+                        continue; /* keys come and go between kernels */
+                uint64_t bit = UINT64_C(1) << (key - keys);
+                if (seen & bit)
+                        return -EBADMSG;
+                seen |= bit;
+                memcpy((char *) out + key->offset, &v, sizeof(v));
+        }
+        *ret_seen = seen;
+        return 0;
+}
+
+#define MS(f) { #f, offsetof(struct mg_memstat, f) }
+/* Sorted by name (strcmp order). */
+static const struct kv_key memstat_keys[] = {
+        MS(active_anon), MS(active_file), MS(anon), MS(file), MS(file_dirty), MS(file_mapped),
+        MS(file_writeback), MS(inactive_anon), MS(inactive_file), MS(kernel), MS(kernel_stack),
+        MS(pagetables), MS(percpu), MS(pgfault), MS(pgmajfault), MS(pgscan), MS(pgsteal),
+        MS(sec_pagetables), MS(shmem), MS(slab), MS(slab_reclaimable), MS(slab_unreclaimable),
+        MS(sock), MS(unevictable), MS(vmalloc), MS(workingset_activate_file),
+        MS(workingset_refault_anon), MS(workingset_refault_file), MS(workingset_restore_file),
+};
+#define N_MEMSTAT_KEYS (sizeof(memstat_keys) / sizeof(memstat_keys[0]))
+
+static uint64_t memstat_bit(const char *name) {
+        return UINT64_C(1) << (kv_lookup(memstat_keys, N_MEMSTAT_KEYS, name, strlen(name)) - memstat_keys);
+}
+
+int mg_parse_memstat(const char *buf, size_t len, struct mg_memstat *ret) {
+        struct mg_memstat st = {};
+        uint64_t seen;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        r = kv_parse(buf, len, memstat_keys, N_MEMSTAT_KEYS, &st, &seen);
+        if (r < 0)
+                return r;
+        /* Every kernel with cgroup v2 memory.stat prints anon first. */
+        if (!(seen & memstat_bit("anon")))
+                return -EBADMSG;
+        if (!(seen & memstat_bit("kernel"))) {
+                /* Before 5.18 there is no "kernel" line; it is the kmem
+                 * counter, which these parts make up (sock is counted apart). */
+                st.kernel = st.kernel_stack + st.pagetables + st.sec_pagetables + st.percpu +
+                            st.vmalloc + st.slab;
+                if (st.slab == 0)
+                        st.kernel += st.slab_reclaimable + st.slab_unreclaimable;
+                st.kernel_derived = true;
+        }
+        *ret = st;
+        return 0;
+}
+
+#define ME(f) { #f, offsetof(struct mg_mem_events, f) }
+static const struct kv_key events_keys[] = {
+        ME(high), ME(low), ME(max), ME(oom), ME(oom_group_kill), ME(oom_kill),
+};
+
+int mg_parse_mem_events(const char *buf, size_t len, struct mg_mem_events *ret) {
+        struct mg_mem_events ev = {};
+        uint64_t seen;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        r = kv_parse(buf, len, events_keys, sizeof(events_keys) / sizeof(events_keys[0]), &ev, &seen);
+        if (r < 0)
+                return r;
+        *ret = ev;
+        return 0;
+}
+
+struct cgroup_events {
+        uint64_t frozen, populated;
+};
+static const struct kv_key cgroup_events_keys[] = {
+        { "frozen", offsetof(struct cgroup_events, frozen) },
+        { "populated", offsetof(struct cgroup_events, populated) },
+};
+
+int mg_parse_populated(const char *buf, size_t len, int *ret_populated) {
+        struct cgroup_events ev = {};
+        uint64_t seen;
+        int r;
+
+        if (!ret_populated)
+                return -EINVAL;
+        r = kv_parse(buf, len, cgroup_events_keys, 2, &ev, &seen);
+        if (r < 0)
+                return r;
+        if (!(seen & 2) || ev.populated > 1)
+                return -EBADMSG;
+        *ret_populated = (int) ev.populated;
+        return 0;
+}
+
+/* Expects the literal word w at *p and advances past it. */
+static bool skip_word(const char **p, const char *end, const char *w) {
+        size_t n = strlen(w);
+        if ((size_t) (end - *p) < n || memcmp(*p, w, n) != 0)
+                return false;
+        *p += n;
+        return true;
+}
+
+/* "12.34" as hundredths; the kernel prints LOAD_INT.LOAD_FRAC with two digits. */
+static int parse_centi(const char **p, const char *end, uint32_t *ret) {
+        uint64_t ip;
+        int r = parse_digits(p, end, &ip);
+        if (r < 0)
+                return r;
+        if (end - *p < 3 || (*p)[0] != '.' || (*p)[1] < '0' || (*p)[1] > '9' || (*p)[2] < '0' ||
+            (*p)[2] > '9' || ip > 100)
+                return -EBADMSG;
+        *ret = (uint32_t) (ip * 100 + (uint64_t) ((*p)[1] - '0') * 10 + (uint64_t) ((*p)[2] - '0'));
+        *p += 3;
+        return 0;
+}
+
+static int parse_psi_line(const char **p, const char *end, struct mg_psi_line *ret) {
+        struct mg_psi_line l;
+        const char *start = *p;
+
+        if (!skip_word(p, end, " avg10=") || parse_centi(p, end, &l.avg10_centipct) < 0 ||
+            !skip_word(p, end, " avg60=") || parse_centi(p, end, &l.avg60_centipct) < 0 ||
+            !skip_word(p, end, " avg300=") || parse_centi(p, end, &l.avg300_centipct) < 0 ||
+            !skip_word(p, end, " total=") || parse_digits(p, end, &l.total_usec) < 0 ||
+            !skip_word(p, end, "\n") || *p - start >= MG_PARSE_MAX_LINE)
+                return -EBADMSG;
+        *ret = l;
+        return 0;
+}
+
+int mg_parse_psi(const char *buf, size_t len, struct mg_psi *ret) {
+        struct mg_psi psi = {};
+        const char *p = buf, *end = buf + len;
+
+        if (!buf || !ret)
+                return -EINVAL;
+        if (!skip_word(&p, end, "some") || parse_psi_line(&p, end, &psi.some) < 0)
+                return -EBADMSG;
+        if (p < end) {
+                if (!skip_word(&p, end, "full") || parse_psi_line(&p, end, &psi.full) < 0 || p != end)
+                        return -EBADMSG;
+                psi.has_full = true;
+        }
+        *ret = psi;
+        return 0;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Pure parsers over buffers read from cgroup files.  None of them allocates
+ * or touches the file system.  Each returns 0, or -EBADMSG for input that is
+ * not what the kernel writes (bad syntax, overflow, duplicated key, a line
+ * longer than any kernel line) and -EINVAL for arguments that make no sense.
+ * The ret structure is written only on success.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memguard/memguard.h"
+
+/* "max\n" gives MG_UNLIMITED; otherwise a decimal u64 and one optional "\n". */
+int mg_parse_u64_value(const char *buf, size_t len, uint64_t *ret);
+
+/* memory.stat: keys by name, unknown keys ignored, "kernel" derived from its
+ * parts on kernels that lack it. */
+int mg_parse_memstat(const char *buf, size_t len, struct mg_memstat *ret);
+
+/* memory.pressure / io.pressure: a "some" line is required, "full" optional. */
+int mg_parse_psi(const char *buf, size_t len, struct mg_psi *ret);
+
+/* memory.events / memory.events.local: all keys optional, unknown ignored. */
+int mg_parse_mem_events(const char *buf, size_t len, struct mg_mem_events *ret);
+
+/* cgroup.events: "populated" is required. */
+int mg_parse_populated(const char *buf, size_t len, int *ret_populated);
+
+/* Bound on one line of any file parsed here; memory.stat keys are < 32. */
+#define MG_PARSE_MAX_LINE 256

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The guard's decisions as pure functions over samples: no I/O, no clock.
+ * Unit tests drive them with literal samples and timestamps.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memguard/memguard.h"
+
+struct mg_policy_params {
+        uint64_t limit_bytes;
+        uint64_t margin_bytes;
+        uint64_t stall_window_usec;
+        uint32_t stall_pressure_permyriad;
+};
+
+/* What one slow-path tick read. */
+struct mg_sample {
+        uint64_t time_usec;
+        uint64_t current_bytes;         /* memory.current */
+        uint64_t used_bytes;            /* anon + shmem + kernel + sock, one memory.stat read */
+        uint64_t limit_events;          /* memory.events.local high + max */
+        uint64_t mem_some_usec;         /* memory.pressure some total */
+        bool have_events, have_pressure;
+};
+
+/* Ring of the consecutive slow-path samples; 64 covers a 15 s window at the
+ * 250 ms tick (the tuned windows stop at 8 s). */
+#define MG_POLICY_RING 64
+
+struct mg_policy_state {
+        struct mg_sample ring[MG_POLICY_RING];
+        unsigned head, count;           /* ring[head] is the newest */
+        uint64_t stalling_since_usec;   /* 0: criteria do not hold */
+};
+
+/* used = anon + shmem + kernel + sock: memory the actor cannot give back
+ * without swap.  Page cache (file), dirty or not, is not in it. */
+uint64_t mg_used_bytes(const struct mg_memstat *st);
+
+/* The fast path: below limit - margin nothing else is read. */
+static inline bool mg_policy_fast(const struct mg_policy_params *p, uint64_t current_bytes) {
+        return current_bytes < p->limit_bytes - p->margin_bytes;
+}
+
+/* Forgets all samples (a fast tick, a lend, a kill). */
+void mg_policy_reset(struct mg_policy_state *s);
+
+/* Overshoot needs both used > limit and memory.current > limit.  memory.stat
+ * is flushed lazily and may still show memory the actor has already freed,
+ * but memory.current is exact (up to the per-CPU charge stock, which only
+ * adds): true used can never exceed it, so a stale used above a current at
+ * or below the limit is never an overshoot. */
+bool mg_policy_overshoot(const struct mg_policy_params *p, uint64_t current_bytes, uint64_t used_bytes);
+
+/*
+ * Adds a slow-path sample and decides.  Returns MG_VERDICT_OVERSHOOT,
+ * MG_VERDICT_STALL (criteria held for the whole window), MG_VERDICT_STALLING
+ * (they hold for the part of the window seen so far) or MG_VERDICT_NEAR.
+ * ret_stall_usec (may be NULL) gets how long the stall criteria have held.
+ */
+enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_policy_state *s,
+                                 const struct mg_sample *x, uint64_t *ret_stall_usec);

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "memguard/memguard.h"
+
+const char *mg_verdict_to_string(enum mg_verdict v) {
+        switch (v) {
+        case MG_VERDICT_OK: return "ok";
+        case MG_VERDICT_NEAR: return "near-limit";
+        case MG_VERDICT_STALLING: return "stalling";
+        case MG_VERDICT_OVERSHOOT: return "overshoot";
+        case MG_VERDICT_STALL: return "stall";
+        }
+        return "?";
+}
+
+const char *mg_kill_reason_to_string(enum mg_kill_reason r) {
+        switch (r) {
+        case MG_KILL_OVERSHOOT: return "overshoot";
+        case MG_KILL_STALL: return "stall";
+        }
+        return "?";
+}
+
+const char *mg_event_type_to_string(enum mg_event_type t) {
+        switch (t) {
+        case MG_EVENT_KILL: return "kill";
+        case MG_EVENT_LEND_BEGIN: return "lend-begin";
+        case MG_EVENT_LEND_END: return "lend-end";
+        case MG_EVENT_LEND_EXPIRED: return "lend-expired";
+        case MG_EVENT_ERROR: return "error";
+        case MG_EVENT_GONE: return "gone";
+        case MG_EVENT_KERNEL_OOM: return "kernel-oom";
+        }
+        return "?";
+}
+
+#define KIB(x) ((x) >> 10)
+
+/* Modelled on the kernel's "Memory cgroup out of memory" report: what the
+ * limit was, what was charged and what of it the tenant could not give back. */
+int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len) {
+        const struct mg_report *r = &k->report;
+        const struct mg_memstat *s = &r->stat;
+
+        return snprintf(buf, len,
+                        "memguard: %s killed: %s; limit %" PRIu64 "kB, used %" PRIu64 "kB "
+                        "(anon %" PRIu64 "kB shmem %" PRIu64 "kB kernel %" PRIu64 "kB sock %" PRIu64 "kB), "
+                        "memory.current %" PRIu64 "kB, page cache %" PRIu64 "kB (dirty %" PRIu64 "kB "
+                        "writeback %" PRIu64 "kB, not counted), memory.high events %" PRIu64 " max %" PRIu64
+                        " oom_kill %" PRIu64 ", memory pressure some %" PRIu64 "ms full %" PRIu64
+                        "ms total, stalled %" PRIu64 "ms, verdict to empty %" PRIu64 "ms%s",
+                        k->cgroup ? k->cgroup : "?", k->reason == MG_KILL_OVERSHOOT
+                                                         ? "used memory above its limit"
+                                                         : "stuck at its memory limit (stall)",
+                        KIB(r->limit_bytes), KIB(r->used_bytes), KIB(s->anon), KIB(s->shmem), KIB(s->kernel),
+                        KIB(s->sock), KIB(r->current_bytes), KIB(s->file), KIB(s->file_dirty),
+                        KIB(s->file_writeback), r->events.high, r->events.max, r->events.oom_kill,
+                        r->memory_pressure.some.total_usec / 1000, r->memory_pressure.full.total_usec / 1000,
+                        r->stall_usec / 1000,
+                        k->empty_usec > k->detect_usec ? (k->empty_usec - k->detect_usec) / 1000 : 0,
+                        k->empty_timed_out ? " (cgroup not empty yet)" : "");
+}

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "guard.h"
+
+/*
+ * Many guards, one thread: a binary min-heap of guards by next tick time
+ * behind one timerfd, and the cgroup.events fds of guards that wait for their
+ * cgroup to empty after a kill, all in one epoll fd.  Thousands of actors cost
+ * one wakeup per due tick, not one timer each.
+ */
+struct mg_set {
+        int epfd, tfd;
+        mg_guard **heap;
+        size_t n, cap;
+        uint64_t armed_usec;
+        bool processing;
+        mg_guard *zombies;
+        struct mg_set_options opt;
+};
+
+static void heap_swap(mg_set *s, size_t a, size_t b) {
+        mg_guard *t = s->heap[a];
+        s->heap[a] = s->heap[b];
+        s->heap[b] = t;
+        s->heap[a]->heap_index = a;
+        s->heap[b]->heap_index = b;
+}
+
+static void heap_up(mg_set *s, size_t i) {
+        while (i > 0 && s->heap[(i - 1) / 2]->next_tick_usec > s->heap[i]->next_tick_usec) {
+                heap_swap(s, i, (i - 1) / 2);
+                i = (i - 1) / 2;
+        }
+}
+
+static void heap_down(mg_set *s, size_t i) {
+        for (;;) {
+                size_t l = 2 * i + 1, r = l + 1, m = i;
+                if (l < s->n && s->heap[l]->next_tick_usec < s->heap[m]->next_tick_usec)
+                        m = l;
+                if (r < s->n && s->heap[r]->next_tick_usec < s->heap[m]->next_tick_usec)
+                        m = r;
+                if (m == i)
+                        return;
+                heap_swap(s, i, m);
+                i = m;
+        }
+}
+
+static void heap_remove(mg_set *s, mg_guard *g) {
+        size_t i = g->heap_index;
+
+        if (i >= s->n)
+                return;
+        heap_swap(s, i, s->n - 1);
+        s->n--;
+        g->heap_index = SIZE_MAX;
+        if (i < s->n) {
+                heap_down(s, i);
+                heap_up(s, i);
+        }
+}
+
+/* Arms the timerfd for the earliest tick; absolute, so a late process()
+ * still fires at once. */
+static int arm(mg_set *s) {
+        uint64_t when = s->n ? s->heap[0]->next_tick_usec : 0;
+        struct itimerspec its = {};
+
+        if (when == s->armed_usec)
+                return 0;
+        if (when == UINT64_MAX)
+                when = 0; /* only gone guards left: disarm */
+        if (when) {
+                its.it_value.tv_sec = (time_t) (when / 1000000);
+                its.it_value.tv_nsec = (long) (when % 1000000) * 1000;
+                if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+                        its.it_value.tv_nsec = 1; /* zero would disarm */
+        }
+        if (timerfd_settime(s->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+                return -errno;
+        s->armed_usec = when;
+        return 0;
+}
+
+void mg_set_reschedule(mg_set *s, mg_guard *g, uint64_t when_usec) {
+        if (g->heap_index >= s->n)
+                return;
+        g->next_tick_usec = when_usec;
+        heap_down(s, g->heap_index);
+        heap_up(s, g->heap_index);
+        (void) arm(s);
+}
+
+void mg_set_watch_events(mg_set *s, mg_guard *g, bool on) {
+        int fd = g->cg.fd[MG_CG_EVENTS];
+        /* kernfs signals a changed cgroup.events as EPOLLPRI (and EPOLLERR)
+         * until the file is read again. */
+        struct epoll_event ev = { .events = EPOLLPRI, .data.ptr = g };
+
+        if (fd < 0)
+                return;
+        if (on)
+                (void) epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+        else
+                (void) epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
+        struct epoll_event ev = { .events = EPOLLIN };
+        mg_set *s;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->tfd = -1;
+        if (o) {
+                if (o->size == 0)
+                        goto einval;
+                memcpy(&s->opt, o, o->size < sizeof(s->opt) ? o->size : sizeof(s->opt));
+        }
+        s->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (s->epfd < 0)
+                goto errno_fail;
+        s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (s->tfd < 0)
+                goto errno_fail;
+        ev.data.ptr = s;
+        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->tfd, &ev) < 0)
+                goto errno_fail;
+        *ret = s;
+        return 0;
+einval:
+        free(s);
+        return -EINVAL;
+errno_fail:
+        r = -errno;
+        mg_set_free(s);
+        return r;
+}
+
+mg_set *mg_set_free(mg_set *s) {
+        if (!s)
+                return NULL;
+        while (s->n > 0)
+                (void) mg_set_remove(s, s->heap[s->n - 1]);
+        free(s->heap);
+        if (s->tfd >= 0)
+                close(s->tfd);
+        if (s->epfd >= 0)
+                close(s->epfd);
+        free(s);
+        return NULL;
+}
+
+int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret) {
+        mg_guard *g;
+        int r;
+
+        if (!s)
+                return -EINVAL;
+        if (s->n == s->cap) {
+                size_t cap = s->cap ? s->cap * 2 : 16;
+                mg_guard **h = realloc(s->heap, cap * sizeof(*h));
+                if (!h)
+                        return -ENOMEM;
+                s->heap = h;
+                s->cap = cap;
+        }
+        r = mg_guard_new(cgroup_path, o, &g);
+        if (r < 0)
+                return r;
+        g->set = s;
+        /* Spread first ticks over one period so thousands of guards added
+         * together do not all read at the same instant. */
+        g->next_tick_usec = mg_guard_now(g) + (s->n * 7919 % 1000) * g->opt.tick_usec / 1000;
+        g->heap_index = s->n;
+        s->heap[s->n++] = g;
+        heap_up(s, g->heap_index);
+        r = arm(s);
+        if (r < 0) {
+                heap_remove(s, g);
+                mg_guard_free(g);
+                return r;
+        }
+        if (ret)
+                *ret = g;
+        return 0;
+}
+
+int mg_set_remove(mg_set *s, mg_guard *g) {
+        if (!s || !g || g->set != s)
+                return -EINVAL;
+        if (g->lent)
+                (void) mg_guard_lend_end(g);
+        if (g->state == MG_GUARD_KILLING)
+                mg_set_watch_events(s, g, false);
+        heap_remove(s, g);
+        g->set = NULL;
+        if (s->processing) {
+                /* An event callback removed it: process() may still hold
+                 * the pointer, so free it when process() returns. */
+                g->next_zombie = s->zombies;
+                s->zombies = g;
+        } else {
+                mg_guard_free(g);
+        }
+        return arm(s);
+}
+
+size_t mg_set_size(const mg_set *s) {
+        return s ? s->n : 0;
+}
+
+int mg_set_get_fd(const mg_set *s) {
+        return s ? s->epfd : -EINVAL;
+}
+
+int mg_set_get_timeout(const mg_set *s, uint64_t *ret_usec) {
+        if (!s || !ret_usec)
+                return -EINVAL;
+        *ret_usec = s->n ? s->heap[0]->next_tick_usec : UINT64_MAX;
+        return 0;
+}
+
+static void tick_guard(mg_set *s, mg_guard *g, int *acted) {
+        if (g->set != s)
+                return; /* removed by a callback earlier in this round */
+        if (mg_guard_tick(g) > 0)
+                (*acted)++;
+}
+
+int mg_set_process(mg_set *s) {
+        struct epoll_event evs[64];
+        uint64_t expirations;
+        int acted = 0, n, r = 0;
+
+        if (!s)
+                return -EINVAL;
+        s->processing = true;
+        /* Guards whose cgroup.events changed tick now, out of turn. */
+        n = epoll_wait(s->epfd, evs, 64, 0);
+        if (n < 0 && errno != EINTR)
+                r = -errno;
+        for (int i = 0; i < n; i++)
+                if (evs[i].data.ptr != s)
+                        tick_guard(s, evs[i].data.ptr, &acted);
+        (void) read(s->tfd, &expirations, sizeof(expirations));
+
+        while (s->n > 0) {
+                mg_guard *g = s->heap[0];
+                uint64_t now = mg_guard_now(g);
+
+                if (g->next_tick_usec > now)
+                        break;
+                tick_guard(s, g, &acted);
+                if (g->set != s)
+                        continue;
+                if (g->state == MG_GUARD_GONE) {
+                        /* Stays in the set, unscheduled, until the caller
+                         * removes it after MG_EVENT_GONE. */
+                        g->next_tick_usec = UINT64_MAX;
+                } else {
+                        g->next_tick_usec += g->opt.tick_usec;
+                        if (g->next_tick_usec <= now)
+                                g->next_tick_usec = now + g->opt.tick_usec;
+                }
+                heap_down(s, g->heap_index);
+        }
+        s->processing = false;
+        while (s->zombies) {
+                mg_guard *z = s->zombies;
+                s->zombies = z->next_zombie;
+                mg_guard_free(z);
+        }
+        s->armed_usec = 0;
+        if (r == 0)
+                r = arm(s);
+        return r < 0 ? r : acted;
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <string.h>
+
+#include "policy.h"
+#include "tune.h"
+
+#define USEC_PER_MSEC UINT64_C(1000)
+#define USEC_PER_SEC UINT64_C(1000000)
+#define MIB (UINT64_C(1) << 20)
+
+/* How many times limit doubles past 256 MiB (negative below it). */
+static int doublings_past_256m(uint64_t limit) {
+        int d = 0;
+        for (uint64_t l = 256 * MIB; l < limit && d < 40; l *= 2)
+                d++;
+        for (uint64_t l = 256 * MIB; l / 2 >= limit && l > MIB && d > -8; l /= 2)
+                d--;
+        return d;
+}
+
+static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi) {
+        return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The table in docs/tuning.md is computed from this function; change both. */
+static void tuned_defaults(uint64_t limit, struct mg_guard_options *d) {
+        int dbl = doublings_past_256m(limit);
+        int64_t window_ms = 3000 + 500 * (int64_t) dbl;
+
+        d->tick_usec = 250 * USEC_PER_MSEC;
+        d->margin_bytes = limit / 16;
+        /* A bigger actor re-reads a bigger working set before it is stuck for
+         * good: half a second more patience per doubling, 2 s to 8 s. */
+        d->stall_window_usec = clamp_u64((uint64_t) (window_ms < 0 ? 0 : window_ms), 2000, 8000) * USEC_PER_MSEC;
+        /* Without swap, memory pressure under-reports a thrash (seeds: 8-15 %
+         * some while io pressure was 85 %); 10 % of the window stalled on
+         * memory while the limit keeps being hit is already a stuck actor. */
+        d->stall_pressure_permyriad = 1000;
+        /* Time to write the whole limit at 50 MiB/s (a slow network disk),
+         * plus 10 s: a forgotten lend cannot outlive a real snapshot write. */
+        d->lend_deadline_usec = 10 * USEC_PER_SEC + limit / (50 * MIB) * USEC_PER_SEC;
+        /* Tearing down gigabytes of anon memory takes time: 2 s + 1 s/GiB. */
+        d->kill_wait_usec = clamp_u64(2 + limit / (1024 * MIB), 2, 30) * USEC_PER_SEC;
+        /* PSI averages and the periodic memory.stat flush both run every 2 s. */
+        d->post_kill_holdoff_usec = 2 * USEC_PER_SEC + d->tick_usec;
+}
+
+int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes) {
+        if (!o || limit_bytes == 0 || limit_bytes == MG_UNLIMITED)
+                return -EINVAL;
+        *o = (struct mg_guard_options) { .size = sizeof(*o), .limit_bytes = limit_bytes };
+        tuned_defaults(limit_bytes, o);
+        return 0;
+}
+
+int mg_options_resolve(const struct mg_guard_options *o, struct mg_guard_options *ret) {
+        struct mg_guard_options r = {}, d = {};
+
+        if (!o || o->size < offsetof(struct mg_guard_options, on_event))
+                return -EINVAL;
+        if (o->size > sizeof(r)) {
+                const unsigned char *tail = (const unsigned char *) o + sizeof(r);
+                for (size_t i = 0; i < o->size - sizeof(r); i++)
+                        if (tail[i])
+                                return -E2BIG;
+        }
+        memcpy(&r, o, o->size < sizeof(r) ? o->size : sizeof(r));
+        r.size = sizeof(r);
+        if (r.limit_bytes == 0 || r.limit_bytes == MG_UNLIMITED)
+                return -EINVAL;
+
+        tuned_defaults(r.limit_bytes, &d);
+#define DEFAULT(f) if (r.f == 0) r.f = d.f
+        DEFAULT(tick_usec);
+        DEFAULT(margin_bytes);
+        DEFAULT(stall_window_usec);
+        DEFAULT(stall_pressure_permyriad);
+        DEFAULT(lend_deadline_usec);
+        DEFAULT(kill_wait_usec);
+        DEFAULT(post_kill_holdoff_usec);
+#undef DEFAULT
+
+        if (r.margin_bytes >= r.limit_bytes || r.tick_usec < 10 * USEC_PER_MSEC ||
+            r.stall_pressure_permyriad > 10000 ||
+            /* the ring must span the window (see MG_POLICY_RING) */
+            r.stall_window_usec / r.tick_usec >= MG_POLICY_RING - 1)
+                return -EINVAL;
+        *ret = r;
+        return 0;
+}
