@@ -58,6 +58,9 @@ void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata);
 uint64_t mg_guard_now(const mg_guard *g);
 uint64_t mg_now_usec(void);
 
+/* Adds a guard made by mg_guard_new_internal() to a set, which then owns it. */
+int mg_set_add_guard(struct mg_set *s, mg_guard *g);
+
 /* Hooks set.c implements: a guard starts or stops waiting on cgroup.events,
  * or wants its next tick moved. */
 void mg_set_watch_events(struct mg_set *s, mg_guard *g, bool on);

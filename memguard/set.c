@@ -162,11 +162,10 @@ mg_set *mg_set_free(mg_set *s) {
         return NULL;
 }
 
-int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret) {
-        mg_guard *g;
+int mg_set_add_guard(mg_set *s, mg_guard *g) {
         int r;
 
-        if (!s)
+        if (!s || !g || g->set)
                 return -EINVAL;
         if (s->n == s->cap) {
                 size_t cap = s->cap ? s->cap * 2 : 16;
@@ -176,9 +175,6 @@ int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options
                 s->heap = h;
                 s->cap = cap;
         }
-        r = mg_guard_new(cgroup_path, o, &g);
-        if (r < 0)
-                return r;
         g->set = s;
         /* Spread first ticks over one period so thousands of guards added
          * together do not all read at the same instant. */
@@ -189,6 +185,22 @@ int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options
         r = arm(s);
         if (r < 0) {
                 heap_remove(s, g);
+                g->set = NULL;
+        }
+        return r;
+}
+
+int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret) {
+        mg_guard *g;
+        int r;
+
+        if (!s)
+                return -EINVAL;
+        r = mg_guard_new(cgroup_path, o, &g);
+        if (r < 0)
+                return r;
+        r = mg_set_add_guard(s, g);
+        if (r < 0) {
                 mg_guard_free(g);
                 return r;
         }

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+static int fx_openat(void *ud, int dirfd, const char *name, int flags) {
+        struct fixture *f = ud;
+        f->opens++;
+        return openat(dirfd, name, flags);
+}
+
+static ssize_t fx_pread(void *ud, int fd, void *buf, size_t len, off_t off) {
+        struct fixture *f = ud;
+        f->reads++;
+        for (int i = 0; i < MG_CG_N; i++)
+                if (f->fd_of[i] == fd)
+                        f->reads_of[i]++;
+        if (f->fail_errno) {
+                errno = f->fail_errno;
+                return -1;
+        }
+        return pread(fd, buf, len, off);
+}
+
+/* kernfs replaces the value on each write; a regular file would keep the
+ * tail of a longer old value. */
+static ssize_t fx_pwrite(void *ud, int fd, const void *buf, size_t len, off_t off) {
+        struct fixture *f = ud;
+        f->writes++;
+        if (ftruncate(fd, 0) < 0)
+                return -1;
+        return pwrite(fd, buf, len, off);
+}
+
+void fixture_write(struct fixture *f, const char *file, const char *content) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", f->dir, file);
+        FILE *fp = fopen(path, "w");
+        if (!fp)
+                abort();
+        fputs(content, fp);
+        fclose(fp);
+}
+
+const char *fixture_read(struct fixture *f, const char *file) {
+        static char buf[8192];
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", f->dir, file);
+        FILE *fp = fopen(path, "r");
+        if (!fp)
+                return NULL;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+        buf[n] = '\0';
+        fclose(fp);
+        return buf;
+}
+
+void fixture_remove(struct fixture *f, const char *file) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", f->dir, file);
+        unlink(path);
+}
+
+void fixture_stat(struct fixture *f, uint64_t anon, uint64_t file, uint64_t kernel, uint64_t shmem, uint64_t sock,
+                  uint64_t dirty, uint64_t writeback) {
+        char buf[2048];
+        snprintf(buf, sizeof(buf),
+                 "anon %" PRIu64 "\nfile %" PRIu64 "\nkernel %" PRIu64 "\nkernel_stack 16384\npagetables 40960\n"
+                 "sec_pagetables 0\npercpu 0\nsock %" PRIu64 "\nvmalloc 0\nshmem %" PRIu64 "\nzswap 0\n"
+                 "file_mapped 0\nfile_dirty %" PRIu64 "\nfile_writeback %" PRIu64 "\nswapcached 0\n"
+                 "anon_thp 0\ninactive_anon %" PRIu64 "\nactive_anon 0\ninactive_file %" PRIu64 "\n"
+                 "active_file 0\nunevictable 0\nslab_reclaimable 0\nslab_unreclaimable 0\nslab 0\n"
+                 "workingset_refault_anon 0\nworkingset_refault_file 0\npgscan 0\npgsteal 0\n"
+                 "pgfault 0\npgmajfault 0\n",
+                 anon, file, kernel, sock, shmem, dirty, writeback, anon, file);
+        fixture_write(f, "memory.stat", buf);
+}
+
+void fixture_psi(struct fixture *f, uint64_t some_total_usec) {
+        char buf[256];
+        snprintf(buf, sizeof(buf),
+                 "some avg10=0.00 avg60=0.00 avg300=0.00 total=%" PRIu64 "\n"
+                 "full avg10=0.00 avg60=0.00 avg300=0.00 total=%" PRIu64 "\n",
+                 some_total_usec, some_total_usec / 2);
+        fixture_write(f, "memory.pressure", buf);
+}
+
+void fixture_events(struct fixture *f, uint64_t high, uint64_t max, uint64_t oom_kill) {
+        char buf[256];
+        snprintf(buf, sizeof(buf), "low 0\nhigh %" PRIu64 "\nmax %" PRIu64 "\noom %" PRIu64 "\noom_kill %" PRIu64
+                 "\noom_group_kill 0\n", high, max, oom_kill, oom_kill);
+        fixture_write(f, "memory.events.local", buf);
+}
+
+void fixture_current(struct fixture *f, uint64_t bytes) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%" PRIu64 "\n", bytes);
+        fixture_write(f, "memory.current", buf);
+}
+
+uint64_t fixture_clock(void *userdata) {
+        return ((struct fixture *) userdata)->now_usec;
+}
+
+void fixture_init(struct fixture *f) {
+        memset(f, 0, sizeof(*f));
+        snprintf(f->dir, sizeof(f->dir), "%s/memguard-fixture-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(f->dir))
+                abort();
+        f->io = (struct mg_io) { .openat = fx_openat, .pread = fx_pread, .pwrite = fx_pwrite, .userdata = f };
+        for (int i = 0; i < MG_CG_N; i++)
+                f->fd_of[i] = -1;
+        f->now_usec = 1000000;
+        fixture_current(f, 16 << 20);
+        fixture_stat(f, 8 << 20, 6 << 20, 1 << 20, 0, 0, 0, 0);
+        fixture_psi(f, 0);
+        fixture_events(f, 0, 0, 0);
+        fixture_write(f, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n");
+        fixture_write(f, "memory.high", "max\n");
+        fixture_write(f, "memory.max", "max\n");
+        fixture_write(f, "cgroup.kill", "");
+        fixture_write(f, "cgroup.procs", "");
+        fixture_write(f, "cgroup.events", "populated 1\nfrozen 0\n");
+}
+
+void fixture_map_fds(struct fixture *f, const struct mg_cgroup *cg) {
+        for (int i = 0; i < MG_CG_N; i++)
+                f->fd_of[i] = cg->fd[i];
+}
+
+void fixture_reset_counts(struct fixture *f) {
+        f->opens = f->reads = f->writes = 0;
+        memset(f->reads_of, 0, sizeof(f->reads_of));
+}
+
+void fixture_cleanup(struct fixture *f) {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+        if (system(cmd) != 0)
+                abort();
+}

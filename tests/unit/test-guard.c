@@ -1,0 +1,469 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "memguard/guard.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define MS UINT64_C(1000)
+
+static struct fixture fx;
+static struct {
+        int n[16];
+        struct mg_kill_record kill;
+        int last_error;
+        uint64_t oom_count;
+} seen;
+
+static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
+        (void) g;
+        (void) ud;
+        seen.n[ev->type]++;
+        if (ev->type == MG_EVENT_KILL)
+                seen.kill = *ev->kill;
+        if (ev->type == MG_EVENT_ERROR)
+                seen.last_error = ev->error;
+        if (ev->type == MG_EVENT_KERNEL_OOM)
+                seen.oom_count += ev->count;
+}
+
+static void setup(void) {
+        memset(&seen, 0, sizeof(seen));
+        fixture_init(&fx);
+}
+
+static void teardown(void) {
+        fixture_cleanup(&fx);
+}
+
+/* A guard for a 256 MiB actor on the fixture, clock injected. */
+static mg_guard *new_guard(void) {
+        struct mg_guard_options o;
+        mg_guard *g = NULL;
+        cr_assert_eq(mg_guard_options_init(&o, 256 * MIB), 0);
+        o.on_event = on_event;
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        mg_guard_set_clock(g, fixture_clock, &fx);
+        fixture_map_fds(&fx, &g->cg);
+        fixture_reset_counts(&fx);
+        return g;
+}
+
+static int tick_at(mg_guard *g, uint64_t dt_usec) {
+        fx.now_usec += dt_usec;
+        return mg_guard_tick(g);
+}
+
+TestSuite(guard, .init = setup, .fini = teardown);
+
+Test(guard, refuses_non_cgroup2_dir) {
+        struct mg_guard_options o;
+        mg_guard *g = NULL;
+        mg_guard_options_init(&o, 256 * MIB);
+        cr_expect_eq(mg_guard_new(fx.dir, &o, &g), -ENOTSUP);
+        cr_expect_null(g);
+        cr_expect_eq(mg_guard_new("/nonexistent/memguard", &o, &g), -ENOENT);
+}
+
+Test(guard, required_and_optional_files) {
+        struct mg_guard_options o;
+        mg_guard *g = NULL;
+        mg_guard_options_init(&o, 256 * MIB);
+        /* older kernels: no cgroup.kill, no memory.events.local, no PSI */
+        fixture_remove(&fx, "cgroup.kill");
+        fixture_remove(&fx, "memory.events.local");
+        fixture_remove(&fx, "memory.pressure");
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        struct mg_report rep;
+        cr_expect_eq(mg_guard_report(g, &rep), 0);
+        mg_guard_free(g);
+        /* no memory controller: refused with a clear errno */
+        fixture_remove(&fx, "memory.stat");
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -ENOENT);
+}
+
+Test(guard, options_abi) {
+        struct {
+                struct mg_guard_options o;
+                uint64_t future;
+        } big = {};
+        mg_guard *g = NULL;
+        mg_guard_options_init(&big.o, 256 * MIB);
+        big.o.size = sizeof(big);
+        big.future = 1;
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &big.o, MG_CGROUP_ANY_FS, &fx.io, &g), -E2BIG);
+        big.future = 0;
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &big.o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        cr_expect_eq(g->opt.margin_bytes, 16 * MIB);
+        cr_expect_eq(g->opt.tick_usec, 250 * MS);
+        mg_guard_free(g);
+
+        struct mg_guard_options o = { .size = sizeof(o), .limit_bytes = 256 * MIB };
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0, "zeros take defaults");
+        cr_expect_eq(g->opt.stall_window_usec, 3000 * MS);
+        mg_guard_free(g);
+        o.margin_bytes = o.limit_bytes;
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -EINVAL);
+        o = (struct mg_guard_options) { .size = 8, .limit_bytes = 1 };
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -EINVAL);
+        cr_expect_eq(mg_guard_options_init(&o, 0), -EINVAL);
+}
+
+Test(guard, fast_path_reads_only_memory_current) {
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 100 * MIB);
+        for (int i = 0; i < 10; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(fx.reads, 10, "one read per fast tick");
+        cr_expect_eq(fx.reads_of[MG_CG_CURRENT], 10);
+        cr_expect_eq(fx.opens, 0, "no open after mg_guard_new");
+        mg_guard_free(g);
+}
+
+Test(guard, slow_path_reads_at_most_four) {
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 250 * MIB);
+        fixture_stat(&fx, 100 * MIB, 140 * MIB, 2 * MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(fx.reads, 4);
+        cr_expect_eq(fx.reads_of[MG_CG_STAT], 1, "memory.stat read once");
+        cr_expect_eq(fx.opens, 0);
+        mg_guard_free(g);
+}
+
+Test(guard, page_cache_at_the_limit_never_kills) {
+        mg_guard *g = new_guard();
+        /* memory.max unset: page cache, half of it dirty, takes current far
+         * past the limit; used stays at 60 MiB. */
+        fixture_current(&fx, 600 * MIB);
+        fixture_stat(&fx, 50 * MIB, 540 * MIB, 8 * MIB, 2 * MIB, 0, 270 * MIB, 64 * MIB);
+        for (int i = 0; i < 100; i++) {
+                fixture_events(&fx, (uint64_t) i * 17, 0, 0);
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        }
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        cr_expect_eq(fx.writes, 0, "nothing written, cgroup.kill untouched");
+        mg_guard_free(g);
+}
+
+Test(guard, stale_stat_cannot_kill) {
+        mg_guard *g = new_guard();
+        /* memory.current exact at 250 MiB; memory.stat not yet flushed
+         * still says 300 MiB of anon. */
+        fixture_current(&fx, 250 * MIB);
+        fixture_stat(&fx, 300 * MIB, 0, 2 * MIB, 0, 0, 0, 0);
+        for (int i = 0; i < 20; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+        mg_guard_free(g);
+}
+
+Test(guard, overshoot_kills_and_reports) {
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 1 * MIB, 4096, 1 * MIB, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0, "the record comes once the cgroup is empty");
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.kill.reason, MG_KILL_OVERSHOOT);
+        cr_expect_eq(seen.kill.method, MG_KILL_CGROUP_KILL);
+        cr_expect_eq(seen.kill.report.used_bytes, 280 * MIB + 3 * MIB + 1 * MIB + 4096);
+        cr_expect_gt(seen.kill.report.used_bytes, seen.kill.report.limit_bytes);
+        cr_expect_eq(seen.kill.report.current_bytes, 300 * MIB);
+        cr_expect_eq(seen.kill.report.stat.file_dirty, 1 * MIB);
+        cr_expect_eq(seen.kill.empty_usec - seen.kill.kill_usec, 500 * MS);
+        cr_expect_not(seen.kill.empty_timed_out);
+        char buf[1024];
+        mg_kill_record_format(&seen.kill, buf, sizeof(buf));
+        cr_expect(strstr(buf, "used memory above its limit") != NULL, "%s", buf);
+        cr_expect(strstr(buf, "limit 262144kB") != NULL, "%s", buf);
+
+        /* hold-off: no second kill while counters settle, then watching again */
+        fixture_write(&fx, "cgroup.kill", "");
+        fixture_write(&fx, "cgroup.events", "populated 1\nfrozen 0\n");
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+        cr_expect_eq(tick_at(g, 3000 * MS), 1, "after the hold-off a new overshoot is acted on");
+        mg_guard_free(g);
+}
+
+Test(guard, kill_waits_and_times_out) {
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        for (int i = 0; i < 7; i++)
+                tick_at(g, 250 * MS);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        tick_at(g, 1000 * MS); /* 2 s + 1 s/GiB for 256 MiB = 2 s */
+        cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect(seen.kill.empty_timed_out);
+        mg_guard_free(g);
+}
+
+Test(guard, stall_kills_after_window) {
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 255 * MIB);
+        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
+        uint64_t t0 = fx.now_usec;
+        int acted = 0, i;
+        for (i = 1; i <= 40 && !acted; i++) {
+                fixture_events(&fx, 0, (uint64_t) i * 3, 0);
+                fixture_psi(&fx, (uint64_t) i * 150 * MS);
+                acted = tick_at(g, 250 * MS);
+        }
+        cr_assert_eq(acted, 1);
+        /* the first slow tick starts the window, the kill comes when 3 s are covered */
+        cr_expect_eq(fx.now_usec - t0, 3250 * MS);
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        tick_at(g, 250 * MS);
+        cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.kill.reason, MG_KILL_STALL);
+        cr_expect_geq(seen.kill.report.stall_usec, 3000 * MS);
+        mg_guard_free(g);
+}
+
+Test(guard, lend_restores_exact_value) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
+        cr_expect(mg_guard_is_lent(g));
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0), -EBUSY);
+        cr_expect_eq(seen.n[MG_EVENT_LEND_BEGIN], 1);
+
+        /* kills paused: a true overshoot during the lend is left alone */
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        for (int i = 0; i < 8; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+
+        /* the snapshot left dirty page cache behind: no kill after the lend */
+        fixture_current(&fx, 256 * MIB);
+        fixture_stat(&fx, 100 * MIB, 150 * MIB, 3 * MIB, 0, 0, 120 * MIB, 20 * MIB);
+        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
+        cr_expect_eq(mg_guard_lend_end(g), -ENOENT);
+        for (int i = 0; i < 8; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        mg_guard_free(g);
+}
+
+Test(guard, lend_all_writes_max_and_back) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        /* an actor with no memory.high gets "max" back */
+        fixture_write(&fx, "memory.high", "max\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 32 * MIB, 0), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        mg_guard_free(g);
+}
+
+Test(guard, lend_deadline_restores) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS), 0);
+        cr_expect_eq(tick_at(g, 750 * MS), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        cr_expect_eq(mg_guard_lend_end(g), -ENOENT, "the caller's late end is told it expired");
+        mg_guard_free(g);
+}
+
+Test(guard, lend_default_deadline_scales) {
+        mg_guard *g = new_guard();
+        cr_assert_eq(mg_guard_lend_begin(g, 1, 0), 0);
+        /* 10 s + 256 MiB at 50 MiB/s (5 s, rounded down) */
+        cr_expect_eq(g->lend.deadline_usec - fx.now_usec, 15000 * MS);
+        mg_guard_free(g);
+}
+
+Test(guard, lend_without_memory_high) {
+        struct mg_guard_options o;
+        mg_guard *g;
+        mg_guard_options_init(&o, 256 * MIB);
+        fixture_remove(&fx, "memory.high");
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0), -EOPNOTSUPP);
+        cr_expect_not(mg_guard_is_lent(g));
+        mg_guard_free(g);
+}
+
+Test(guard, read_errors_never_kill_and_recover) {
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fx.fail_errno = EIO;
+        for (int i = 0; i < 5; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), -EIO);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "one report per streak");
+        cr_expect_eq(seen.last_error, -EIO);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+        fx.fail_errno = 0;
+        cr_expect_eq(tick_at(g, 250 * MS), 1, "recovers when the fault clears");
+        mg_guard_free(g);
+}
+
+Test(guard, malformed_stat_is_an_error_not_a_kill) {
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 300 * MIB);
+        fixture_write(&fx, "memory.stat", "anon 99999999999\nanon 1\n");
+        cr_expect_eq(tick_at(g, 250 * MS), -EBADMSG);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1);
+        fixture_write(&fx, "memory.stat", "anon 1");
+        cr_expect_eq(tick_at(g, 250 * MS), -EBADMSG);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+        mg_guard_free(g);
+}
+
+Test(guard, vanished_cgroup) {
+        mg_guard *g = new_guard();
+        fx.fail_errno = ENODEV;
+        cr_expect_eq(tick_at(g, 250 * MS), -ENODEV);
+        cr_expect_eq(seen.n[MG_EVENT_GONE], 1);
+        fx.fail_errno = 0;
+        cr_expect_eq(tick_at(g, 250 * MS), -ENODEV, "a gone guard stays gone");
+        cr_expect_eq(seen.n[MG_EVENT_GONE], 1);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0), -ENODEV);
+        mg_guard_free(g);
+}
+
+Test(guard, kernel_oom_attributed) {
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 250 * MIB);
+        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_events(&fx, 0, 35, 0);
+        tick_at(g, 250 * MS);
+        fixture_events(&fx, 0, 40, 1);
+        tick_at(g, 250 * MS);
+        cr_expect_eq(seen.n[MG_EVENT_KERNEL_OOM], 1);
+        cr_expect_eq(seen.oom_count, 1);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        mg_guard_free(g);
+}
+
+Test(guard, report_does_not_feed_the_window) {
+        mg_guard *g = new_guard();
+        struct mg_report rep;
+        fixture_current(&fx, 255 * MIB);
+        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 1 * MIB, 0, 2 * MIB, 0);
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_report(g, &rep), 0);
+        cr_expect_eq(rep.verdict, MG_VERDICT_NEAR);
+        cr_expect_eq(rep.used_bytes, 204 * MIB);
+        cr_expect_eq(rep.high_bytes, 241172480);
+        cr_expect_eq(rep.max_bytes, MG_UNLIMITED);
+        cr_expect_eq(g->policy.count, 0);
+        mg_guard_free(g);
+}
+
+/* The guard set on fixtures, with the injected clock. */
+static int removed_in_callback;
+static mg_set *cb_set;
+static void remove_on_kill(mg_guard *g, const struct mg_event *ev, void *ud) {
+        on_event(g, ev, ud);
+        if (ev->type == MG_EVENT_KILL && cb_set) {
+                cr_expect_eq(mg_set_remove(cb_set, g), 0);
+                removed_in_callback++;
+        }
+}
+
+Test(guard, set_schedules_and_kills) {
+        mg_set *s;
+        mg_guard *g[3];
+        struct fixture other[2];
+        struct mg_guard_options o;
+        uint64_t t;
+
+        cr_assert_eq(mg_set_new(NULL, &s), 0);
+        cr_expect_geq(mg_set_get_fd(s), 0);
+        cr_expect_eq(mg_set_get_timeout(s, &t), 0);
+        cr_expect_eq(t, UINT64_MAX);
+        mg_guard_options_init(&o, 256 * MIB);
+        o.on_event = remove_on_kill;
+        for (int i = 0; i < 3; i++) {
+                struct fixture *f = i == 0 ? &fx : &other[i - 1];
+                if (i > 0)
+                        fixture_init(f);
+                f->now_usec = fx.now_usec;
+                cr_assert_eq(mg_guard_new_internal(f->dir, &o, MG_CGROUP_ANY_FS, &f->io, &g[i]), 0);
+                mg_guard_set_clock(g[i], fixture_clock, &fx); /* one clock for all */
+                cr_assert_eq(mg_set_add_guard(s, g[i]), 0);
+        }
+        cb_set = s;
+        cr_expect_eq(mg_set_size(s), 3);
+        cr_expect_eq(mg_set_get_timeout(s, &t), 0);
+        cr_expect_leq(t, fx.now_usec + 250 * MS);
+
+        /* every guard ticks once per period */
+        for (int k = 0; k < 4; k++) {
+                fx.now_usec += 250 * MS;
+                cr_expect_geq(mg_set_process(s), 0);
+        }
+        cr_expect_eq(mg_set_get_timeout(s, &t), 0);
+        cr_expect_gt(t, fx.now_usec);
+        cr_expect_leq(t, fx.now_usec + 250 * MS);
+
+        /* guard 1 overshoots, empties, and is removed from its own callback */
+        fixture_current(&other[0], 300 * MIB);
+        fixture_stat(&other[0], 290 * MIB, 0, 3 * MIB, 0, 0, 0, 0);
+        fx.now_usec += 250 * MS;
+        cr_expect_eq(mg_set_process(s), 1);
+        fixture_write(&other[0], "cgroup.events", "populated 0\nfrozen 0\n");
+        fx.now_usec += 250 * MS;
+        cr_expect_geq(mg_set_process(s), 0);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(removed_in_callback, 1);
+        cr_expect_eq(mg_set_size(s), 2);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+        cr_expect_str_empty(fixture_read(&other[1], "cgroup.kill"));
+
+        cb_set = NULL;
+        mg_set_free(s);
+        fixture_cleanup(&other[0]);
+        fixture_cleanup(&other[1]);
+}
+
+/* The set's fd wakes a poll() when a tick is due (real clock). */
+Test(guard, set_fd_wakes_poll) {
+        mg_set *s;
+        mg_guard *g;
+        struct mg_guard_options o;
+        mg_guard_options_init(&o, 256 * MIB);
+        o.tick_usec = 20 * MS;
+        o.stall_window_usec = 1000 * MS;
+        cr_assert_eq(mg_set_new(NULL, &s), 0);
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        fixture_map_fds(&fx, &g->cg);
+        cr_assert_eq(mg_set_add_guard(s, g), 0);
+        fixture_reset_counts(&fx);
+        struct pollfd p = { .fd = mg_set_get_fd(s), .events = POLLIN };
+        for (int i = 0; i < 3; i++) {
+                /* bounded: a 20 ms tick must wake us well within 5 s */
+                cr_assert_eq(poll(&p, 1, 5000), 1);
+                cr_expect_geq(mg_set_process(s), 0);
+        }
+        cr_expect_geq(fx.reads_of[MG_CG_CURRENT], 2);
+        mg_set_free(s);
+}

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "memguard/parse.h"
+
+#define S(lit) lit, sizeof(lit) - 1
+
+/* memory.stat as Debian's 6.1 prints it (abridged only in the middle). */
+static const char stat_61[] =
+        "anon 104857600\nfile 52428800\nkernel 3145728\nkernel_stack 65536\npagetables 360448\n"
+        "sec_pagetables 0\npercpu 0\nsock 4096\nvmalloc 0\nshmem 8192\nzswap 0\nzswapped 0\n"
+        "file_mapped 1048576\nfile_dirty 2097152\nfile_writeback 1048576\nswapcached 0\nanon_thp 0\n"
+        "file_thp 0\nshmem_thp 0\ninactive_anon 104857600\nactive_anon 8192\ninactive_file 50000000\n"
+        "active_file 2428800\nunevictable 0\nslab_reclaimable 100000\nslab_unreclaimable 200000\n"
+        "slab 300000\nworkingset_refault_anon 0\nworkingset_refault_file 1234\n"
+        "workingset_activate_anon 0\nworkingset_activate_file 12\nworkingset_restore_anon 0\n"
+        "workingset_restore_file 3\nworkingset_nodereclaim 0\npgscan 999\npgsteal 888\n"
+        "pgscan_kswapd 0\npgscan_direct 999\npgfault 5000\npgmajfault 7\nthp_fault_alloc 0\n";
+
+Test(memstat, kernel_61) {
+        struct mg_memstat st;
+        cr_assert_eq(mg_parse_memstat(stat_61, strlen(stat_61), &st), 0);
+        cr_expect_eq(st.anon, 104857600);
+        cr_expect_eq(st.file, 52428800);
+        cr_expect_eq(st.kernel, 3145728);
+        cr_expect_eq(st.sock, 4096);
+        cr_expect_eq(st.shmem, 8192);
+        cr_expect_eq(st.file_dirty, 2097152);
+        cr_expect_eq(st.file_writeback, 1048576);
+        cr_expect_eq(st.workingset_refault_file, 1234);
+        cr_expect_eq(st.pgscan, 999);
+        cr_expect_eq(st.pgsteal, 888);
+        cr_expect_eq(st.pgmajfault, 7);
+        cr_expect_not(st.kernel_derived);
+}
+
+Test(memstat, kernel_derived_on_old_kernels) {
+        /* 5.10 has no "kernel" key: it is the sum of the kmem parts. */
+        static const char s[] = "anon 100\nfile 200\nkernel_stack 10\npagetables 20\npercpu 30\nsock 5\n"
+                                "shmem 1\nslab_reclaimable 40\nslab_unreclaimable 60\nslab 100\n";
+        struct mg_memstat st;
+        cr_assert_eq(mg_parse_memstat(S(s), &st), 0);
+        cr_expect(st.kernel_derived);
+        cr_expect_eq(st.kernel, 10 + 20 + 30 + 100);
+}
+
+Test(memstat, unknown_keys_tolerated) {
+        static const char s[] = "anon 1\nsomething_new_in_8_0 42\nkernel 2\nzzz 3\n";
+        struct mg_memstat st;
+        cr_assert_eq(mg_parse_memstat(S(s), &st), 0);
+        cr_expect_eq(st.anon, 1);
+        cr_expect_eq(st.kernel, 2);
+}
+
+Test(memstat, hostile) {
+        static const struct {
+                const char *in;
+                const char *why;
+        } bad[] = {
+                { "", "empty" },
+                { "anon 1", "truncated: no final newline" },
+                { "anon 1\nfile 2", "truncated mid file" },
+                { "anon 1\nanon 2\n", "duplicate key" },
+                { "anon -1\n", "negative" },
+                { "anon 1x\n", "trailing garbage" },
+                { "anon  1\n", "two spaces" },
+                { "anon\n", "no value" },
+                { " 1\n", "no key" },
+                { "Anon 1\n", "upper case key" },
+                { "anon 18446744073709551616\n", "u64 overflow" },
+                { "anon 1\n\n", "empty line" },
+                { "file 1\n", "no anon line" },
+                { "anon 1\0\n", "NUL inside" },
+        };
+        struct mg_memstat st = { .anon = 77 };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                size_t len = strlen(bad[i].in);
+                if (i == 13)
+                        len = 8;
+                cr_expect_eq(mg_parse_memstat(bad[i].in, len, &st), -EBADMSG, "%s", bad[i].why);
+        }
+        cr_expect_eq(st.anon, 77, "ret written on failure");
+}
+
+Test(memstat, overlong_line) {
+        char buf[600];
+        memset(buf, 'a', sizeof(buf));
+        memcpy(buf, "anon 1\nx", 8);
+        memcpy(buf + sizeof(buf) - 4, " 1\n", 3);
+        struct mg_memstat st;
+        cr_expect_eq(mg_parse_memstat(buf, sizeof(buf) - 1, &st), -EBADMSG);
+}
+
+Test(memstat, max_u64) {
+        static const char s[] = "anon 18446744073709551615\n";
+        struct mg_memstat st;
+        cr_assert_eq(mg_parse_memstat(S(s), &st), 0);
+        cr_expect_eq(st.anon, UINT64_MAX);
+}
+
+Test(u64, values) {
+        uint64_t v;
+        cr_expect_eq(mg_parse_u64_value(S("max\n"), &v), 0);
+        cr_expect_eq(v, MG_UNLIMITED);
+        cr_expect_eq(mg_parse_u64_value(S("268435456\n"), &v), 0);
+        cr_expect_eq(v, 268435456);
+        cr_expect_eq(mg_parse_u64_value(S("0"), &v), 0);
+        cr_expect_eq(v, 0);
+        cr_expect_eq(mg_parse_u64_value(S(""), &v), -EBADMSG);
+        cr_expect_eq(mg_parse_u64_value(S("\n"), &v), -EBADMSG);
+        cr_expect_eq(mg_parse_u64_value(S("maxx\n"), &v), -EBADMSG);
+        cr_expect_eq(mg_parse_u64_value(S("12 \n"), &v), -EBADMSG);
+        cr_expect_eq(mg_parse_u64_value(S("12\n\n"), &v), -EBADMSG);
+        cr_expect_eq(mg_parse_u64_value(S("99999999999999999999\n"), &v), -EBADMSG);
+        cr_expect_eq(mg_parse_u64_value(S("-1\n"), &v), -EBADMSG);
+}
+
+Test(psi, some_and_full) {
+        static const char s[] = "some avg10=12.34 avg60=0.50 avg300=100.00 total=123456789\n"
+                                "full avg10=0.00 avg60=0.00 avg300=0.00 total=42\n";
+        struct mg_psi p;
+        cr_assert_eq(mg_parse_psi(S(s), &p), 0);
+        cr_expect_eq(p.some.avg10_centipct, 1234);
+        cr_expect_eq(p.some.avg60_centipct, 50);
+        cr_expect_eq(p.some.avg300_centipct, 10000);
+        cr_expect_eq(p.some.total_usec, 123456789);
+        cr_expect(p.has_full);
+        cr_expect_eq(p.full.total_usec, 42);
+}
+
+Test(psi, full_missing) {
+        static const char s[] = "some avg10=0.00 avg60=0.00 avg300=0.00 total=7\n";
+        struct mg_psi p;
+        cr_assert_eq(mg_parse_psi(S(s), &p), 0);
+        cr_expect_not(p.has_full);
+        cr_expect_eq(p.some.total_usec, 7);
+}
+
+Test(psi, hostile) {
+        static const char *bad[] = {
+                "",
+                "some avg10=0.00 avg60=0.00 avg300=0.00 total=7",
+                "full avg10=0.00 avg60=0.00 avg300=0.00 total=7\n",
+                "some avg10=0.0 avg60=0.00 avg300=0.00 total=7\n",
+                "some avg10=101.00 avg60=0.00 avg300=0.00 total=7\n",
+                "some avg10=0.00 avg60=0.00 total=7\n",
+                "some avg10=0.00 avg60=0.00 avg300=0.00 total=\n",
+                "some avg10=0.00 avg60=0.00 avg300=0.00 total=7\nsome avg10=0.00 avg60=0.00 avg300=0.00 total=7\n",
+                "some avg10=0.00 avg60=0.00 avg300=0.00 total=7\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=7\nx",
+                "some avg10=0.00 avg60=0.00 avg300=0.00 total=99999999999999999999\n",
+        };
+        struct mg_psi p;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                cr_expect_eq(mg_parse_psi(bad[i], strlen(bad[i]), &p), -EBADMSG, "case %zu", i);
+}
+
+Test(events, all_and_some) {
+        static const char s[] = "low 1\nhigh 2\nmax 3\noom 4\noom_kill 5\noom_group_kill 6\n";
+        struct mg_mem_events e;
+        cr_assert_eq(mg_parse_mem_events(S(s), &e), 0);
+        cr_expect(e.low == 1 && e.high == 2 && e.max == 3 && e.oom == 4 && e.oom_kill == 5 && e.oom_group_kill == 6);
+        /* 5.x kernels have no oom_group_kill; sock_throttled is new in 6.x */
+        static const char s2[] = "low 0\nhigh 17\nmax 0\noom 0\noom_kill 0\nsock_throttled 3\n";
+        cr_assert_eq(mg_parse_mem_events(S(s2), &e), 0);
+        cr_expect_eq(e.high, 17);
+        cr_expect_eq(e.oom_group_kill, 0);
+        cr_expect_eq(mg_parse_mem_events(S("high 1\nhigh 2\n"), &e), -EBADMSG);
+        cr_expect_eq(mg_parse_mem_events(S("high 1"), &e), -EBADMSG);
+}
+
+Test(cgroup_events, populated) {
+        int p;
+        cr_assert_eq(mg_parse_populated(S("populated 1\nfrozen 0\n"), &p), 0);
+        cr_expect_eq(p, 1);
+        cr_assert_eq(mg_parse_populated(S("populated 0\nfrozen 1\n"), &p), 0);
+        cr_expect_eq(p, 0);
+        cr_expect_eq(mg_parse_populated(S("frozen 0\n"), &p), -EBADMSG);
+        cr_expect_eq(mg_parse_populated(S("populated 2\n"), &p), -EBADMSG);
+}
+
+Test(args, null) {
+        struct mg_memstat st;
+        cr_expect_eq(mg_parse_memstat(NULL, 0, &st), -EBADMSG);
+        cr_expect_eq(mg_parse_memstat(S("anon 1\n"), NULL), -EINVAL);
+        cr_expect_eq(mg_parse_u64_value(NULL, 0, NULL), -EINVAL);
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <criterion/criterion.h>
+
+#include "memguard/policy.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define MS UINT64_C(1000)
+
+/* A 256 MiB actor, 16 MiB margin, 3 s window, 10 % memory some. */
+static const struct mg_policy_params P = {
+        .limit_bytes = 256 * MIB,
+        .margin_bytes = 16 * MIB,
+        .stall_window_usec = 3000 * MS,
+        .stall_pressure_permyriad = 1000,
+};
+
+Test(policy, used_excludes_page_cache) {
+        struct mg_memstat st = { .anon = 10, .shmem = 20, .kernel = 30, .sock = 40, .file = 1000,
+                                 .file_dirty = 500, .file_writeback = 300 };
+        cr_expect_eq(mg_used_bytes(&st), 100);
+}
+
+Test(policy, fast_path_boundary) {
+        cr_expect(mg_policy_fast(&P, 240 * MIB - 1));
+        cr_expect_not(mg_policy_fast(&P, 240 * MIB));
+}
+
+Test(policy, overshoot_needs_both) {
+        cr_expect(mg_policy_overshoot(&P, 257 * MIB, 256 * MIB + 1));
+        cr_expect_not(mg_policy_overshoot(&P, 257 * MIB, 256 * MIB), "used at the limit is not above it");
+        /* Stale memory.stat still shows anon the actor has freed, while
+         * memory.current (exact) is below the limit: no overshoot. */
+        cr_expect_not(mg_policy_overshoot(&P, 250 * MIB, 300 * MIB));
+        /* Page cache takes current over the limit; used is below it. */
+        cr_expect_not(mg_policy_overshoot(&P, 400 * MIB, 100 * MIB));
+}
+
+/* Feeds samples every 250 ms from t0; returns the last verdict and the
+ * time it first became kill. */
+static enum mg_verdict feed(struct mg_policy_state *s, int n, uint64_t t0, uint64_t used, uint64_t current,
+                            uint64_t events_per_tick, uint64_t some_usec_per_tick, uint64_t *ret_kill_t) {
+        enum mg_verdict v = MG_VERDICT_NEAR;
+        if (ret_kill_t)
+                *ret_kill_t = 0;
+        for (int i = 0; i < n; i++) {
+                struct mg_sample x = {
+                        .time_usec = t0 + (uint64_t) i * 250 * MS,
+                        .current_bytes = current,
+                        .used_bytes = used,
+                        .limit_events = (uint64_t) i * events_per_tick,
+                        .mem_some_usec = (uint64_t) i * some_usec_per_tick,
+                        .have_events = true,
+                        .have_pressure = true,
+                };
+                v = mg_policy_decide(&P, s, &x, NULL);
+                if (ret_kill_t && !*ret_kill_t && (v == MG_VERDICT_STALL || v == MG_VERDICT_OVERSHOOT))
+                        *ret_kill_t = x.time_usec;
+        }
+        return v;
+}
+
+Test(policy, page_cache_at_limit_never_kills) {
+        struct mg_policy_state s = {};
+        uint64_t t;
+        /* current at the limit through page cache, no events, no pressure */
+        cr_expect_eq(feed(&s, 400, 1000 * MS, 50 * MIB, 256 * MIB, 0, 0, &t), MG_VERDICT_NEAR);
+        cr_expect_eq(t, 0);
+        /* even with limit events (reclaim of clean cache) and light pressure */
+        mg_policy_reset(&s);
+        cr_expect_eq(feed(&s, 400, 1000 * MS, 50 * MIB, 256 * MIB, 3, 5 * MS, &t), MG_VERDICT_NEAR);
+        cr_expect_eq(t, 0);
+}
+
+Test(policy, stall_after_full_window) {
+        struct mg_policy_state s = {};
+        uint64_t t0 = 1000 * MS, t;
+        /* 40 % of each tick stalled, max events rising: stall once the
+         * window (3 s = 12 ticks) is covered. */
+        cr_expect_eq(feed(&s, 20, t0, 200 * MIB, 255 * MIB, 2, 100 * MS, &t), MG_VERDICT_STALL);
+        cr_expect_eq(t - t0, 3000 * MS);
+}
+
+Test(policy, stalling_before_window) {
+        struct mg_policy_state s = {};
+        uint64_t stall;
+        feed(&s, 6, 1000 * MS, 200 * MIB, 255 * MIB, 2, 100 * MS, NULL);
+        struct mg_sample x = { .time_usec = 2500 * MS, .current_bytes = 255 * MIB, .used_bytes = 200 * MIB,
+                               .limit_events = 12, .mem_some_usec = 600 * MS, .have_events = true,
+                               .have_pressure = true };
+        cr_expect_eq(mg_policy_decide(&P, &s, &x, &stall), MG_VERDICT_STALLING);
+        cr_expect_eq(stall, 1500 * MS);
+}
+
+Test(policy, pressure_without_limit_events_is_not_a_stall) {
+        struct mg_policy_state s = {};
+        cr_expect_eq(feed(&s, 40, 1000 * MS, 200 * MIB, 255 * MIB, 0, 200 * MS, NULL), MG_VERDICT_NEAR);
+}
+
+Test(policy, events_in_first_half_only_is_not_a_stall) {
+        struct mg_policy_state s = {};
+        enum mg_verdict v = MG_VERDICT_NEAR;
+        for (int i = 0; i < 13; i++) {
+                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
+                                       .used_bytes = 200 * MIB, .limit_events = i < 3 ? (uint64_t) i : 3,
+                                       .mem_some_usec = (uint64_t) i * 100 * MS, .have_events = true,
+                                       .have_pressure = true };
+                v = mg_policy_decide(&P, &s, &x, NULL);
+        }
+        cr_expect_neq(v, MG_VERDICT_STALL);
+}
+
+Test(policy, low_pressure_is_not_a_stall) {
+        struct mg_policy_state s = {};
+        /* 5 % stalled: below the 10 % threshold */
+        cr_expect_eq(feed(&s, 40, 1000 * MS, 200 * MIB, 255 * MIB, 5, 12500, NULL), MG_VERDICT_NEAR);
+}
+
+Test(policy, missing_psi_never_stalls) {
+        struct mg_policy_state s = {};
+        for (int i = 0; i < 40; i++) {
+                struct mg_sample x = { .time_usec = (uint64_t) (i + 1) * 250 * MS, .current_bytes = 255 * MIB,
+                                       .used_bytes = 200 * MIB, .limit_events = (uint64_t) i * 10,
+                                       .have_events = true };
+                cr_expect_lt(mg_policy_decide(&P, &s, &x, NULL), MG_VERDICT_STALLING);
+        }
+}
+
+Test(policy, reset_restarts_window) {
+        struct mg_policy_state s = {};
+        feed(&s, 10, 1000 * MS, 200 * MIB, 255 * MIB, 2, 100 * MS, NULL);
+        mg_policy_reset(&s);
+        uint64_t t;
+        feed(&s, 12, 5000 * MS, 200 * MIB, 255 * MIB, 2, 100 * MS, &t);
+        cr_expect_eq(t, 0, "11 intervals after a reset do not cover 3 s");
+}
+
+Test(policy, counter_going_back_is_not_progress) {
+        struct mg_policy_state s = {};
+        enum mg_verdict v = MG_VERDICT_NEAR;
+        for (int i = 0; i < 20; i++) {
+                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
+                                       .used_bytes = 200 * MIB, .limit_events = 1000 - (uint64_t) i,
+                                       .mem_some_usec = 1000000000 - (uint64_t) i, .have_events = true,
+                                       .have_pressure = true };
+                v = mg_policy_decide(&P, &s, &x, NULL);
+        }
+        cr_expect_eq(v, MG_VERDICT_NEAR);
+}
+
+Test(policy, overshoot_immediate) {
+        struct mg_policy_state s = {};
+        struct mg_sample x = { .time_usec = 1, .current_bytes = 300 * MIB, .used_bytes = 290 * MIB };
+        cr_expect_eq(mg_policy_decide(&P, &s, &x, NULL), MG_VERDICT_OVERSHOOT);
+}
+
+Test(policy, ring_wraps) {
+        struct mg_policy_state s = {};
+        uint64_t t;
+        /* more samples than the ring holds: still decides on the window */
+        cr_expect_eq(feed(&s, 3 * MG_POLICY_RING, 1000 * MS, 200 * MIB, 255 * MIB, 1, 50 * MS, &t), MG_VERDICT_STALL);
+        cr_expect_eq(t, 4000 * MS);
+}
