@@ -197,7 +197,12 @@ static int read_slow(mg_guard *g, uint64_t current, struct mg_report *rep, struc
         if (r < 0)
                 return read_failed(g, MG_CG_STAT, r);
         rep->used_bytes = mg_used_bytes(&rep->stat);
-        *x = (struct mg_sample) { .time_usec = rep->time_usec, .current_bytes = current, .used_bytes = rep->used_bytes };
+        *x = (struct mg_sample) {
+                .time_usec = rep->time_usec,
+                .current_bytes = current,
+                .used_bytes = rep->used_bytes,
+                .refaults = rep->stat.workingset_refault_anon + rep->stat.workingset_refault_file,
+        };
 
         r = read_parsed(g, MG_CG_EVENTS_LOCAL, &rep->events);
         if (r >= 0) {

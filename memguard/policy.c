@@ -38,15 +38,19 @@ static uint64_t delta(uint64_t newer, uint64_t older) {
 }
 
 /* The stall criteria over the samples o..x: the actor hit its limit
- * (memory.events.local high or max rose) and spent at least the threshold
- * share of the time stalled on memory. */
+ * (memory.events.local high or max rose), it re-read pages it had lost
+ * (refaults rose: reclaim takes what it still needs), and it spent at least
+ * the threshold share of the time stalled on memory.  A writer at its limit
+ * stalls on writeback in reclaim but refaults nothing; a reader streaming a
+ * file through its cache refaults, but its reclaim is cheap and it waits on
+ * io, not memory. */
 static bool stalled_between(const struct mg_policy_params *p, const struct mg_sample *o,
                             const struct mg_sample *x) {
         uint64_t span = x->time_usec - o->time_usec;
 
         if (span == 0 || !o->have_events || !o->have_pressure)
                 return false;
-        return delta(x->limit_events, o->limit_events) > 0 &&
+        return delta(x->limit_events, o->limit_events) > 0 && delta(x->refaults, o->refaults) > 0 &&
                delta(x->mem_some_usec, o->mem_some_usec) * 10000 >= span * p->stall_pressure_permyriad;
 }
 

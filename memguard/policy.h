@@ -25,6 +25,7 @@ struct mg_sample {
         uint64_t used_bytes;            /* anon + shmem + kernel + sock, one memory.stat read */
         uint64_t limit_events;          /* memory.events.local high + max */
         uint64_t mem_some_usec;         /* memory.pressure some total */
+        uint64_t refaults;              /* workingset_refault_anon + _file, same memory.stat read */
         bool have_events, have_pressure;
 };
 

@@ -76,9 +76,9 @@ void fixture_stat(struct fixture *f, uint64_t anon, uint64_t file, uint64_t kern
                  "file_mapped 0\nfile_dirty %" PRIu64 "\nfile_writeback %" PRIu64 "\nswapcached 0\n"
                  "anon_thp 0\ninactive_anon %" PRIu64 "\nactive_anon 0\ninactive_file %" PRIu64 "\n"
                  "active_file 0\nunevictable 0\nslab_reclaimable 0\nslab_unreclaimable 0\nslab 0\n"
-                 "workingset_refault_anon 0\nworkingset_refault_file 0\npgscan 0\npgsteal 0\n"
+                 "workingset_refault_anon 0\nworkingset_refault_file %" PRIu64 "\npgscan 0\npgsteal 0\n"
                  "pgfault 0\npgmajfault 0\n",
-                 anon, file, kernel, sock, shmem, dirty, writeback, anon, file);
+                 anon, file, kernel, sock, shmem, dirty, writeback, anon, file, f->refault_file);
         fixture_write(f, "memory.stat", buf);
 }
 

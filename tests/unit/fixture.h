@@ -21,6 +21,7 @@ struct fixture {
         int fd_of[MG_CG_N];
         int fail_errno;             /* injected into every read while non-zero */
         uint64_t now_usec;          /* the injected clock */
+        uint64_t refault_file;      /* workingset_refault_file in fixture_stat() */
 };
 
 /* Makes a cgroup dir with plausible files for a 256 MiB actor at rest. */

@@ -213,10 +213,11 @@ Test(guard, kill_waits_and_times_out) {
 Test(guard, stall_kills_after_window) {
         mg_guard *g = new_guard();
         fixture_current(&fx, 255 * MIB);
-        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
         uint64_t t0 = fx.now_usec;
         int acted = 0, i;
         for (i = 1; i <= 40 && !acted; i++) {
+                fx.refault_file = (uint64_t) i * 100;
+                fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
                 fixture_events(&fx, 0, (uint64_t) i * 3, 0);
                 fixture_psi(&fx, (uint64_t) i * 150 * MS);
                 acted = tick_at(g, 250 * MS);

@@ -49,6 +49,7 @@ static enum mg_verdict feed(struct mg_policy_state *s, int n, uint64_t t0, uint6
                         .used_bytes = used,
                         .limit_events = (uint64_t) i * events_per_tick,
                         .mem_some_usec = (uint64_t) i * some_usec_per_tick,
+                        .refaults = (uint64_t) i * 100,
                         .have_events = true,
                         .have_pressure = true,
                 };
@@ -85,7 +86,7 @@ Test(policy, stalling_before_window) {
         uint64_t stall;
         feed(&s, 6, 1000 * MS, 200 * MIB, 255 * MIB, 2, 100 * MS, NULL);
         struct mg_sample x = { .time_usec = 2500 * MS, .current_bytes = 255 * MIB, .used_bytes = 200 * MIB,
-                               .limit_events = 12, .mem_some_usec = 600 * MS, .have_events = true,
+                               .limit_events = 12, .mem_some_usec = 600 * MS, .refaults = 600, .have_events = true,
                                .have_pressure = true };
         cr_expect_eq(mg_policy_decide(&P, &s, &x, &stall), MG_VERDICT_STALLING);
         cr_expect_eq(stall, 1500 * MS);
@@ -96,14 +97,29 @@ Test(policy, pressure_without_limit_events_is_not_a_stall) {
         cr_expect_eq(feed(&s, 40, 1000 * MS, 200 * MIB, 255 * MIB, 0, 200 * MS, NULL), MG_VERDICT_NEAR);
 }
 
+Test(policy, no_refaults_is_not_a_stall) {
+        /* a dirty writer at its limit: limit events and memory stalls on
+         * writeback in reclaim, but nothing it lost is read again */
+        struct mg_policy_state s = {};
+        enum mg_verdict v = MG_VERDICT_NEAR;
+        for (int i = 0; i < 40; i++) {
+                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 256 * MIB,
+                                       .used_bytes = 20 * MIB, .limit_events = (uint64_t) i * 5,
+                                       .mem_some_usec = (uint64_t) i * 200 * MS, .refaults = 7,
+                                       .have_events = true, .have_pressure = true };
+                v = mg_policy_decide(&P, &s, &x, NULL);
+                cr_expect_lt(v, MG_VERDICT_STALLING);
+        }
+}
+
 Test(policy, events_in_first_half_only_is_not_a_stall) {
         struct mg_policy_state s = {};
         enum mg_verdict v = MG_VERDICT_NEAR;
         for (int i = 0; i < 13; i++) {
                 struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
                                        .used_bytes = 200 * MIB, .limit_events = i < 3 ? (uint64_t) i : 3,
-                                       .mem_some_usec = (uint64_t) i * 100 * MS, .have_events = true,
-                                       .have_pressure = true };
+                                       .mem_some_usec = (uint64_t) i * 100 * MS, .refaults = (uint64_t) i * 50,
+                                       .have_events = true, .have_pressure = true };
                 v = mg_policy_decide(&P, &s, &x, NULL);
         }
         cr_expect_neq(v, MG_VERDICT_STALL);

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ktest.h"
+#include "tools/common/spawn.h"
+
+const char *kt_base, *kt_disk, *kt_workload;
+char kt_skip_reason[256];
+
+static char cgroups[64][512];
+static int n_cgroups, cg_counter;
+
+static struct {
+        pid_t pid;
+        char out[256];
+} spawned[64];
+static int n_spawned;
+
+void kt_note(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("# ", stdout);
+        vprintf(fmt, ap);
+        fputc('\n', stdout);
+        va_end(ap);
+        fflush(stdout);
+}
+
+uint64_t kt_now(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+const char *kt_cg_new(const char *name) {
+        if (n_cgroups == 64)
+                return NULL;
+        char *p = cgroups[n_cgroups];
+        snprintf(p, sizeof(cgroups[0]), "%s/%s-%d", kt_base, name, ++cg_counter);
+        if (mkdir(p, 0755) < 0) {
+                kt_note("mkdir %s: %s", p, strerror(errno));
+                return NULL;
+        }
+        n_cgroups++;
+        return p;
+}
+
+int kt_cg_write(const char *cg, const char *file, const char *fmt, ...) {
+        char path[600], val[128];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(val, sizeof(val), fmt, ap);
+        va_end(ap);
+        snprintf(path, sizeof(path), "%s/%s", cg, file);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = write(fd, val, strlen(val));
+        int r = n < 0 ? -errno : 0;
+        close(fd);
+        return r;
+}
+
+ssize_t kt_cg_read(const char *cg, const char *file, char *buf, size_t size) {
+        char path[600];
+        snprintf(path, sizeof(path), "%s/%s", cg, file);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, size - 1);
+        int e = errno;
+        close(fd);
+        if (n < 0)
+                return -e;
+        buf[n] = '\0';
+        return n;
+}
+
+uint64_t kt_cg_u64(const char *cg, const char *file) {
+        char buf[64];
+        if (kt_cg_read(cg, file, buf, sizeof(buf)) < 0)
+                return UINT64_MAX;
+        if (strncmp(buf, "max", 3) == 0)
+                return UINT64_MAX;
+        return strtoull(buf, NULL, 10);
+}
+
+uint64_t kt_cg_key(const char *cg, const char *file, const char *key) {
+        char buf[8192];
+        size_t kl = strlen(key);
+        if (kt_cg_read(cg, file, buf, sizeof(buf)) < 0)
+                return UINT64_MAX;
+        for (char *p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+                if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
+                        return strtoull(p + kl + 1, NULL, 10);
+        return UINT64_MAX;
+}
+
+uint64_t kt_cg_psi_total(const char *cg, const char *file, const char *which) {
+        char buf[512];
+        if (kt_cg_read(cg, file, buf, sizeof(buf)) < 0)
+                return UINT64_MAX;
+        char *p = strstr(buf, which);
+        p = p ? strstr(p, "total=") : NULL;
+        return p ? strtoull(p + 6, NULL, 10) : UINT64_MAX;
+}
+
+bool kt_cg_wait_populated(const char *cg, int want, uint64_t timeout_usec) {
+        char path[600], buf[128];
+        uint64_t end = kt_now() + timeout_usec;
+        snprintf(path, sizeof(path), "%s/cgroup.events", cg);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        for (;;) {
+                ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+                if (n > 0) {
+                        buf[n] = '\0';
+                        char *p = strstr(buf, "populated ");
+                        if (p && p[10] - '0' == want) {
+                                close(fd);
+                                return true;
+                        }
+                }
+                uint64_t now = kt_now();
+                if (now >= end)
+                        break;
+                /* kernfs wakes POLLPRI when cgroup.events changes */
+                struct pollfd pfd = { .fd = fd, .events = POLLPRI };
+                uint64_t left = (end - now) / 1000 + 1;
+                (void) poll(&pfd, 1, (int) (left > 100 ? 100 : left));
+        }
+        close(fd);
+        return false;
+}
+
+int kt_cg_destroy(const char *cg) {
+        if (access(cg, F_OK) < 0)
+                return 0;
+        if (kt_cg_write(cg, "cgroup.kill", "1") < 0) {
+                /* before 5.14: signal each member */
+                char buf[4096];
+                if (kt_cg_read(cg, "cgroup.procs", buf, sizeof(buf)) > 0)
+                        for (char *p = buf; *p;) {
+                                char *end;
+                                long pid = strtol(p, &end, 10);
+                                if (end == p)
+                                        break;
+                                kill((pid_t) pid, SIGKILL);
+                                p = *end ? end + 1 : end;
+                        }
+        }
+        if (!kt_cg_wait_populated(cg, 0, 10 * SEC))
+                kt_note("cleanup: %s did not empty", cg);
+        for (int i = 0; i < 100; i++) {
+                if (rmdir(cg) == 0 || errno == ENOENT)
+                        return 0;
+                if (errno != EBUSY)
+                        break;
+                struct timespec ts = { 0, 10 * 1000 * 1000 }; /* a dying task lingers briefly */
+                nanosleep(&ts, NULL);
+        }
+        kt_note("cleanup: rmdir %s: %s", cg, strerror(errno));
+        return -errno;
+}
+
+void kt_cleanup_all(void) {
+        while (n_cgroups > 0)
+                kt_cg_destroy(cgroups[--n_cgroups]);
+        for (int i = 0; i < n_spawned; i++) {
+                if (spawned[i].pid > 0)
+                        (void) waitpid(spawned[i].pid, NULL, WNOHANG);
+                unlink(spawned[i].out);
+        }
+        n_spawned = 0;
+}
+
+pid_t kt_spawn(const char *cg, const char *const args[]) {
+        char *argv[16];
+        int n = 0;
+        argv[n++] = (char *) kt_workload;
+        for (int i = 0; args[i] && n < 15; i++)
+                argv[n++] = (char *) args[i];
+        argv[n] = NULL;
+        if (n_spawned == 64)
+                return -ENOSPC;
+        snprintf(spawned[n_spawned].out, sizeof(spawned[0].out), "/tmp/kt-out-%d-%d", getpid(), n_spawned);
+        int out = open(spawned[n_spawned].out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (out < 0)
+                return -errno;
+        fflush(stdout);
+        int saved = dup(1);
+        dup2(out, 1);
+        pid_t pid = mg_spawn_in_cgroup(cg, argv, NULL);
+        dup2(saved, 1);
+        close(saved);
+        close(out);
+        if (pid > 0)
+                spawned[n_spawned++].pid = pid;
+        return pid;
+}
+
+int kt_wait(pid_t pid, uint64_t timeout_usec) {
+        uint64_t end = kt_now() + timeout_usec;
+        int status;
+        int pfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        for (;;) {
+                pid_t r = waitpid(pid, &status, WNOHANG);
+                if (r == pid) {
+                        if (pfd >= 0)
+                                close(pfd);
+                        return status;
+                }
+                if (r < 0 || kt_now() >= end)
+                        break;
+                struct pollfd p = { .fd = pfd, .events = POLLIN };
+                (void) poll(&p, pfd >= 0 ? 1 : 0, 50);
+        }
+        if (pfd >= 0)
+                close(pfd);
+        return -ETIMEDOUT;
+}
+
+const char *kt_result(pid_t pid) {
+        static char line[512];
+        line[0] = '\0';
+        for (int i = 0; i < n_spawned; i++) {
+                if (spawned[i].pid != pid)
+                        continue;
+                FILE *f = fopen(spawned[i].out, "r");
+                if (!f)
+                        break;
+                char buf[512];
+                while (fgets(buf, sizeof(buf), f))
+                        if (strncmp(buf, "workload=", 9) == 0)
+                                snprintf(line, sizeof(line), "%s", buf);
+                fclose(f);
+                line[strcspn(line, "\n")] = '\0';
+        }
+        return line;
+}
+
+int kt_make_file(const char *path, uint64_t mib) {
+        static char buf[1 << 20];
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        for (uint64_t i = 0; i < mib; i++) {
+                memset(buf, (int) (i * 7 + 1), sizeof(buf));
+                if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf)) {
+                        int r = -errno;
+                        close(fd);
+                        return r;
+                }
+        }
+        fsync(fd);
+        close(fd);
+        kt_drop_cache(path);
+        return 0;
+}
+
+void kt_drop_cache(const char *path) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                fdatasync(fd);
+                posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+                close(fd);
+        }
+}
+
+static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
+        struct kt_events *e = ud;
+        (void) g;
+        if (ev->type < 16)
+                e->n[ev->type]++;
+        if (ev->type == MG_EVENT_KILL) {
+                char buf[1024];
+                e->kill = *ev->kill;
+                e->kill_time = ev->time_usec;
+                mg_kill_record_format(ev->kill, buf, sizeof(buf));
+                kt_note("%s", buf);
+        }
+        if (ev->type == MG_EVENT_ERROR)
+                kt_note("guard error on %s: %s", ev->what ? ev->what : "?", strerror(-ev->error));
+        if (ev->type == MG_EVENT_GONE)
+                e->gone++;
+}
+
+mg_set *kt_set_new(void) {
+        mg_set *s = NULL;
+        return mg_set_new(NULL, &s) < 0 ? NULL : s;
+}
+
+int kt_guard(mg_set *s, const char *cg, uint64_t limit, struct kt_events *ev, mg_guard **ret) {
+        struct mg_guard_options o;
+        int r = mg_guard_options_init(&o, limit);
+        if (r < 0)
+                return r;
+        o.on_event = on_event;
+        o.userdata = ev;
+        return mg_set_add(s, cg, &o, ret);
+}
+
+bool kt_run(mg_set *s, uint64_t timeout_usec, bool (*stop)(void *), void (*sample)(void *), void *ud) {
+        uint64_t end = kt_now() + timeout_usec;
+        struct pollfd p = { .fd = mg_set_get_fd(s), .events = POLLIN };
+        for (;;) {
+                if (sample)
+                        sample(ud);
+                if (stop && stop(ud))
+                        return true;
+                uint64_t now = kt_now(), due;
+                if (now >= end)
+                        return false;
+                mg_set_get_timeout(s, &due);
+                uint64_t wait = due > now ? due - now : 0;
+                if (wait > 10 * MS)
+                        wait = 10 * MS;
+                (void) poll(&p, 1, (int) ((wait + 999) / 1000));
+                mg_set_process(s);
+        }
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Helpers for tests on a real cgroup v2: unique child cgroups cleaned up
+ * even when a scenario fails, workloads started into them, a guard set
+ * driven by poll() with bounded waits, TAP output.  Modelled on the kernel's
+ * tools/testing/selftests/cgroup/cgroup_util.c, with errno returns.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "memguard/memguard.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define MS UINT64_C(1000)
+#define SEC UINT64_C(1000000)
+
+enum { KT_PASS, KT_FAIL, KT_SKIP };
+
+struct kt_events {
+        int n[16];
+        struct mg_kill_record kill; /* the last kill */
+        uint64_t kill_time;
+        int gone;
+};
+
+extern const char *kt_base;     /* the test's own parent cgroup */
+extern const char *kt_disk;     /* a directory on a real disk file system */
+extern const char *kt_workload; /* the mg-workload binary */
+extern char kt_skip_reason[256];
+
+/* Printed as TAP diagnostics; "# key=value" lines are the figures. */
+void kt_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Records a failure with its reason and returns KT_FAIL from the caller. */
+#define KT_CHECK(cond, ...)                                                    \
+        do {                                                                   \
+                if (!(cond)) {                                                 \
+                        kt_note("FAILED %s:%d: %s", __FILE__, __LINE__, #cond); \
+                        kt_note(__VA_ARGS__);                                  \
+                        return KT_FAIL;                                        \
+                }                                                              \
+        } while (0)
+
+uint64_t kt_now(void);
+
+/* Makes <base>/<name>-<n>, remembered for cleanup.  Returns a static path. */
+const char *kt_cg_new(const char *name);
+int kt_cg_write(const char *cg, const char *file, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Reads a cgroup file into buf; returns length or negative errno. */
+ssize_t kt_cg_read(const char *cg, const char *file, char *buf, size_t size);
+uint64_t kt_cg_u64(const char *cg, const char *file);
+/* A key of a "key value" file (memory.stat, memory.events); UINT64_MAX if absent. */
+uint64_t kt_cg_key(const char *cg, const char *file, const char *key);
+/* PSI "some"/"full" total of a pressure file. */
+uint64_t kt_cg_psi_total(const char *cg, const char *file, const char *which);
+/* Waits (bounded) until cgroup.events says populated == want. */
+bool kt_cg_wait_populated(const char *cg, int want, uint64_t timeout_usec);
+/* Kills everything in cg, waits for it to empty, removes it. */
+int kt_cg_destroy(const char *cg);
+void kt_cleanup_all(void);
+
+/* Starts the workload with args inside cg; its stdout goes to a file read by
+ * kt_result().  Returns the pid (> 0) or a negative errno. */
+pid_t kt_spawn(const char *cg, const char *const args[]);
+/* Waits (bounded) for pid; returns its wait status, or -ETIMEDOUT. */
+int kt_wait(pid_t pid, uint64_t timeout_usec);
+/* The last line the workload printed (static buffer). */
+const char *kt_result(pid_t pid);
+
+/* Creates a file of mib MiB on the disk (from outside any test cgroup) and
+ * drops it from the page cache. */
+int kt_make_file(const char *path, uint64_t mib);
+void kt_drop_cache(const char *path);
+
+/* A guard set whose events land in *ev. */
+mg_set *kt_set_new(void);
+int kt_guard(mg_set *s, const char *cg, uint64_t limit, struct kt_events *ev, mg_guard **ret);
+/* Runs the set until stop(ud) is true or timeout; calls sample(ud) at least
+ * every 10 ms.  Returns true if stop() became true. */
+bool kt_run(mg_set *s, uint64_t timeout_usec, bool (*stop)(void *), void (*sample)(void *), void *ud);

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mg-workload: the workloads behind the field failures, one mode each.
+ * Every mode ends by printing one line of key=value pairs to stdout, so
+ * tests and people can parse what it did.  Sizes are MiB, times seconds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB (UINT64_C(1) << 20)
+#define PAGE 4096
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static uint64_t rng = 88172645463325252ULL;
+static uint64_t xorshift(void) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return rng;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+static uint64_t pct(uint64_t *v, size_t n, unsigned p) {
+        if (n == 0)
+                return 0;
+        qsort(v, n, sizeof(*v), cmp_u64);
+        return v[(n - 1) * p / 100];
+}
+
+static void hold(long seconds) {
+        fflush(stdout);
+        if (seconds < 0)
+                for (;;)
+                        pause();
+        if (seconds > 0)
+                sleep((unsigned) seconds);
+}
+
+static void die(const char *what) {
+        fprintf(stderr, "mg-workload: %s: %s\n", what, strerror(errno));
+        exit(1);
+}
+
+/* Touches mib MiB of anon memory in step_kib steps; returns per-step usec. */
+static uint64_t *grow_anon(uint64_t mib, uint64_t step_kib, size_t *ret_n) {
+        size_t steps = (size_t) (mib * 1024 / step_kib);
+        uint64_t *lat = calloc(steps ? steps : 1, sizeof(*lat));
+        if (!lat)
+                die("calloc");
+        for (size_t i = 0; i < steps; i++) {
+                uint64_t t = now_usec();
+                char *p = mmap(NULL, step_kib * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (p == MAP_FAILED)
+                        die("mmap");
+                for (size_t off = 0; off < step_kib * 1024; off += PAGE)
+                        p[off] = (char) (off | 1);
+                lat[i] = now_usec() - t;
+        }
+        *ret_n = steps;
+        return lat;
+}
+
+static int mode_anon(int argc, char **argv) {
+        uint64_t mib = argc > 0 ? strtoull(argv[0], NULL, 0) : 64;
+        uint64_t step = argc > 1 ? strtoull(argv[1], NULL, 0) : 256;
+        long holds = argc > 2 ? strtol(argv[2], NULL, 0) : -1;
+        uint64_t t0 = now_usec();
+        size_t n;
+        free(grow_anon(mib, step ? step : 256, &n));
+        printf("workload=anon mib=%" PRIu64 " step_kib=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", mib, step,
+               (now_usec() - t0) / 1000);
+        hold(holds);
+        return 0;
+}
+
+/* Allocation latency per step, for an actor held over memory.high. */
+static int mode_throttle(int argc, char **argv) {
+        uint64_t mib = argc > 0 ? strtoull(argv[0], NULL, 0) : 64;
+        uint64_t step = argc > 1 ? strtoull(argv[1], NULL, 0) : 256;
+        uint64_t t0 = now_usec();
+        size_t n;
+        uint64_t *lat = grow_anon(mib, step ? step : 256, &n);
+        uint64_t total = now_usec() - t0;
+        printf("workload=throttle mib=%" PRIu64 " steps=%zu elapsed_ms=%" PRIu64 " step_p50_us=%" PRIu64
+               " step_p99_us=%" PRIu64 " step_max_us=%" PRIu64 "\n",
+               mib, n, total / 1000, pct(lat, n, 50), pct(lat, n, 99), pct(lat, n, 100));
+        return 0;
+}
+
+static int mode_leak(int argc, char **argv) {
+        uint64_t rate = argc > 0 ? strtoull(argv[0], NULL, 0) : 16;
+        uint64_t total = 0;
+        for (;;) {
+                size_t n;
+                free(grow_anon(1, 256, &n));
+                total++;
+                usleep((useconds_t) (1000000 / (rate ? rate : 1)));
+                if (total % 16 == 0) {
+                        printf("workload=leak mib=%" PRIu64 "\n", total);
+                        fflush(stdout);
+                }
+        }
+        return 0;
+}
+
+static int mode_write(int argc, char **argv) {
+        if (argc < 2)
+                return 2;
+        uint64_t mib = strtoull(argv[1], NULL, 0);
+        bool sync = argc > 2 && atoi(argv[2]);
+        static char buf[1 << 20];
+        int fd = open(argv[0], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                die(argv[0]);
+        memset(buf, 0x5a, sizeof(buf));
+        uint64_t t0 = now_usec();
+        for (uint64_t i = 0; i < mib; i++) {
+                buf[0] = (char) i;
+                if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf))
+                        die("write");
+        }
+        if (sync && fsync(fd) < 0)
+                die("fsync");
+        close(fd);
+        printf("workload=write mib=%" PRIu64 " fsync=%d elapsed_ms=%" PRIu64 "\n", mib, sync, (now_usec() - t0) / 1000);
+        return 0;
+}
+
+/* Streams a file sequentially, again and again, for the given time. */
+static int mode_read(int argc, char **argv) {
+        if (argc < 2)
+                return 2;
+        double secs = atof(argv[1]);
+        static char buf[1 << 20];
+        uint64_t t0 = now_usec(), bytes = 0, loops = 0;
+        int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                die(argv[0]);
+        while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n < 0)
+                        die("read");
+                if (n == 0) {
+                        lseek(fd, 0, SEEK_SET);
+                        loops++;
+                }
+                bytes += (uint64_t) n;
+        }
+        printf("workload=read mib=%" PRIu64 " loops=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", bytes / MIB, loops,
+               (now_usec() - t0) / 1000);
+        return 0;
+}
+
+/* Random 4 KiB reads, skew_pct of them in the first hot_pct of the file:
+ * with the hot part larger than the cgroup's limit this thrashes. */
+static int mode_hotfile(int argc, char **argv) {
+        if (argc < 2)
+                return 2;
+        double secs = atof(argv[1]);
+        uint64_t hot_pct = argc > 2 ? strtoull(argv[2], NULL, 0) : 60;
+        uint64_t skew = argc > 3 ? strtoull(argv[3], NULL, 0) : 95;
+        char buf[PAGE];
+        int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                die(argv[0]);
+        uint64_t pages = (uint64_t) lseek(fd, 0, SEEK_END) / PAGE, reads = 0, t0 = now_usec();
+        uint64_t hot = pages * hot_pct / 100;
+        if (pages == 0 || hot == 0)
+                return 2;
+        while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
+                uint64_t r = xorshift();
+                uint64_t pg = (r % 100 < skew) ? (r >> 8) % hot : (r >> 8) % pages;
+                if (pread(fd, buf, PAGE, (off_t) (pg * PAGE)) < 0)
+                        die("pread");
+                reads++;
+        }
+        printf("workload=hotfile pages=%" PRIu64 " reads=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", pages, reads,
+               (now_usec() - t0) / 1000);
+        return 0;
+}
+
+/* Alternates a burst of anon memory and a burst of page cache, so
+ * memory.current swings by tens of MiB faster than memory.stat is flushed. */
+static int mode_churn(int argc, char **argv) {
+        if (argc < 3)
+                return 2;
+        uint64_t anon = strtoull(argv[0], NULL, 0);
+        double secs = atof(argv[2]);
+        static char buf[1 << 20];
+        uint64_t t0 = now_usec(), rounds = 0;
+        int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                die(argv[1]);
+        while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
+                char *p = mmap(NULL, anon * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (p == MAP_FAILED)
+                        die("mmap");
+                for (uint64_t off = 0; off < anon * MIB; off += PAGE)
+                        p[off] = 1;
+                munmap(p, anon * MIB);
+                lseek(fd, 0, SEEK_SET);
+                while (read(fd, buf, sizeof(buf)) > 0)
+                        ;
+                posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+                rounds++;
+        }
+        printf("workload=churn anon_mib=%" PRIu64 " rounds=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", anon, rounds,
+               (now_usec() - t0) / 1000);
+        return 0;
+}
+
+/* N processes (this one and N-1 children), each holding mib MiB. */
+static int mode_procs(int argc, char **argv) {
+        int n = argc > 0 ? atoi(argv[0]) : 4;
+        uint64_t mib = argc > 1 ? strtoull(argv[1], NULL, 0) : 8;
+        size_t steps;
+        for (int i = 1; i < n; i++) {
+                pid_t pid = fork();
+                if (pid < 0)
+                        die("fork");
+                if (pid == 0) {
+                        free(grow_anon(mib, 256, &steps));
+                        hold(-1);
+                }
+        }
+        free(grow_anon(mib, 256, &steps));
+        printf("workload=procs n=%d mib_each=%" PRIu64 "\n", n, mib);
+        hold(-1);
+        return 0;
+}
+
+static int mode_cpu(int argc, char **argv) {
+        double secs = argc > 0 ? atof(argv[0]) : 10;
+        uint64_t t0 = now_usec(), iters = 0;
+        volatile uint64_t x = 0;
+        while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
+                for (int i = 0; i < 100000; i++)
+                        x += xorshift();
+                iters++;
+        }
+        printf("workload=cpu iters=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", iters, (now_usec() - t0) / 1000);
+        return 0;
+}
+
+/* Wakes every period_ms: scheduled start, wake delay and service time of a
+ * small memory-touching job, as the canaries of seed 002 recorded them. */
+static int mode_canary(int argc, char **argv) {
+        double secs = argc > 0 ? atof(argv[0]) : 10;
+        uint64_t period = (argc > 1 ? strtoull(argv[1], NULL, 0) : 100) * 1000;
+        size_t max = (size_t) (secs * 1e6 / (double) period) + 1, n = 0;
+        uint64_t *wake = calloc(max, sizeof(*wake)), *svc = calloc(max, sizeof(*svc)), misses = 0;
+        static char hot[1 << 20];
+        struct timespec ts;
+        if (!wake || !svc)
+                die("calloc");
+        uint64_t start = now_usec();
+        for (uint64_t sched = start; n < max; sched += period) {
+                ts.tv_sec = (time_t) (sched / 1000000);
+                ts.tv_nsec = (long) (sched % 1000000) * 1000;
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+                uint64_t w = now_usec();
+                for (size_t i = 0; i < sizeof(hot); i += PAGE)
+                        hot[i]++;
+                uint64_t d = now_usec();
+                wake[n] = w - sched;
+                svc[n] = d - w;
+                if (d > sched + period)
+                        misses++;
+                n++;
+        }
+        printf("workload=canary n=%zu wake_p50_us=%" PRIu64 " wake_p99_us=%" PRIu64 " wake_max_us=%" PRIu64
+               " service_p50_us=%" PRIu64 " service_p99_us=%" PRIu64 " misses=%" PRIu64 "\n",
+               n, pct(wake, n, 50), pct(wake, n, 99), pct(wake, n, 100), pct(svc, n, 50), pct(svc, n, 99), misses);
+        return 0;
+}
+
+static const struct {
+        const char *name, *usage;
+        int (*fn)(int, char **);
+} modes[] = {
+        { "anon", "MIB [STEP_KIB] [HOLD_S, -1 forever]", mode_anon },
+        { "throttle", "MIB [STEP_KIB]", mode_throttle },
+        { "leak", "MIB_PER_S", mode_leak },
+        { "write", "FILE MIB [FSYNC]", mode_write },
+        { "read", "FILE SECONDS", mode_read },
+        { "hotfile", "FILE SECONDS [HOT_PCT] [SKEW_PCT]", mode_hotfile },
+        { "churn", "ANON_MIB FILE SECONDS", mode_churn },
+        { "procs", "N MIB_EACH", mode_procs },
+        { "cpu", "SECONDS", mode_cpu },
+        { "canary", "SECONDS [PERIOD_MS]", mode_canary },
+};
+
+int main(int argc, char **argv) {
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        for (size_t i = 0; argc > 1 && i < sizeof(modes) / sizeof(modes[0]); i++) {
+                if (strcmp(argv[1], modes[i].name) == 0) {
+                        int r = modes[i].fn(argc - 2, argv + 2);
+                        if (r == 2)
+                                fprintf(stderr, "usage: mg-workload %s %s\n", modes[i].name, modes[i].usage);
+                        return r;
+                }
+        }
+        fprintf(stderr, "usage: mg-workload MODE ARGS...\nmodes:\n");
+        for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+                fprintf(stderr, "  %s %s\n", modes[i].name, modes[i].usage);
+        return 2;
+}
