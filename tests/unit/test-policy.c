@@ -176,3 +176,24 @@ Test(policy, ring_wraps) {
         cr_expect_eq(feed(&s, 3 * MG_POLICY_RING, 1000 * MS, 200 * MIB, 255 * MIB, 1, 50 * MS, &t), MG_VERDICT_STALL);
         cr_expect_eq(t, 4000 * MS);
 }
+
+/* docs/tuning.md prints this table; these rows pin it. */
+Test(tuning, table_rows) {
+        static const struct {
+                uint64_t limit, window_ms, deadline_s, kill_wait_s;
+        } rows[] = {
+                { 64 * MIB, 2000, 11, 2 },     { 256 * MIB, 3000, 15, 2 },    { 1024 * MIB, 4000, 30, 3 },
+                { 4096 * MIB, 5000, 91, 6 },   { 65536 * MIB, 7000, 1320, 30 },
+        };
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                struct mg_guard_options o;
+                cr_assert_eq(mg_guard_options_init(&o, rows[i].limit), 0);
+                cr_expect_eq(o.margin_bytes, rows[i].limit / 16);
+                cr_expect_eq(o.tick_usec, 250 * MS);
+                cr_expect_eq(o.stall_window_usec, rows[i].window_ms * MS, "row %zu", i);
+                cr_expect_eq(o.stall_pressure_permyriad, 1000);
+                cr_expect_eq(o.lend_deadline_usec / 1000000, rows[i].deadline_s, "row %zu", i);
+                cr_expect_eq(o.kill_wait_usec / 1000000, rows[i].kill_wait_s, "row %zu", i);
+                cr_expect_eq(o.post_kill_holdoff_usec, 2250 * MS);
+        }
+}
