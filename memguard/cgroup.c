@@ -18,6 +18,7 @@ static const struct {
         [MG_CG_CURRENT] = { "memory.current", O_RDONLY, true },
         [MG_CG_STAT] = { "memory.stat", O_RDONLY, true },
         [MG_CG_PRESSURE] = { "memory.pressure", O_RDONLY, false },
+        [MG_CG_IO_PRESSURE] = { "io.pressure", O_RDONLY, false },
         [MG_CG_EVENTS_LOCAL] = { "memory.events.local", O_RDONLY, false },
         /* Lowering memory.high makes the writer reclaim synchronously (up
          * to 16 fruitless retries); kernels that honour O_NONBLOCK on it

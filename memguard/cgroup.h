@@ -17,6 +17,7 @@ enum mg_cgfile {
         MG_CG_CURRENT,          /* memory.current */
         MG_CG_STAT,             /* memory.stat */
         MG_CG_PRESSURE,         /* memory.pressure (absent without PSI) */
+        MG_CG_IO_PRESSURE,      /* io.pressure (absent without PSI) */
         MG_CG_EVENTS_LOCAL,     /* memory.events.local (5.7+) */
         MG_CG_HIGH,             /* memory.high, read-write, O_NONBLOCK */
         MG_CG_MAX,              /* memory.max */

@@ -85,6 +85,7 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         g->clock = default_clock;
         g->state = MG_GUARD_WATCHING;
         g->heap_index = SIZE_MAX;
+        g->last_restores = UINT64_MAX; /* unknown until the first slow tick */
         *ret = g;
         return 0;
 fail:
@@ -162,6 +163,7 @@ static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
                 r = mg_parse_memstat(buf, (size_t) n, ret);
                 break;
         case MG_CG_PRESSURE:
+        case MG_CG_IO_PRESSURE:
                 r = mg_parse_psi(buf, (size_t) n, ret);
                 break;
         case MG_CG_EVENTS_LOCAL:
@@ -177,12 +179,14 @@ static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
 }
 
 /*
- * The slow path: memory.current, memory.stat, memory.events.local and
- * memory.pressure, four preads.  Every term of used comes from the one
- * memory.stat read; memory.current is only compared, never subtracted from.
- * Optional files this kernel lacks leave their part of the report empty.
+ * The slow path: memory.current, memory.stat and memory.events.local, three
+ * preads; while the actor is losing its working set (and a window after),
+ * memory.pressure and io.pressure too, as a stall needs them.  Every term of
+ * used comes from the one memory.stat read; memory.current is only compared,
+ * never subtracted from.  Optional files this kernel lacks leave their part
+ * of the report empty.
  */
-static int read_slow(mg_guard *g, uint64_t current, struct mg_report *rep, struct mg_sample *x) {
+static int read_slow(mg_guard *g, uint64_t current, bool all, struct mg_report *rep, struct mg_sample *x) {
         int r;
 
         *rep = (struct mg_report) {
@@ -201,8 +205,11 @@ static int read_slow(mg_guard *g, uint64_t current, struct mg_report *rep, struc
                 .time_usec = rep->time_usec,
                 .current_bytes = current,
                 .used_bytes = rep->used_bytes,
-                .refaults = rep->stat.workingset_refault_anon + rep->stat.workingset_refault_file,
+                .restores = rep->stat.workingset_restore_anon + rep->stat.workingset_restore_file,
         };
+        if (g->last_restores != UINT64_MAX && x->restores > g->last_restores)
+                g->pressure_until_usec = x->time_usec + g->opt.stall_window_usec + 2 * g->opt.tick_usec;
+        g->last_restores = x->restores;
 
         r = read_parsed(g, MG_CG_EVENTS_LOCAL, &rep->events);
         if (r >= 0) {
@@ -211,12 +218,19 @@ static int read_slow(mg_guard *g, uint64_t current, struct mg_report *rep, struc
         } else if (r != -EOPNOTSUPP)
                 return read_failed(g, MG_CG_EVENTS_LOCAL, r);
 
-        r = read_parsed(g, MG_CG_PRESSURE, &rep->memory_pressure);
-        if (r >= 0) {
-                x->have_pressure = true;
-                x->mem_some_usec = rep->memory_pressure.some.total_usec;
-        } else if (r != -EOPNOTSUPP)
-                return read_failed(g, MG_CG_PRESSURE, r);
+        if (all || x->time_usec < g->pressure_until_usec) {
+                r = read_parsed(g, MG_CG_PRESSURE, &rep->memory_pressure);
+                if (r >= 0) {
+                        x->have_pressure = true;
+                        x->mem_some_usec = rep->memory_pressure.some.total_usec;
+                } else if (r != -EOPNOTSUPP)
+                        return read_failed(g, MG_CG_PRESSURE, r);
+                r = read_parsed(g, MG_CG_IO_PRESSURE, &rep->io_pressure);
+                if (r >= 0)
+                        x->io_some_usec = rep->io_pressure.some.total_usec;
+                else if (r != -EOPNOTSUPP)
+                        return read_failed(g, MG_CG_IO_PRESSURE, r);
+        }
         g->last_error = 0;
         return 0;
 }
@@ -319,6 +333,7 @@ int mg_guard_tick(mg_guard *g) {
         struct mg_report rep;
         struct mg_sample x;
         uint64_t now, current, stall_usec;
+        unsigned signals;
         enum mg_verdict v;
         int r, acted = 0;
 
@@ -363,11 +378,11 @@ int mg_guard_tick(mg_guard *g) {
                 return acted;
         }
 
-        r = read_slow(g, current, &rep, &x);
+        r = read_slow(g, current, false, &rep, &x);
         if (r < 0)
                 return r;
         note_kernel_oom(g, &rep);
-        v = mg_policy_decide(&g->params, &g->policy, &x, &stall_usec);
+        v = mg_policy_decide(&g->params, &g->policy, &x, &stall_usec, &signals);
         if (g->lent || (v != MG_VERDICT_OVERSHOOT && v != MG_VERDICT_STALL))
                 return acted; /* kills are paused during a lend */
         if (g->detect_usec == 0)
@@ -382,7 +397,7 @@ int mg_guard_tick(mg_guard *g) {
                 return r;
         if (v == MG_VERDICT_OVERSHOOT) {
                 struct mg_sample y;
-                r = read_slow(g, current, &rep, &y);
+                r = read_slow(g, current, false, &rep, &y);
                 if (r < 0)
                         return r;
                 if (!mg_policy_overshoot(&g->params, current, rep.used_bytes))
@@ -392,6 +407,7 @@ int mg_guard_tick(mg_guard *g) {
         }
         rep.verdict = v;
         rep.stall_usec = stall_usec;
+        rep.stall_signals = signals;
         r = start_kill(g, v == MG_VERDICT_OVERSHOOT ? MG_KILL_OVERSHOOT : MG_KILL_STALL, &rep);
         if (r < 0)
                 return r;
@@ -414,7 +430,7 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
         r = read_current(g, &current);
         if (r < 0)
                 return r;
-        r = read_slow(g, current, &rep, &x);
+        r = read_slow(g, current, true, &rep, &x);
         if (r < 0)
                 return r;
         read_limits(g, &rep);
@@ -423,7 +439,7 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
         } else {
                 /* Decide on a copy: a report must not feed the window. */
                 scratch = g->policy;
-                rep.verdict = mg_policy_decide(&g->params, &scratch, &x, &rep.stall_usec);
+                rep.verdict = mg_policy_decide(&g->params, &scratch, &x, &rep.stall_usec, &rep.stall_signals);
         }
         *ret = rep;
         return 0;

@@ -34,6 +34,8 @@ struct mg_guard {
 
         struct mg_mem_events last_events;
         bool have_last_events;
+        uint64_t last_restores;         /* workingset_restore at the last slow tick, or UINT64_MAX */
+        uint64_t pressure_until_usec;   /* read PSI until then: the working set is being lost */
         int last_error;                 /* reported once per streak */
 
         mg_clock_fn clock;

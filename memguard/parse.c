@@ -118,8 +118,9 @@ static const struct kv_key memstat_keys[] = {
         MS(file_writeback), MS(inactive_anon), MS(inactive_file), MS(kernel), MS(kernel_stack),
         MS(pagetables), MS(percpu), MS(pgfault), MS(pgmajfault), MS(pgscan), MS(pgsteal),
         MS(sec_pagetables), MS(shmem), MS(slab), MS(slab_reclaimable), MS(slab_unreclaimable),
-        MS(sock), MS(unevictable), MS(vmalloc), MS(workingset_activate_file),
-        MS(workingset_refault_anon), MS(workingset_refault_file), MS(workingset_restore_file),
+        MS(sock), MS(unevictable), MS(vmalloc), MS(workingset_activate_anon), MS(workingset_activate_file),
+        MS(workingset_refault_anon), MS(workingset_refault_file), MS(workingset_restore_anon),
+        MS(workingset_restore_file),
 };
 #define N_MEMSTAT_KEYS (sizeof(memstat_keys) / sizeof(memstat_keys[0]))
 

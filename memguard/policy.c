@@ -37,27 +37,41 @@ static uint64_t delta(uint64_t newer, uint64_t older) {
         return newer > older ? newer - older : 0; /* a counter that went back says nothing */
 }
 
-/* The stall criteria over the samples o..x: the actor hit its limit
- * (memory.events.local high or max rose), it re-read pages it had lost
- * (refaults rose: reclaim takes what it still needs), and it spent at least
- * the threshold share of the time stalled on memory.  A writer at its limit
- * stalls on writeback in reclaim but refaults nothing; a reader streaming a
- * file through its cache refaults, but its reclaim is cheap and it waits on
- * io, not memory. */
-static bool stalled_between(const struct mg_policy_params *p, const struct mg_sample *o,
-                            const struct mg_sample *x) {
-        uint64_t span = x->time_usec - o->time_usec;
+/*
+ * The stall criteria over the samples o..x; returns the signals that met the
+ * threshold, 0 if the criteria do not hold.  The actor
+ *  - hit its limit: memory.events.local high or max rose;
+ *  - lost part of its working set: workingset_restore rose, i.e. pages that
+ *    were active when reclaim took them were read back.  A reader streaming
+ *    a file through its cache refaults too, but its pages were never active;
+ *    a writer at its limit refaults nothing;
+ *  - lost time to it: memory or io pressure "some" grew by the threshold
+ *    share of the span.  Without swap memory pressure under-reports a thrash
+ *    (a refault is a memory stall only for some pages, and anon is outside
+ *    the judgement), while the re-reads themselves show as io pressure.
+ */
+static unsigned stalled_between(const struct mg_policy_params *p, const struct mg_sample *o,
+                                const struct mg_sample *x) {
+        uint64_t span = x->time_usec - o->time_usec, need;
+        unsigned sig = 0;
 
-        if (span == 0 || !o->have_events || !o->have_pressure)
-                return false;
-        return delta(x->limit_events, o->limit_events) > 0 && delta(x->refaults, o->refaults) > 0 &&
-               delta(x->mem_some_usec, o->mem_some_usec) * 10000 >= span * p->stall_pressure_permyriad;
+        if (span == 0 || !o->have_events || !x->have_events || !o->have_pressure || !x->have_pressure)
+                return 0;
+        if (delta(x->limit_events, o->limit_events) == 0 || delta(x->restores, o->restores) == 0)
+                return 0;
+        need = span * p->stall_pressure_permyriad;
+        if (delta(x->mem_some_usec, o->mem_some_usec) * 10000 >= need)
+                sig |= MG_STALL_MEMORY;
+        if (delta(x->io_some_usec, o->io_some_usec) * 10000 >= need)
+                sig |= MG_STALL_IO;
+        return sig;
 }
 
 enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_policy_state *s,
-                                 const struct mg_sample *x, uint64_t *ret_stall_usec) {
+                                 const struct mg_sample *x, uint64_t *ret_stall_usec, unsigned *ret_signals) {
         const struct mg_sample *o, *m;
         enum mg_verdict v = MG_VERDICT_NEAR;
+        unsigned sig = 0;
 
         /* Samples must be consecutive slow ticks in time order; anything else
          * (a clock that went back) starts the window over. */
@@ -77,8 +91,10 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
                         /* "Across the whole window": the criteria also hold in
                          * each half of it, not just once at its start. */
                         m = sample_older_than(s, p->stall_window_usec / 2);
-                        if (o && m && stalled_between(p, o, m) && stalled_between(p, m, x))
+                        if (o && m && stalled_between(p, o, m) && stalled_between(p, m, x)) {
                                 v = MG_VERDICT_STALL;
+                                sig = stalled_between(p, o, x);
+                        }
                 }
         }
 
@@ -90,5 +106,7 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
         }
         if (ret_stall_usec)
                 *ret_stall_usec = s->stalling_since_usec ? x->time_usec - s->stalling_since_usec : 0;
+        if (ret_signals)
+                *ret_signals = sig;
         return v;
 }

@@ -25,7 +25,8 @@ struct mg_sample {
         uint64_t used_bytes;            /* anon + shmem + kernel + sock, one memory.stat read */
         uint64_t limit_events;          /* memory.events.local high + max */
         uint64_t mem_some_usec;         /* memory.pressure some total */
-        uint64_t refaults;              /* workingset_refault_anon + _file, same memory.stat read */
+        uint64_t io_some_usec;          /* io.pressure some total */
+        uint64_t restores;              /* workingset_restore_anon + _file, same memory.stat read */
         bool have_events, have_pressure;
 };
 
@@ -62,7 +63,9 @@ bool mg_policy_overshoot(const struct mg_policy_params *p, uint64_t current_byte
  * Adds a slow-path sample and decides.  Returns MG_VERDICT_OVERSHOOT,
  * MG_VERDICT_STALL (criteria held for the whole window), MG_VERDICT_STALLING
  * (they hold for the part of the window seen so far) or MG_VERDICT_NEAR.
- * ret_stall_usec (may be NULL) gets how long the stall criteria have held.
+ * ret_stall_usec and ret_signals (may be NULL) get how long the stall
+ * criteria have held and which share of time lost (enum mg_stall_signal)
+ * met the threshold over the whole window.
  */
 enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_policy_state *s,
-                                 const struct mg_sample *x, uint64_t *ret_stall_usec);
+                                 const struct mg_sample *x, uint64_t *ret_stall_usec, unsigned *ret_signals);

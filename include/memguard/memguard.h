@@ -36,7 +36,8 @@ struct mg_memstat {
         uint64_t active_anon, inactive_anon, active_file, inactive_file;
         uint64_t unevictable;
         uint64_t workingset_refault_anon, workingset_refault_file;
-        uint64_t workingset_activate_file, workingset_restore_file;
+        uint64_t workingset_activate_anon, workingset_activate_file;
+        uint64_t workingset_restore_anon, workingset_restore_file;
         uint64_t pgscan, pgsteal, pgfault, pgmajfault;
         bool kernel_derived;
 };
@@ -65,6 +66,12 @@ enum mg_verdict {
         MG_VERDICT_STALL,       /* kill: stuck at its limit for the window */
 };
 
+/* Which share of time lost decided a stall (a bit mask). */
+enum mg_stall_signal {
+        MG_STALL_MEMORY = 1 << 0,       /* memory.pressure some */
+        MG_STALL_IO = 1 << 1,           /* io.pressure some: refaults are reads */
+};
+
 /* Everything one slow-path read saw; a kill record carries one. */
 struct mg_report {
         uint64_t time_usec;             /* CLOCK_MONOTONIC of the read */
@@ -73,9 +80,11 @@ struct mg_report {
         uint64_t used_bytes;            /* anon + shmem + kernel + sock, one memory.stat read */
         uint64_t high_bytes, max_bytes; /* memory.high / memory.max, MG_UNLIMITED for max */
         struct mg_memstat stat;
-        struct mg_psi memory_pressure;
+        struct mg_psi memory_pressure;  /* read only while the actor loses its working set */
+        struct mg_psi io_pressure;
         struct mg_mem_events events;    /* memory.events.local */
         uint64_t stall_usec;            /* how long the stall criteria have held */
+        unsigned stall_signals;         /* enum mg_stall_signal, for a stall */
         enum mg_verdict verdict;
 };
 

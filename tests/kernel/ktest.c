@@ -25,6 +25,8 @@ static int n_cgroups, cg_counter;
 static struct {
         pid_t pid;
         char out[256];
+        bool reaped;
+        int status;
 } spawned[64];
 static int n_spawned;
 
@@ -180,8 +182,9 @@ void kt_cleanup_all(void) {
         while (n_cgroups > 0)
                 kt_cg_destroy(cgroups[--n_cgroups]);
         for (int i = 0; i < n_spawned; i++) {
-                if (spawned[i].pid > 0)
+                if (spawned[i].pid > 0 && !spawned[i].reaped)
                         (void) waitpid(spawned[i].pid, NULL, WNOHANG);
+                spawned[i].reaped = false;
                 unlink(spawned[i].out);
         }
         n_spawned = 0;
@@ -214,13 +217,22 @@ pid_t kt_spawn(const char *cg, const char *const args[]) {
 
 int kt_wait(pid_t pid, uint64_t timeout_usec) {
         uint64_t end = kt_now() + timeout_usec;
-        int status;
+        int status, slot = -1;
+        for (int i = 0; i < n_spawned; i++)
+                if (spawned[i].pid == pid)
+                        slot = i;
+        if (slot >= 0 && spawned[slot].reaped)
+                return spawned[slot].status; /* asked again after it ended */
         int pfd = (int) syscall(SYS_pidfd_open, pid, 0);
         for (;;) {
                 pid_t r = waitpid(pid, &status, WNOHANG);
                 if (r == pid) {
                         if (pfd >= 0)
                                 close(pfd);
+                        if (slot >= 0) {
+                                spawned[slot].reaped = true;
+                                spawned[slot].status = status;
+                        }
                         return status;
                 }
                 if (r < 0 || kt_now() >= end)

@@ -76,19 +76,20 @@ void fixture_stat(struct fixture *f, uint64_t anon, uint64_t file, uint64_t kern
                  "file_mapped 0\nfile_dirty %" PRIu64 "\nfile_writeback %" PRIu64 "\nswapcached 0\n"
                  "anon_thp 0\ninactive_anon %" PRIu64 "\nactive_anon 0\ninactive_file %" PRIu64 "\n"
                  "active_file 0\nunevictable 0\nslab_reclaimable 0\nslab_unreclaimable 0\nslab 0\n"
-                 "workingset_refault_anon 0\nworkingset_refault_file %" PRIu64 "\npgscan 0\npgsteal 0\n"
+                 "workingset_refault_anon 0\nworkingset_refault_file 0\nworkingset_restore_file %" PRIu64 "\n"
+                 "pgscan 0\npgsteal 0\n"
                  "pgfault 0\npgmajfault 0\n",
-                 anon, file, kernel, sock, shmem, dirty, writeback, anon, file, f->refault_file);
+                 anon, file, kernel, sock, shmem, dirty, writeback, anon, file, f->restore_file);
         fixture_write(f, "memory.stat", buf);
 }
 
-void fixture_psi(struct fixture *f, uint64_t some_total_usec) {
+void fixture_psi(struct fixture *f, const char *file, uint64_t some_total_usec) {
         char buf[256];
         snprintf(buf, sizeof(buf),
                  "some avg10=0.00 avg60=0.00 avg300=0.00 total=%" PRIu64 "\n"
                  "full avg10=0.00 avg60=0.00 avg300=0.00 total=%" PRIu64 "\n",
                  some_total_usec, some_total_usec / 2);
-        fixture_write(f, "memory.pressure", buf);
+        fixture_write(f, file, buf);
 }
 
 void fixture_events(struct fixture *f, uint64_t high, uint64_t max, uint64_t oom_kill) {
@@ -119,7 +120,8 @@ void fixture_init(struct fixture *f) {
         f->now_usec = 1000000;
         fixture_current(f, 16 << 20);
         fixture_stat(f, 8 << 20, 6 << 20, 1 << 20, 0, 0, 0, 0);
-        fixture_psi(f, 0);
+        fixture_psi(f, "memory.pressure", 0);
+        fixture_psi(f, "io.pressure", 0);
         fixture_events(f, 0, 0, 0);
         fixture_write(f, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n");
         fixture_write(f, "memory.high", "max\n");

@@ -21,7 +21,7 @@ struct fixture {
         int fd_of[MG_CG_N];
         int fail_errno;             /* injected into every read while non-zero */
         uint64_t now_usec;          /* the injected clock */
-        uint64_t refault_file;      /* workingset_refault_file in fixture_stat() */
+        uint64_t restore_file;      /* workingset_restore_file in fixture_stat() */
 };
 
 /* Makes a cgroup dir with plausible files for a 256 MiB actor at rest. */
@@ -34,7 +34,8 @@ void fixture_remove(struct fixture *f, const char *file);
 /* A memory.stat with these parts (bytes) and sensible zeros elsewhere. */
 void fixture_stat(struct fixture *f, uint64_t anon, uint64_t file, uint64_t kernel, uint64_t shmem, uint64_t sock,
                   uint64_t dirty, uint64_t writeback);
-void fixture_psi(struct fixture *f, uint64_t some_total_usec);
+/* memory.pressure or io.pressure with this "some" total */
+void fixture_psi(struct fixture *f, const char *file, uint64_t some_total_usec);
 void fixture_events(struct fixture *f, uint64_t high, uint64_t max, uint64_t oom_kill);
 void fixture_current(struct fixture *f, uint64_t bytes);
 /* Learns which fd is which file from the guard's open cgroup. */

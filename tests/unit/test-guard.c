@@ -124,13 +124,30 @@ Test(guard, fast_path_reads_only_memory_current) {
         mg_guard_free(g);
 }
 
-Test(guard, slow_path_reads_at_most_four) {
+Test(guard, slow_path_read_counts) {
         mg_guard *g = new_guard();
         fixture_current(&fx, 250 * MIB);
         fixture_stat(&fx, 100 * MIB, 140 * MIB, 2 * MIB, 0, 0, 0, 0);
         cr_expect_eq(tick_at(g, 250 * MS), 0);
-        cr_expect_eq(fx.reads, 4);
+        /* current, stat, events.local */
+        cr_expect_eq(fx.reads, 3);
         cr_expect_eq(fx.reads_of[MG_CG_STAT], 1, "memory.stat read once");
+        cr_expect_eq(fx.reads_of[MG_CG_PRESSURE], 0, "no PSI while the working set is intact");
+        /* losing its working set: both pressure files join, for a window */
+        fx.restore_file = 10;
+        fixture_stat(&fx, 100 * MIB, 140 * MIB, 2 * MIB, 0, 0, 0, 0);
+        fixture_reset_counts(&fx);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(fx.reads, 5);
+        cr_expect_eq(fx.reads_of[MG_CG_PRESSURE], 1);
+        cr_expect_eq(fx.reads_of[MG_CG_IO_PRESSURE], 1);
+        fixture_reset_counts(&fx);
+        for (int i = 0; i < 13; i++)
+                tick_at(g, 250 * MS); /* 3 s window + 2 ticks after the last loss */
+        cr_expect_eq(fx.reads_of[MG_CG_PRESSURE], 13);
+        fixture_reset_counts(&fx);
+        tick_at(g, 250 * MS);
+        cr_expect_eq(fx.reads, 3, "back to three once the loss stopped for a window");
         cr_expect_eq(fx.opens, 0);
         mg_guard_free(g);
 }
@@ -216,15 +233,16 @@ Test(guard, stall_kills_after_window) {
         uint64_t t0 = fx.now_usec;
         int acted = 0, i;
         for (i = 1; i <= 40 && !acted; i++) {
-                fx.refault_file = (uint64_t) i * 100;
+                fx.restore_file = (uint64_t) i * 100;
                 fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
                 fixture_events(&fx, 0, (uint64_t) i * 3, 0);
-                fixture_psi(&fx, (uint64_t) i * 150 * MS);
+                fixture_psi(&fx, "memory.pressure", (uint64_t) i * 150 * MS);
                 acted = tick_at(g, 250 * MS);
         }
         cr_assert_eq(acted, 1);
-        /* the first slow tick starts the window, the kill comes when 3 s are covered */
-        cr_expect_eq(fx.now_usec - t0, 3250 * MS);
+        /* the second slow tick sees the first working-set loss and starts
+         * reading PSI; the kill comes when 3 s of that are covered */
+        cr_expect_eq(fx.now_usec - t0, 3500 * MS);
         fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
         tick_at(g, 250 * MS);
         cr_assert_eq(seen.n[MG_EVENT_KILL], 1);

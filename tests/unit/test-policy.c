@@ -49,11 +49,11 @@ static enum mg_verdict feed(struct mg_policy_state *s, int n, uint64_t t0, uint6
                         .used_bytes = used,
                         .limit_events = (uint64_t) i * events_per_tick,
                         .mem_some_usec = (uint64_t) i * some_usec_per_tick,
-                        .refaults = (uint64_t) i * 100,
+                        .restores = (uint64_t) i * 100,
                         .have_events = true,
                         .have_pressure = true,
                 };
-                v = mg_policy_decide(&P, s, &x, NULL);
+                v = mg_policy_decide(&P, s, &x, NULL, NULL);
                 if (ret_kill_t && !*ret_kill_t && (v == MG_VERDICT_STALL || v == MG_VERDICT_OVERSHOOT))
                         *ret_kill_t = x.time_usec;
         }
@@ -86,9 +86,9 @@ Test(policy, stalling_before_window) {
         uint64_t stall;
         feed(&s, 6, 1000 * MS, 200 * MIB, 255 * MIB, 2, 100 * MS, NULL);
         struct mg_sample x = { .time_usec = 2500 * MS, .current_bytes = 255 * MIB, .used_bytes = 200 * MIB,
-                               .limit_events = 12, .mem_some_usec = 600 * MS, .refaults = 600, .have_events = true,
-                               .have_pressure = true };
-        cr_expect_eq(mg_policy_decide(&P, &s, &x, &stall), MG_VERDICT_STALLING);
+                               .limit_events = 12, .mem_some_usec = 600 * MS, .restores = 600,
+                               .have_events = true, .have_pressure = true };
+        cr_expect_eq(mg_policy_decide(&P, &s, &x, &stall, NULL), MG_VERDICT_STALLING);
         cr_expect_eq(stall, 1500 * MS);
 }
 
@@ -97,17 +97,34 @@ Test(policy, pressure_without_limit_events_is_not_a_stall) {
         cr_expect_eq(feed(&s, 40, 1000 * MS, 200 * MIB, 255 * MIB, 0, 200 * MS, NULL), MG_VERDICT_NEAR);
 }
 
-Test(policy, no_refaults_is_not_a_stall) {
-        /* a dirty writer at its limit: limit events and memory stalls on
-         * writeback in reclaim, but nothing it lost is read again */
+Test(policy, io_pressure_alone_decides) {
+        /* the thrash of seed 001: memory some low, io some high */
+        struct mg_policy_state s = {};
+        enum mg_verdict v = MG_VERDICT_NEAR;
+        unsigned sig = 0;
+        for (int i = 0; i < 20 && v != MG_VERDICT_STALL; i++) {
+                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
+                                       .used_bytes = 10 * MIB, .limit_events = (uint64_t) i * 40,
+                                       .mem_some_usec = (uint64_t) i * 5 * MS, .io_some_usec = (uint64_t) i * 200 * MS,
+                                       .restores = (uint64_t) i * 300, .have_events = true, .have_pressure = true };
+                v = mg_policy_decide(&P, &s, &x, NULL, &sig);
+        }
+        cr_expect_eq(v, MG_VERDICT_STALL);
+        cr_expect_eq(sig, MG_STALL_IO);
+}
+
+Test(policy, no_workingset_loss_is_not_a_stall) {
+        /* a dirty writer at its limit, or a reader streaming a file through
+         * its cache: limit events, stalls on writeback in reclaim or on
+         * reads, but no page that was active is read back */
         struct mg_policy_state s = {};
         enum mg_verdict v = MG_VERDICT_NEAR;
         for (int i = 0; i < 40; i++) {
                 struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 256 * MIB,
                                        .used_bytes = 20 * MIB, .limit_events = (uint64_t) i * 5,
-                                       .mem_some_usec = (uint64_t) i * 200 * MS, .refaults = 7,
+                                       .mem_some_usec = (uint64_t) i * 200 * MS, .restores = 7,
                                        .have_events = true, .have_pressure = true };
-                v = mg_policy_decide(&P, &s, &x, NULL);
+                v = mg_policy_decide(&P, &s, &x, NULL, NULL);
                 cr_expect_lt(v, MG_VERDICT_STALLING);
         }
 }
@@ -118,9 +135,9 @@ Test(policy, events_in_first_half_only_is_not_a_stall) {
         for (int i = 0; i < 13; i++) {
                 struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
                                        .used_bytes = 200 * MIB, .limit_events = i < 3 ? (uint64_t) i : 3,
-                                       .mem_some_usec = (uint64_t) i * 100 * MS, .refaults = (uint64_t) i * 50,
+                                       .mem_some_usec = (uint64_t) i * 100 * MS, .restores = (uint64_t) i * 50,
                                        .have_events = true, .have_pressure = true };
-                v = mg_policy_decide(&P, &s, &x, NULL);
+                v = mg_policy_decide(&P, &s, &x, NULL, NULL);
         }
         cr_expect_neq(v, MG_VERDICT_STALL);
 }
@@ -137,7 +154,7 @@ Test(policy, missing_psi_never_stalls) {
                 struct mg_sample x = { .time_usec = (uint64_t) (i + 1) * 250 * MS, .current_bytes = 255 * MIB,
                                        .used_bytes = 200 * MIB, .limit_events = (uint64_t) i * 10,
                                        .have_events = true };
-                cr_expect_lt(mg_policy_decide(&P, &s, &x, NULL), MG_VERDICT_STALLING);
+                cr_expect_lt(mg_policy_decide(&P, &s, &x, NULL, NULL), MG_VERDICT_STALLING);
         }
 }
 
@@ -158,7 +175,7 @@ Test(policy, counter_going_back_is_not_progress) {
                                        .used_bytes = 200 * MIB, .limit_events = 1000 - (uint64_t) i,
                                        .mem_some_usec = 1000000000 - (uint64_t) i, .have_events = true,
                                        .have_pressure = true };
-                v = mg_policy_decide(&P, &s, &x, NULL);
+                v = mg_policy_decide(&P, &s, &x, NULL, NULL);
         }
         cr_expect_eq(v, MG_VERDICT_NEAR);
 }
@@ -166,7 +183,7 @@ Test(policy, counter_going_back_is_not_progress) {
 Test(policy, overshoot_immediate) {
         struct mg_policy_state s = {};
         struct mg_sample x = { .time_usec = 1, .current_bytes = 300 * MIB, .used_bytes = 290 * MIB };
-        cr_expect_eq(mg_policy_decide(&P, &s, &x, NULL), MG_VERDICT_OVERSHOOT);
+        cr_expect_eq(mg_policy_decide(&P, &s, &x, NULL, NULL), MG_VERDICT_OVERSHOOT);
 }
 
 Test(policy, ring_wraps) {
