@@ -191,9 +191,13 @@ void kt_cleanup_all(void) {
 }
 
 pid_t kt_spawn(const char *cg, const char *const args[]) {
+        return kt_spawn_exe(cg, kt_workload, args);
+}
+
+pid_t kt_spawn_exe(const char *cg, const char *exe, const char *const args[]) {
         char *argv[16];
         int n = 0;
-        argv[n++] = (char *) kt_workload;
+        argv[n++] = (char *) exe;
         for (int i = 0; args[i] && n < 15; i++)
                 argv[n++] = (char *) args[i];
         argv[n] = NULL;

@@ -65,6 +65,8 @@ void kt_cleanup_all(void);
 /* Starts the workload with args inside cg; its stdout goes to a file read by
  * kt_result().  Returns the pid (> 0) or a negative errno. */
 pid_t kt_spawn(const char *cg, const char *const args[]);
+/* The same with another copy of the workload binary. */
+pid_t kt_spawn_exe(const char *cg, const char *exe, const char *const args[]);
 /* Waits (bounded) for pid; returns its wait status, or -ETIMEDOUT. */
 int kt_wait(pid_t pid, uint64_t timeout_usec);
 /* The last line the workload printed (static buffer). */

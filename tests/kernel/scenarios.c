@@ -345,36 +345,37 @@ static bool trace_killed(void *ud) {
         return killed(((struct trace *) ud)->ev);
 }
 
-/* Actor: memory.max 48 MiB, a 96 MiB file read at random, 95 % of reads in
- * its first 60 % (58 MiB, more than fits).  Control: the kernel alone, 10 s:
- * no OOM kill.  Guarded (limit 48 MiB): killed as a stall within the stall
- * window (+1 s: two ticks and the 100 ms onset sampling) of the onset, the
- * first read-back of a page that was in its working set.  Filling the cache
- * before that takes seconds under emulation, so it is not counted. */
-static int t_thrash_hot_file(void) {
-        const uint64_t limit = 48 * MIB;
-        char file[512];
+/*
+ * A thrash, twice: the kernel alone for 10 s in one cgroup (expect: no OOM
+ * kill, it just thrashes), then guarded in another with the guard limit at
+ * memory.max (expect: killed as a stall within the stall window, +1 s for two
+ * ticks and the 100 ms onset sampling, of the onset: the first read-back of
+ * a page that was in its working set).  Filling the cache before the onset
+ * takes seconds under emulation, so it is not counted.
+ */
+static int thrash(const char *name, uint64_t limit, const char *exe, const char *const control[],
+                  const char *const guarded[], void (*reset)(void)) {
         struct kt_events ev = {};
-        snprintf(file, sizeof(file), "%s/hot", kt_disk);
-        const char *ctl = kt_cg_new("thrash-control");
-        const char *cg = kt_cg_new("thrash-guarded");
+        char ctl_name[64], g_name[64];
+        snprintf(ctl_name, sizeof(ctl_name), "%s-control", name);
+        snprintf(g_name, sizeof(g_name), "%s-guarded", name);
+        const char *ctl = kt_cg_new(ctl_name), *cg = kt_cg_new(g_name);
         KT_CHECK(ctl && cg, "setup");
         if (!have_file(cg, "memory.pressure")) {
                 snprintf(kt_skip_reason, sizeof(kt_skip_reason), "kernel without PSI (memory.pressure)");
                 return KT_SKIP;
         }
-        KT_CHECK(kt_make_file(file, 96) == 0, "make file");
 
         KT_CHECK(kt_cg_write(ctl, "memory.max", "%" PRIu64, limit) == 0, "memory.max");
         uint64_t t0 = kt_now();
-        pid_t pid = kt_spawn(ctl, (const char *[]) { "hotfile", file, "10", "60", "95", NULL });
+        pid_t pid = kt_spawn_exe(ctl, exe, control);
         KT_CHECK(pid > 0, "spawn");
         int st = kt_wait(pid, 60 * SEC);
         thrash_note("kernel alone", ctl, (kt_now() - t0) / 1000);
         kt_note("control: %s", kt_result(pid));
         KT_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "kernel alone ended it: status %d", st);
         KT_CHECK(kt_cg_key(ctl, "memory.events", "oom_kill") == 0, "kernel alone OOM-killed");
-        kt_drop_cache(file);
+        reset();
 
         mg_set *s = kt_set_new();
         mg_guard *g;
@@ -383,7 +384,7 @@ static int t_thrash_hot_file(void) {
         KT_CHECK(kt_guard(s, cg, limit, &ev, &g) == 0, "guard");
         uint64_t window = g->opt.stall_window_usec;
         t0 = kt_now();
-        pid = kt_spawn(cg, (const char *[]) { "hotfile", file, "60", "60", "95", NULL });
+        pid = kt_spawn_exe(cg, exe, guarded);
         KT_CHECK(pid > 0, "spawn");
         struct trace tr = { .ev = &ev, .cg = cg, .t0 = t0 };
         bool k = kt_run(s, 60 * SEC, trace_killed, trace_sample, &tr);
@@ -391,7 +392,6 @@ static int t_thrash_hot_file(void) {
         st = kt_wait(pid, 10 * SEC);
         mg_set_free(s);
         thrash_note("guarded", cg, ms);
-        unlink(file);
         KT_CHECK(k, "not killed within 60 s");
         KT_CHECK(ev.kill.reason == MG_KILL_STALL, "reason %d", ev.kill.reason);
         KT_CHECK(tr.onset, "never saw the working set lost");
@@ -404,6 +404,55 @@ static int t_thrash_hot_file(void) {
                  (ev.kill.kill_usec - tr.onset) / 1000);
         KT_CHECK(is_sigkill(st), "status %d", st);
         return KT_PASS;
+}
+
+static char hot_path[512], code_path[512];
+
+static void drop_hot(void) {
+        kt_drop_cache(hot_path);
+}
+
+/* A 96 MiB file read at random, 95 % of reads in its first 60 % (58 MiB,
+ * more than the 48 MiB memory.max holds). */
+static int t_thrash_hot_file(void) {
+        snprintf(hot_path, sizeof(hot_path), "%s/hot", kt_disk);
+        KT_CHECK(kt_make_file(hot_path, 96) == 0, "make file");
+        int r = thrash("thrash-file", 48 * MIB, kt_workload,
+                       (const char *[]) { "hotfile", hot_path, "10", "60", "95", NULL },
+                       (const char *[]) { "hotfile", hot_path, "60", "60", "95", NULL }, drop_hot);
+        unlink(hot_path);
+        return r;
+}
+
+static void drop_code(void) {
+        kt_drop_cache(code_path);
+}
+
+/* The workload's own binary, copied to the disk with 64 MiB of code (ret
+ * instructions) appended, dropped from the cache, then run in a 48 MiB
+ * memory.max holding 16 MiB of anon: its hot code (60 % of the pad, 38 MiB)
+ * does not fit in what is left, so it is read back from disk again and again. */
+static int t_thrash_own_code(void) {
+        static char pad[1 << 20];
+        char buf[1 << 16];
+        snprintf(code_path, sizeof(code_path), "%s/owncode", kt_disk);
+        int in = open(kt_workload, O_RDONLY | O_CLOEXEC);
+        int out = open(code_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+        KT_CHECK(in >= 0 && out >= 0, "copy %s", kt_workload);
+        ssize_t n;
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+                KT_CHECK(write(out, buf, (size_t) n) == n, "write");
+        memset(pad, 0xc3, sizeof(pad));
+        for (int i = 0; i < 64; i++)
+                KT_CHECK(write(out, pad, sizeof(pad)) == (ssize_t) sizeof(pad), "pad");
+        close(in);
+        close(out);
+        kt_drop_cache(code_path);
+        int r = thrash("thrash-code", 48 * MIB, code_path,
+                       (const char *[]) { "owncode", "16", "64", "10", "60", "95", NULL },
+                       (const char *[]) { "owncode", "16", "64", "60", "60", "95", NULL }, drop_code);
+        unlink(code_path);
+        return r;
 }
 
 /* ---- 6. throttled at memory.high ---------------------------------------- */
@@ -607,6 +656,7 @@ static const struct {
         { "dirty-after-lend", t_dirty_after_lend },
         { "stale-stat", t_stale_stat },
         { "thrash-hot-file", t_thrash_hot_file },
+        { "thrash-own-code", t_thrash_own_code },
         { "throttled-at-high", t_throttled_at_high },
         { "lifecycle", t_lifecycle },
         { "kernel-facts", t_kernel_facts },

@@ -229,6 +229,48 @@ static int mode_churn(int argc, char **argv) {
         return 0;
 }
 
+/*
+ * Thrash on its own code: run from a copy of this binary with pad_mib MiB of
+ * `ret` instructions (0xc3) appended, hold anon_mib MiB of anon memory, and
+ * call into the pad at random, skew_pct of the calls in its first hot_pct.
+ * The pages are file-backed, executable and charged to the caller's cgroup
+ * when first faulted, as a program's text is; reclaim drops them and the
+ * next call faults them back in from disk.
+ */
+static int mode_owncode(int argc, char **argv) {
+        if (argc < 3)
+                return 2;
+        uint64_t anon = strtoull(argv[0], NULL, 0), pad = strtoull(argv[1], NULL, 0) * MIB;
+        double secs = atof(argv[2]);
+        uint64_t hot_pct = argc > 3 ? strtoull(argv[3], NULL, 0) : 60;
+        uint64_t skew = argc > 4 ? strtoull(argv[4], NULL, 0) : 95;
+        size_t steps;
+        int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                die("/proc/self/exe");
+        off_t size = lseek(fd, 0, SEEK_END);
+        if (pad == 0 || size < (off_t) pad)
+                return 2;
+        off_t start = (size - (off_t) pad + PAGE - 1) / PAGE * PAGE;
+        uint64_t pages = (uint64_t) (size - start) / PAGE, hot = pages * hot_pct / 100, calls = 0;
+        unsigned char *code = mmap(NULL, (size_t) (size - start), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, start);
+        if (code == MAP_FAILED)
+                die("mmap code");
+        if (code[0] != 0xc3)
+                return 2; /* not a padded copy */
+        free(grow_anon(anon, 256, &steps));
+        uint64_t t0 = now_usec();
+        while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
+                uint64_t r = xorshift();
+                uint64_t pg = (r % 100 < skew) ? (r >> 8) % hot : (r >> 8) % pages;
+                ((void (*)(void)) (code + pg * PAGE))();
+                calls++;
+        }
+        printf("workload=owncode anon_mib=%" PRIu64 " code_pages=%" PRIu64 " calls=%" PRIu64 " elapsed_ms=%" PRIu64 "\n",
+               anon, pages, calls, (now_usec() - t0) / 1000);
+        return 0;
+}
+
 /* N processes (this one and N-1 children), each holding mib MiB. */
 static int mode_procs(int argc, char **argv) {
         int n = argc > 0 ? atoi(argv[0]) : 4;
@@ -305,6 +347,7 @@ static const struct {
         { "read", "FILE SECONDS", mode_read },
         { "hotfile", "FILE SECONDS [HOT_PCT] [SKEW_PCT]", mode_hotfile },
         { "churn", "ANON_MIB FILE SECONDS", mode_churn },
+        { "owncode", "ANON_MIB PAD_MIB SECONDS [HOT_PCT] [SKEW_PCT] (from a copy padded with 0xc3)", mode_owncode },
         { "procs", "N MIB_EACH", mode_procs },
         { "cpu", "SECONDS", mode_cpu },
         { "canary", "SECONDS [PERIOD_MS]", mode_canary },
