@@ -49,16 +49,17 @@ int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len)
                         "(anon %" PRIu64 "kB shmem %" PRIu64 "kB kernel %" PRIu64 "kB sock %" PRIu64 "kB), "
                         "memory.current %" PRIu64 "kB, page cache %" PRIu64 "kB (dirty %" PRIu64 "kB "
                         "writeback %" PRIu64 "kB, not counted), memory.high events %" PRIu64 " max %" PRIu64
-                        " oom_kill %" PRIu64 ", memory pressure some %" PRIu64 "ms full %" PRIu64
-                        "ms total, stalled %" PRIu64 "ms, verdict to empty %" PRIu64 "ms%s",
+                        " oom_kill %" PRIu64 ", pressure some memory %" PRIu64 "ms io %" PRIu64
+                        "ms total, stalled %" PRIu64 "ms%s%s, verdict to empty %" PRIu64 "ms%s",
                         k->cgroup ? k->cgroup : "?", k->reason == MG_KILL_OVERSHOOT
                                                          ? "used memory above its limit"
                                                          : "stuck at its memory limit (stall)",
                         KIB(r->limit_bytes), KIB(r->used_bytes), KIB(s->anon), KIB(s->shmem), KIB(s->kernel),
                         KIB(s->sock), KIB(r->current_bytes), KIB(s->file), KIB(s->file_dirty),
                         KIB(s->file_writeback), r->events.high, r->events.max, r->events.oom_kill,
-                        r->memory_pressure.some.total_usec / 1000, r->memory_pressure.full.total_usec / 1000,
-                        r->stall_usec / 1000,
+                        r->memory_pressure.some.total_usec / 1000, r->io_pressure.some.total_usec / 1000,
+                        r->stall_usec / 1000, r->stall_signals & MG_STALL_MEMORY ? " on memory" : "",
+                        r->stall_signals & MG_STALL_IO ? " on io" : "",
                         k->empty_usec > k->detect_usec ? (k->empty_usec - k->detect_usec) / 1000 : 0,
                         k->empty_timed_out ? " (cgroup not empty yet)" : "");
 }

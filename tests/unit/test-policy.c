@@ -129,17 +129,32 @@ Test(policy, no_workingset_loss_is_not_a_stall) {
         }
 }
 
-Test(policy, events_in_first_half_only_is_not_a_stall) {
+Test(policy, loss_in_first_half_only_is_not_a_stall) {
+        /* one burst of working-set loss, then only the limit: not stuck */
         struct mg_policy_state s = {};
         enum mg_verdict v = MG_VERDICT_NEAR;
         for (int i = 0; i < 13; i++) {
                 struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
-                                       .used_bytes = 200 * MIB, .limit_events = i < 3 ? (uint64_t) i : 3,
-                                       .mem_some_usec = (uint64_t) i * 100 * MS, .restores = (uint64_t) i * 50,
-                                       .have_events = true, .have_pressure = true };
+                                       .used_bytes = 200 * MIB, .limit_events = (uint64_t) i * 3,
+                                       .mem_some_usec = (uint64_t) i * 100 * MS,
+                                       .restores = i < 3 ? (uint64_t) i * 50 : 100, .have_events = true,
+                                       .have_pressure = true };
                 v = mg_policy_decide(&P, &s, &x, NULL, NULL);
         }
         cr_expect_neq(v, MG_VERDICT_STALL);
+}
+
+Test(policy, no_limit_events_in_window_is_not_a_stall) {
+        struct mg_policy_state s = {};
+        enum mg_verdict v = MG_VERDICT_NEAR;
+        for (int i = 0; i < 30; i++) {
+                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
+                                       .used_bytes = 200 * MIB, .limit_events = i < 2 ? (uint64_t) i : 1,
+                                       .io_some_usec = (uint64_t) i * 200 * MS, .restores = (uint64_t) i * 50,
+                                       .have_events = true, .have_pressure = true };
+                v = mg_policy_decide(&P, &s, &x, NULL, NULL);
+        }
+        cr_expect_lt(v, MG_VERDICT_STALLING);
 }
 
 Test(policy, low_pressure_is_not_a_stall) {
