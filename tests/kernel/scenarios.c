@@ -31,6 +31,7 @@
 
 #include "ktest.h"
 #include "memguard/guard.h"
+#include "scenarios.h"
 
 #define LIMIT (64 * MIB)
 
@@ -78,7 +79,7 @@ static bool overshoot_stop(void *ud) {
 /* Actor: no memory.max, guard limit 64 MiB; the workload grows anon to
  * 160 MiB in 256 KiB steps and holds.  Expect: killed within two ticks
  * (+100 ms for the emulated CPU) of crossing, reason overshoot, used > limit. */
-static int t_anon_overshoot(void) {
+int t_anon_overshoot(void) {
         struct overshoot_watch w = {};
         mg_set *s = kt_set_new();
         w.cg = kt_cg_new("overshoot");
@@ -143,7 +144,7 @@ static bool cache_stop(void *ud) {
 /* Actor: memory.max 64 MiB = guard limit.  A writer of 192 MiB (dirty cache)
  * and a reader looping over a 128 MiB file for 12 s.  Expect: memory.current
  * sits at the limit, nothing is killed, both finish. */
-static int t_page_cache_at_limit(void) {
+int t_page_cache_at_limit(void) {
         struct cache_watch w = {};
         char rfile[512], wfile[512];
         mg_set *s = kt_set_new();
@@ -183,7 +184,7 @@ static int t_page_cache_at_limit(void) {
  * Lend memory.high (remove it), write 256 MiB without fsync, end the lend.
  * Expect: memory.high back to the exact bytes it had, the guard resumes at
  * once and does not kill for the dirty cache left behind (3 s watched). */
-static int t_dirty_after_lend(void) {
+int t_dirty_after_lend(void) {
         struct kt_events ev = {};
         char file[512], before[64], after[64];
         mg_set *s = kt_set_new();
@@ -258,7 +259,7 @@ static bool stale_stop(void *ud) {
  * drops it, again and again: memory.current swings by tens of MiB between
  * ticks, faster than memory.stat is flushed.  Expect: no kill (used never
  * truly exceeds 56 MiB + a few MiB of kernel memory). */
-static int t_stale_stat(void) {
+int t_stale_stat(void) {
         struct stale_watch w = {};
         char file[512];
         mg_set *s = kt_set_new();
@@ -414,7 +415,7 @@ static void drop_hot(void) {
 
 /* A 96 MiB file read at random, 95 % of reads in its first 60 % (58 MiB,
  * more than the 48 MiB memory.max holds). */
-static int t_thrash_hot_file(void) {
+int t_thrash_hot_file(void) {
         snprintf(hot_path, sizeof(hot_path), "%s/hot", kt_disk);
         KT_CHECK(kt_make_file(hot_path, 96) == 0, "make file");
         int r = thrash("thrash-file", 48 * MIB, kt_workload,
@@ -432,7 +433,7 @@ static void drop_code(void) {
  * instructions) appended, dropped from the cache, then run in a 48 MiB
  * memory.max holding 16 MiB of anon: its hot code (60 % of the pad, 38 MiB)
  * does not fit in what is left, so it is read back from disk again and again. */
-static int t_thrash_own_code(void) {
+int t_thrash_own_code(void) {
         static char pad[1 << 20];
         char buf[1 << 16];
         snprintf(code_path, sizeof(code_path), "%s/owncode", kt_disk);
@@ -463,7 +464,7 @@ static int t_thrash_own_code(void) {
  * and never kills.  Expected verdict: no guard kill either (used stays below
  * the limit, nothing is re-read, so it is neither an overshoot nor a stall);
  * the test reports what the guard saw, and ends the workload after 20 s. */
-static int t_throttled_at_high(void) {
+int t_throttled_at_high(void) {
         struct kt_events ev = {};
         mg_set *s = kt_set_new();
         mg_guard *g;
@@ -507,7 +508,7 @@ static bool gone(void *ud) {
  * (b) processes exiting mid-tick; (c) an empty actor: nothing happens;
  * (d) a 4-process actor over its limit is killed whole, by cgroup.kill and
  * again through the pidfd fallback. */
-static int t_lifecycle(void) {
+int t_lifecycle(void) {
         struct kt_events ev = {};
         mg_set *s = kt_set_new();
         KT_CHECK(s, "set");
@@ -571,7 +572,7 @@ static int t_lifecycle(void) {
 
 /* ---- 8. the kernel behaviours the guard relies on ------------------------ */
 
-static int t_kernel_facts(void) {
+int t_kernel_facts(void) {
         struct utsname u;
         uname(&u);
         kt_note("kernel=%s", u.release);

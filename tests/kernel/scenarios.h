@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The kernel scenarios, one function each, returning KT_PASS, KT_FAIL or
+ * KT_SKIP (ktest.h).  The table that runs them is in scenarios.c; a file of
+ * scenarios declares its functions here.
+ */
+
+/* scenarios.c: the guard's core behaviour */
+int t_anon_overshoot(void);
+int t_page_cache_at_limit(void);
+int t_dirty_after_lend(void);
+int t_stale_stat(void);
+int t_thrash_hot_file(void);
+int t_thrash_own_code(void);
+int t_throttled_at_high(void);
+int t_lifecycle(void);
+int t_kernel_facts(void);
