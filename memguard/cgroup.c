@@ -25,6 +25,7 @@ static const struct {
          * return at once instead, older ones ignore the flag. */
         [MG_CG_HIGH] = { "memory.high", O_RDWR | O_NONBLOCK, false },
         [MG_CG_MAX] = { "memory.max", O_RDONLY, false },
+        [MG_CG_CPU_STAT] = { "cpu.stat", O_RDONLY, false },
         [MG_CG_KILL] = { "cgroup.kill", O_WRONLY, false },
         [MG_CG_PROCS] = { "cgroup.procs", O_RDONLY, false },
         [MG_CG_EVENTS] = { "cgroup.events", O_RDONLY, true },

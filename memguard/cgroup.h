@@ -21,6 +21,7 @@ enum mg_cgfile {
         MG_CG_EVENTS_LOCAL,     /* memory.events.local (5.7+) */
         MG_CG_HIGH,             /* memory.high, read-write, O_NONBLOCK */
         MG_CG_MAX,              /* memory.max */
+        MG_CG_CPU_STAT,         /* cpu.stat */
         MG_CG_KILL,             /* cgroup.kill (5.14+), write-only */
         MG_CG_PROCS,            /* cgroup.procs */
         MG_CG_EVENTS,           /* cgroup.events */

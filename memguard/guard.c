@@ -85,7 +85,7 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         g->clock = default_clock;
         g->state = MG_GUARD_WATCHING;
         g->heap_index = SIZE_MAX;
-        g->last_restores = UINT64_MAX; /* unknown until the first slow tick */
+        g->last_restores = g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
         *ret = g;
         return 0;
 fail:
@@ -172,21 +172,33 @@ static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
         case MG_CG_EVENTS:
                 r = mg_parse_populated(buf, (size_t) n, ret);
                 break;
+        case MG_CG_CPU_STAT:
+                r = mg_parse_cpu_usage(buf, (size_t) n, ret);
+                break;
         default:
                 r = -EINVAL;
         }
         return r;
 }
 
+/* The counter rose since the last slow tick (which saw *last). */
+static bool rose(uint64_t *last, uint64_t now) {
+        bool r = *last != UINT64_MAX && now > *last;
+        *last = now;
+        return r;
+}
+
 /*
  * The slow path: memory.current, memory.stat and memory.events.local, three
- * preads; while the actor is losing its working set (and a window after),
- * memory.pressure and io.pressure too, as a stall needs them.  Every term of
- * used comes from the one memory.stat read; memory.current is only compared,
- * never subtracted from.  Optional files this kernel lacks leave their part
+ * preads.  While the actor loses its working set (and a window after), also
+ * memory.pressure and io.pressure, which a stall needs; while it hits
+ * memory.high, those and memory.high and cpu.stat, which a throttle needs.  Every
+ * term of used comes from the one memory.stat read; memory.current is only
+ * compared, never subtracted from.  Files this kernel lacks leave their part
  * of the report empty.
  */
 static int read_slow(mg_guard *g, uint64_t current, bool all, struct mg_report *rep, struct mg_sample *x) {
+        uint64_t hold;
         int r;
 
         *rep = (struct mg_report) {
@@ -206,15 +218,21 @@ static int read_slow(mg_guard *g, uint64_t current, bool all, struct mg_report *
                 .current_bytes = current,
                 .used_bytes = rep->used_bytes,
                 .restores = rep->stat.workingset_restore_anon + rep->stat.workingset_restore_file,
+                .high_bytes = MG_UNLIMITED,
         };
-        if (g->last_restores != UINT64_MAX && x->restores > g->last_restores)
-                g->pressure_until_usec = x->time_usec + g->opt.stall_window_usec + 2 * g->opt.tick_usec;
-        g->last_restores = x->restores;
+        /* Keep reading for a window after the last sign, so the window the
+         * policy looks back over has the extra figures at both ends. */
+        hold = x->time_usec + g->opt.stall_window_usec + 2 * g->opt.tick_usec;
+        if (rose(&g->last_restores, x->restores))
+                g->pressure_until_usec = hold;
 
         r = read_parsed(g, MG_CG_EVENTS_LOCAL, &rep->events);
         if (r >= 0) {
                 x->have_events = true;
                 x->limit_events = rep->events.high + rep->events.max;
+                x->high_events = rep->events.high;
+                if (rose(&g->last_high_events, rep->events.high))
+                        g->pressure_until_usec = g->throttle_until_usec = hold;
         } else if (r != -EOPNOTSUPP)
                 return read_failed(g, MG_CG_EVENTS_LOCAL, r);
 
@@ -231,8 +249,32 @@ static int read_slow(mg_guard *g, uint64_t current, bool all, struct mg_report *
                 else if (r != -EOPNOTSUPP)
                         return read_failed(g, MG_CG_IO_PRESSURE, r);
         }
+        if (all || x->time_usec < g->throttle_until_usec) {
+                /* Optional: without them there is no throttle diagnosis. */
+                if (mg_cgroup_read_u64(&g->cg, MG_CG_HIGH, &x->high_bytes) >= 0 &&
+                    read_parsed(g, MG_CG_CPU_STAT, &x->cpu_usec) >= 0)
+                        x->have_throttle = true;
+                rep->high_bytes = x->high_bytes;
+        }
         g->last_error = 0;
         return 0;
+}
+
+/* A throttle is reported once per episode; it ends when the criteria stop
+ * holding (the actor got under memory.high, or died). */
+static void note_throttle(mg_guard *g) {
+        struct mg_throttle_info t;
+        bool now = mg_policy_throttled(&g->params, &g->policy, &t);
+
+        if (now && !g->throttled) {
+                g->throttle = t;
+                glog(g, MG_LOG_WARNING,
+                     "%s: throttled at memory.high: %" PRIu64 " over %" PRIu64 " bytes, ~%" PRIu64
+                     " ms per 256 KiB allocated",
+                     g->path, t.current_bytes - t.high_bytes, t.high_bytes, t.est_delay_usec / 1000);
+                emit(g, &(struct mg_event) { .type = MG_EVENT_THROTTLED, .throttle = &g->throttle });
+        }
+        g->throttled = now;
 }
 
 static void note_kernel_oom(mg_guard *g, const struct mg_report *rep) {
@@ -383,6 +425,7 @@ int mg_guard_tick(mg_guard *g) {
                 return r;
         note_kernel_oom(g, &rep);
         v = mg_policy_decide(&g->params, &g->policy, &x, &stall_usec, &signals);
+        note_throttle(g);
         if (g->lent || (v != MG_VERDICT_OVERSHOOT && v != MG_VERDICT_STALL))
                 return acted; /* kills are paused during a lend */
         if (g->detect_usec == 0)

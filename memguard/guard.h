@@ -35,7 +35,11 @@ struct mg_guard {
         struct mg_mem_events last_events;
         bool have_last_events;
         uint64_t last_restores;         /* workingset_restore at the last slow tick, or UINT64_MAX */
-        uint64_t pressure_until_usec;   /* read PSI until then: the working set is being lost */
+        uint64_t last_high_events;      /* memory.events.local high then, or UINT64_MAX */
+        uint64_t pressure_until_usec;   /* read PSI until then (working set lost, or at memory.high) */
+        uint64_t throttle_until_usec;   /* read memory.high and cpu.stat until then (at memory.high) */
+        bool throttled;                 /* MG_EVENT_THROTTLED sent for this episode */
+        struct mg_throttle_info throttle;
         int last_error;                 /* reported once per streak */
 
         mg_clock_fn clock;

@@ -173,6 +173,25 @@ int mg_parse_mem_events(const char *buf, size_t len, struct mg_mem_events *ret) 
         return 0;
 }
 
+static const struct kv_key cpu_keys[] = {
+        { "usage_usec", 0 },
+};
+
+int mg_parse_cpu_usage(const char *buf, size_t len, uint64_t *ret_usage_usec) {
+        uint64_t usage = 0, seen;
+        int r;
+
+        if (!ret_usage_usec)
+                return -EINVAL;
+        r = kv_parse(buf, len, cpu_keys, 1, &usage, &seen);
+        if (r < 0)
+                return r;
+        if (!seen)
+                return -EBADMSG;
+        *ret_usage_usec = usage;
+        return 0;
+}
+
 struct cgroup_events {
         uint64_t frozen, populated;
 };

@@ -27,6 +27,9 @@ int mg_parse_psi(const char *buf, size_t len, struct mg_psi *ret);
 /* memory.events / memory.events.local: all keys optional, unknown ignored. */
 int mg_parse_mem_events(const char *buf, size_t len, struct mg_mem_events *ret);
 
+/* cpu.stat: "usage_usec" is required (the core cgroup prints it always). */
+int mg_parse_cpu_usage(const char *buf, size_t len, uint64_t *ret_usage_usec);
+
 /* cgroup.events: "populated" is required. */
 int mg_parse_populated(const char *buf, size_t len, int *ret_populated);
 

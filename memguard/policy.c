@@ -115,3 +115,46 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
                 *ret_signals = sig;
         return v;
 }
+
+uint64_t mg_high_delay_usec(uint64_t current_bytes, uint64_t high_bytes) {
+        if (high_bytes == MG_UNLIMITED || current_bytes <= high_bytes || high_bytes == 0)
+                return 0;
+        /* 64 s x o^2 with o = overage / high, in usec, without overflow:
+         * o is at most 2^64 / high, so compute in long double. */
+        long double o = (long double) (current_bytes - high_bytes) / (long double) high_bytes;
+        long double usec = 64e6L * o * o;
+        if (usec <= 10000.0L)
+                return 0;
+        return usec >= 2e6L ? 2000000 : (uint64_t) usec;
+}
+
+bool mg_policy_throttled(const struct mg_policy_params *p, const struct mg_policy_state *s,
+                         struct mg_throttle_info *ret) {
+        const struct mg_sample *x, *o;
+        uint64_t span;
+
+        if (s->count < 2)
+                return false;
+        x = &s->ring[s->head];
+        o = sample_older_than(s, p->stall_window_usec);
+        if (!o || !o->have_throttle || !x->have_throttle || !o->have_pressure || !x->have_pressure)
+                return false;
+        span = x->time_usec - o->time_usec;
+        if (delta(x->high_events, o->high_events) == 0 || x->high_bytes == MG_UNLIMITED ||
+            x->current_bytes <= x->high_bytes)
+                return false;
+        uint64_t some = delta(x->mem_some_usec, o->mem_some_usec), cpu = delta(x->cpu_usec, o->cpu_usec);
+        if (some * 2 < span || cpu * 4 > span)
+                return false;
+        if (ret)
+                *ret = (struct mg_throttle_info) {
+                        .high_bytes = x->high_bytes,
+                        .current_bytes = x->current_bytes,
+                        .overage_permyriad = (uint32_t) ((x->current_bytes - x->high_bytes) * 10000 / x->high_bytes),
+                        .est_delay_usec = mg_high_delay_usec(x->current_bytes, x->high_bytes),
+                        .high_events_per_sec = delta(x->high_events, o->high_events) * 1000000 / span,
+                        .memory_some_permyriad = (uint32_t) (some * 10000 / span),
+                        .cpu_permyriad = (uint32_t) (cpu * 10000 / span),
+                };
+        return true;
+}

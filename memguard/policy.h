@@ -27,7 +27,10 @@ struct mg_sample {
         uint64_t mem_some_usec;         /* memory.pressure some total */
         uint64_t io_some_usec;          /* io.pressure some total */
         uint64_t restores;              /* workingset_restore_anon + _file, same memory.stat read */
-        bool have_events, have_pressure;
+        uint64_t high_events;           /* memory.events.local high */
+        uint64_t high_bytes;            /* memory.high, MG_UNLIMITED if none */
+        uint64_t cpu_usec;              /* cpu.stat usage_usec */
+        bool have_events, have_pressure, have_throttle;
 };
 
 /* Ring of the consecutive slow-path samples; 64 covers a 15 s window at the
@@ -48,6 +51,20 @@ uint64_t mg_used_bytes(const struct mg_memstat *st);
 static inline bool mg_policy_fast(const struct mg_policy_params *p, uint64_t current_bytes) {
         return current_bytes < p->limit_bytes - p->margin_bytes;
 }
+
+/* The kernel's sleep for one 64-page charge batch over memory.high
+ * (mm/memcontrol.c calculate_high_delay: 64 s x overage^2, nothing at or
+ * under 10 ms, at most 2 s). */
+uint64_t mg_high_delay_usec(uint64_t current_bytes, uint64_t high_bytes);
+
+/*
+ * Is the actor held over memory.high across the stall window: high events
+ * rising, memory.current above memory.high, at least half the time stalled
+ * on memory, and at most a quarter of a CPU used?  Returns true and fills
+ * *ret (may be NULL).
+ */
+bool mg_policy_throttled(const struct mg_policy_params *p, const struct mg_policy_state *s,
+                         struct mg_throttle_info *ret);
 
 /* Forgets all samples (a fast tick, a lend, a kill). */
 void mg_policy_reset(struct mg_policy_state *s);

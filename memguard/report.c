@@ -32,6 +32,7 @@ const char *mg_event_type_to_string(enum mg_event_type t) {
         case MG_EVENT_ERROR: return "error";
         case MG_EVENT_GONE: return "gone";
         case MG_EVENT_KERNEL_OOM: return "kernel-oom";
+        case MG_EVENT_THROTTLED: return "throttled";
         }
         return "?";
 }

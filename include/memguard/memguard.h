@@ -117,6 +117,19 @@ enum mg_event_type {
         MG_EVENT_ERROR,         /* .error valid; the guard keeps going */
         MG_EVENT_GONE,          /* the cgroup vanished; the guard stops */
         MG_EVENT_KERNEL_OOM,    /* memory.events.local oom_kill rose */
+        MG_EVENT_THROTTLED,     /* .throttle valid: held over memory.high; not a kill */
+};
+
+/* An actor held over memory.high with nothing left to reclaim: the kernel
+ * makes each allocation sleep instead of failing it, and the program only
+ * gets slower.  Delivered once per episode. */
+struct mg_throttle_info {
+        uint64_t high_bytes, current_bytes;
+        uint32_t overage_permyriad;     /* (current - high) / high */
+        uint64_t est_delay_usec;        /* the kernel's sleep per 64-page (256 KiB) charge batch */
+        uint64_t high_events_per_sec;
+        uint32_t memory_some_permyriad; /* share of the window stalled on memory */
+        uint32_t cpu_permyriad;         /* CPU used, share of one CPU */
 };
 
 struct mg_lend_info {
@@ -134,6 +147,7 @@ struct mg_event {
         int error;                      /* negative errno for MG_EVENT_ERROR */
         const char *what;               /* what failed, e.g. "memory.stat" */
         uint64_t count;                 /* MG_EVENT_KERNEL_OOM: kills since the last tick */
+        const struct mg_throttle_info *throttle;
 };
 
 typedef void (*mg_event_fn)(mg_guard *g, const struct mg_event *ev, void *userdata);

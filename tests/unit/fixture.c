@@ -126,6 +126,7 @@ void fixture_init(struct fixture *f) {
         fixture_write(f, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n");
         fixture_write(f, "memory.high", "max\n");
         fixture_write(f, "memory.max", "max\n");
+        fixture_write(f, "cpu.stat", "usage_usec 1000\nuser_usec 800\nsystem_usec 200\n");
         fixture_write(f, "cgroup.kill", "");
         fixture_write(f, "cgroup.procs", "");
         fixture_write(f, "cgroup.events", "populated 1\nfrozen 0\n");

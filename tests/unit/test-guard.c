@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,6 +380,25 @@ Test(guard, kernel_oom_attributed) {
         cr_expect_eq(seen.n[MG_EVENT_KERNEL_OOM], 1);
         cr_expect_eq(seen.oom_count, 1);
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        mg_guard_free(g);
+}
+
+Test(guard, throttled_reported_once_never_killed) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n"); /* 230 MiB */
+        fixture_current(&fx, 246 * MIB);
+        fixture_stat(&fx, 240 * MIB, 2 * MIB, 3 * MIB, 0, 0, 0, 0);
+        for (int i = 1; i <= 40; i++) {
+                char cpu[64];
+                fixture_events(&fx, (uint64_t) i * 17, 0, 0);
+                fixture_psi(&fx, "memory.pressure", (uint64_t) i * 240 * MS);
+                snprintf(cpu, sizeof(cpu), "usage_usec %d\n", i * 2000);
+                fixture_write(&fx, "cpu.stat", cpu);
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        }
+        cr_expect_eq(seen.n[MG_EVENT_THROTTLED], 1, "once per episode");
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0, "a throttle is not a kill");
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         mg_guard_free(g);
 }
 

@@ -180,6 +180,14 @@ Test(cgroup_events, populated) {
         cr_expect_eq(mg_parse_populated(S("populated 2\n"), &p), -EBADMSG);
 }
 
+Test(cpu_stat, usage) {
+        uint64_t u;
+        cr_assert_eq(mg_parse_cpu_usage(S("usage_usec 123\nuser_usec 100\nsystem_usec 23\nnr_periods 0\n"), &u), 0);
+        cr_expect_eq(u, 123);
+        cr_expect_eq(mg_parse_cpu_usage(S("user_usec 100\n"), &u), -EBADMSG);
+        cr_expect_eq(mg_parse_cpu_usage(S("usage_usec 1\nusage_usec 2\n"), &u), -EBADMSG);
+}
+
 Test(args, null) {
         struct mg_memstat st;
         cr_expect_eq(mg_parse_memstat(NULL, 0, &st), -EBADMSG);

@@ -229,3 +229,56 @@ Test(tuning, table_rows) {
                 cr_expect_eq(o.post_kill_holdoff_usec, 2250 * MS);
         }
 }
+
+Test(throttle, kernel_formula) {
+        /* 64 s x o^2: o = 10 % gives 640 ms, 5 % 160 ms */
+        cr_expect_eq(mg_high_delay_usec(110 * MIB, 100 * MIB), 640000);
+        cr_expect_eq(mg_high_delay_usec(105 * MIB, 100 * MIB), 160000);
+        cr_expect_eq(mg_high_delay_usec(101 * MIB, 100 * MIB), 0, "6.4 ms: not worth a sleep");
+        cr_expect_eq(mg_high_delay_usec(130 * MIB, 100 * MIB), 2000000, "capped at 2 s");
+        cr_expect_eq(mg_high_delay_usec(90 * MIB, 100 * MIB), 0);
+        cr_expect_eq(mg_high_delay_usec(110 * MIB, MG_UNLIMITED), 0);
+}
+
+static void feed_throttle(struct mg_policy_state *s, int n, uint64_t some_per_tick, uint64_t cpu_per_tick,
+                          uint64_t high_per_tick) {
+        for (int i = 0; i < n; i++) {
+                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 246 * MIB,
+                                       .used_bytes = 240 * MIB, .limit_events = (uint64_t) i * high_per_tick,
+                                       .high_events = (uint64_t) i * high_per_tick, .high_bytes = 230 * MIB,
+                                       .mem_some_usec = (uint64_t) i * some_per_tick,
+                                       .cpu_usec = (uint64_t) i * cpu_per_tick, .have_events = true,
+                                       .have_pressure = true, .have_throttle = true };
+                mg_policy_decide(&P, s, &x, NULL, NULL);
+        }
+}
+
+Test(throttle, seed_001_case) {
+        /* 239 of 256 MiB wanted, memory.high at 90 %: asleep almost all the
+         * time, high events +17 per sleep, no CPU to speak of */
+        struct mg_policy_state s = {};
+        struct mg_throttle_info t;
+        feed_throttle(&s, 20, 240 * MS, 2 * MS, 17);
+        cr_assert(mg_policy_throttled(&P, &s, &t));
+        cr_expect_eq(t.high_bytes, 230 * MIB);
+        cr_expect_eq(t.overage_permyriad, 695); /* 16 MiB over 230 MiB */
+        cr_expect_eq(t.est_delay_usec, mg_high_delay_usec(246 * MIB, 230 * MIB));
+        cr_expect_eq(t.high_events_per_sec, 68);
+        cr_expect_eq(t.memory_some_permyriad, 9600);
+        cr_expect_eq(t.cpu_permyriad, 80);
+}
+
+Test(throttle, busy_or_unstalled_is_not_throttled) {
+        struct mg_policy_state s = {};
+        feed_throttle(&s, 20, 240 * MS, 200 * MS, 17);
+        cr_expect_not(mg_policy_throttled(&P, &s, NULL), "using 80 % of a CPU");
+        mg_policy_reset(&s);
+        feed_throttle(&s, 20, 50 * MS, 2 * MS, 17);
+        cr_expect_not(mg_policy_throttled(&P, &s, NULL), "20 % stalled");
+        mg_policy_reset(&s);
+        feed_throttle(&s, 20, 240 * MS, 2 * MS, 0);
+        cr_expect_not(mg_policy_throttled(&P, &s, NULL), "no high events");
+        mg_policy_reset(&s);
+        feed_throttle(&s, 5, 240 * MS, 2 * MS, 17);
+        cr_expect_not(mg_policy_throttled(&P, &s, NULL), "window not covered yet");
+}
