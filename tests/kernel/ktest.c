@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -312,6 +313,15 @@ static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                 kt_note("guard error on %s: %s", ev->what ? ev->what : "?", strerror(-ev->error));
         if (ev->type == MG_EVENT_GONE)
                 e->gone++;
+        if (ev->type == MG_EVENT_THROTTLED) {
+                e->throttle = *ev->throttle;
+                kt_note("throttled: %" PRIu64 " KiB over memory.high %" PRIu64 " KiB, est %" PRIu64
+                        " ms per 256 KiB, %" PRIu64 " high events/s, memory some %u.%02u %%, cpu %u.%02u %%",
+                        (ev->throttle->current_bytes - ev->throttle->high_bytes) >> 10, ev->throttle->high_bytes >> 10,
+                        ev->throttle->est_delay_usec / 1000, ev->throttle->high_events_per_sec,
+                        ev->throttle->memory_some_permyriad / 100, ev->throttle->memory_some_permyriad % 100,
+                        ev->throttle->cpu_permyriad / 100, ev->throttle->cpu_permyriad % 100);
+        }
 }
 
 mg_set *kt_set_new(void) {

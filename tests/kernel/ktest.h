@@ -24,6 +24,7 @@ struct kt_events {
         int n[16];
         struct mg_kill_record kill; /* the last kill */
         uint64_t kill_time;
+        struct mg_throttle_info throttle; /* the last MG_EVENT_THROTTLED */
         int gone;
 };
 

@@ -93,17 +93,36 @@ static int mode_anon(int argc, char **argv) {
         return 0;
 }
 
-/* Allocation latency per step, for an actor held over memory.high. */
+/* Allocation latency per step, for an actor held over memory.high: grows to
+ * mib MiB, then for hold_s seconds gives back its last step and takes it
+ * again, so every allocation is charged at the same overage. */
 static int mode_throttle(int argc, char **argv) {
         uint64_t mib = argc > 0 ? strtoull(argv[0], NULL, 0) : 64;
-        uint64_t step = argc > 1 ? strtoull(argv[1], NULL, 0) : 256;
+        uint64_t step = argc > 1 && strtoull(argv[1], NULL, 0) ? strtoull(argv[1], NULL, 0) : 256;
+        double hold_s = argc > 2 ? atof(argv[2]) : 0;
         uint64_t t0 = now_usec();
-        size_t n;
-        uint64_t *lat = grow_anon(mib, step ? step : 256, &n);
-        uint64_t total = now_usec() - t0;
-        printf("workload=throttle mib=%" PRIu64 " steps=%zu elapsed_ms=%" PRIu64 " step_p50_us=%" PRIu64
-               " step_p99_us=%" PRIu64 " step_max_us=%" PRIu64 "\n",
-               mib, n, total / 1000, pct(lat, n, 50), pct(lat, n, 99), pct(lat, n, 100));
+        size_t n, h = 0;
+        uint64_t *lat = grow_anon(mib, step, &n), grown = now_usec() - t0;
+        uint64_t *held = calloc(100000, sizeof(*held));
+        char *p = NULL;
+        if (!held)
+                die("calloc");
+        for (uint64_t t1 = now_usec(); now_usec() - t1 < (uint64_t) (hold_s * 1e6) && h < 100000; h++) {
+                if (p)
+                        munmap(p, step * 1024);
+                uint64_t t = now_usec();
+                p = mmap(NULL, step * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (p == MAP_FAILED)
+                        die("mmap");
+                for (size_t off = 0; off < step * 1024; off += PAGE)
+                        p[off] = 1;
+                held[h] = now_usec() - t;
+        }
+        printf("workload=throttle mib=%" PRIu64 " steps=%zu grow_ms=%" PRIu64 " step_p50_us=%" PRIu64
+               " step_p99_us=%" PRIu64 " step_max_us=%" PRIu64 " hold_steps=%zu hold_p50_us=%" PRIu64
+               " hold_p90_us=%" PRIu64 "\n",
+               mib, n, grown / 1000, pct(lat, n, 50), pct(lat, n, 99), pct(lat, n, 100), h, pct(held, h, 50),
+               pct(held, h, 90));
         return 0;
 }
 
@@ -352,7 +371,7 @@ static const struct {
         int (*fn)(int, char **);
 } modes[] = {
         { "anon", "MIB [STEP_KIB] [HOLD_S, -1 forever]", mode_anon },
-        { "throttle", "MIB [STEP_KIB]", mode_throttle },
+        { "throttle", "MIB [STEP_KIB] [HOLD_S]", mode_throttle },
         { "leak", "MIB_PER_S", mode_leak },
         { "write", "FILE MIB [FSYNC]", mode_write },
         { "read", "FILE SECONDS", mode_read },

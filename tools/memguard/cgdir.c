@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+
+#include "cgdir.h"
+
+uint64_t mgt_now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void sleep_usec(uint64_t usec) {
+        struct timespec ts = { .tv_sec = (time_t) (usec / 1000000), .tv_nsec = (long) (usec % 1000000) * 1000 };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+int mgt_cg_is_cgroup2(const char *path) {
+        struct statfs sfs;
+        struct stat st;
+
+        if (statfs(path, &sfs) < 0 || stat(path, &st) < 0)
+                return -errno;
+        return sfs.f_type == CGROUP2_SUPER_MAGIC && S_ISDIR(st.st_mode);
+}
+
+static int join(const char *dir, const char *rel, char **ret) {
+        while (*rel == '/')
+                rel++;
+        if (asprintf(ret, "%s%s%s", dir, *rel ? "/" : "", rel) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int mgt_cg_resolve(const char *arg, char **ret) {
+        char *p;
+        int r;
+
+        if (!arg || !*arg)
+                return -EINVAL;
+        r = mgt_cg_is_cgroup2(arg);
+        if (r > 0) {
+                p = strdup(arg);
+                if (!p)
+                        return -ENOMEM;
+                *ret = p;
+                return 0;
+        }
+        /* Not a cgroup as given: try it as a cgroup path ("/user.slice"),
+         * unless it already points into the mount. */
+        if (strncmp(arg, MGT_CGROUP_ROOT, strlen(MGT_CGROUP_ROOT)) != 0) {
+                if (join(MGT_CGROUP_ROOT, arg, &p) < 0)
+                        return -ENOMEM;
+                if (mgt_cg_is_cgroup2(p) > 0) {
+                        *ret = p;
+                        return 0;
+                }
+                free(p);
+        }
+        return r == 0 ? -ENOTSUP : r;
+}
+
+int mgt_cg_self(char **ret) {
+        char line[PATH_MAX + 8];
+        FILE *f;
+        int r = -ENOENT;
+
+        if (mgt_cg_is_cgroup2(MGT_CGROUP_ROOT) <= 0)
+                return -ENOTSUP;
+        f = fopen("/proc/self/cgroup", "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f)) {
+                if (strncmp(line, "0::", 3) != 0)
+                        continue;
+                line[strcspn(line, "\n")] = '\0';
+                r = join(MGT_CGROUP_ROOT, line + 3, ret);
+                break;
+        }
+        fclose(f);
+        return r;
+}
+
+int mgt_cg_default_parent(char **ret) {
+        char *self, *slash;
+        int r;
+
+        r = mgt_cg_self(&self);
+        if (r < 0)
+                return r;
+        slash = strrchr(self, '/');
+        if (strcmp(self, MGT_CGROUP_ROOT) != 0 && slash && slash - self >= (ptrdiff_t) strlen(MGT_CGROUP_ROOT))
+                *slash = '\0';
+        *ret = self;
+        return 0;
+}
+
+static int open_in(const char *cg, const char *file, int flags) {
+        char path[PATH_MAX];
+        if ((size_t) snprintf(path, sizeof(path), "%s/%s", cg, file) >= sizeof(path))
+                return -ENAMETOOLONG;
+        int fd = open(path, flags | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+ssize_t mgt_cg_read(const char *cg, const char *file, char *buf, size_t size) {
+        ssize_t n;
+        int fd, e;
+
+        if (size == 0)
+                return -EINVAL;
+        fd = open_in(cg, file, O_RDONLY);
+        if (fd < 0)
+                return fd;
+        do
+                n = pread(fd, buf, size - 1, 0);
+        while (n < 0 && errno == EINTR);
+        e = errno;
+        close(fd);
+        if (n < 0)
+                return -e;
+        buf[n] = '\0';
+        return n;
+}
+
+int mgt_cg_write(const char *cg, const char *file, const char *val) {
+        int fd = open_in(cg, file, O_WRONLY);
+        ssize_t n;
+        int r = 0;
+
+        if (fd < 0)
+                return fd;
+        do
+                n = write(fd, val, strlen(val));
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                r = -errno;
+        close(fd);
+        return r;
+}
+
+static int parse_u64(const char *s, uint64_t *ret) {
+        char *end;
+        if (strncmp(s, "max", 3) == 0 && (s[3] == '\n' || s[3] == '\0')) {
+                *ret = UINT64_MAX;
+                return 0;
+        }
+        if (*s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || (*end != '\n' && *end != '\0' && *end != ' '))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int mgt_cg_read_u64(const char *cg, const char *file, uint64_t *ret) {
+        char buf[64];
+        ssize_t n = mgt_cg_read(cg, file, buf, sizeof(buf));
+        return n < 0 ? (int) n : parse_u64(buf, ret);
+}
+
+int mgt_cg_read_key(const char *cg, const char *file, const char *key, uint64_t *ret) {
+        /* memory.stat is about 2.5 KiB on 7.x; 16 KiB leaves room to grow */
+        static char buf[16384];
+        size_t kl = strlen(key);
+        ssize_t n = mgt_cg_read(cg, file, buf, sizeof(buf));
+
+        if (n < 0)
+                return (int) n;
+        for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
+                        return parse_u64(p + kl + 1, ret);
+        return -ENOENT;
+}
+
+int mgt_cg_read_psi_total(const char *cg, const char *file, const char *line, uint64_t *ret) {
+        char buf[512], *p;
+        ssize_t n = mgt_cg_read(cg, file, buf, sizeof(buf));
+
+        if (n < 0)
+                return (int) n;
+        p = strstr(buf, line);
+        p = p ? strstr(p, "total=") : NULL;
+        return p ? parse_u64(p + 6, ret) : -ENOENT;
+}
+
+int mgt_cg_has_word(const char *cg, const char *file, const char *word) {
+        char buf[512];
+        size_t wl = strlen(word);
+        ssize_t n = mgt_cg_read(cg, file, buf, sizeof(buf));
+
+        if (n < 0)
+                return (int) n;
+        for (char *p = buf; (p = strstr(p, word)); p += wl)
+                if ((p == buf || p[-1] == ' ') && (p[wl] == ' ' || p[wl] == '\n' || p[wl] == '\0'))
+                        return 1;
+        return 0;
+}
+
+int mgt_cg_enable_memory(const char *cg) {
+        int r = mgt_cg_has_word(cg, "cgroup.subtree_control", "memory");
+        if (r != 0)
+                return r < 0 ? r : 0;
+        r = mgt_cg_has_word(cg, "cgroup.controllers", "memory");
+        if (r <= 0)
+                return r < 0 ? r : -ENOTSUP;
+        r = mgt_cg_write(cg, "cgroup.subtree_control", "+memory");
+        return r < 0 ? r : 1;
+}
+
+int mgt_cg_make_child(const char *parent, const char *prefix, char **ret) {
+        char *p;
+        for (int i = 0; i < 1000; i++) {
+                int n = i == 0 ? asprintf(&p, "%s/%s-%d", parent, prefix, (int) getpid())
+                               : asprintf(&p, "%s/%s-%d-%d", parent, prefix, (int) getpid(), i);
+                if (n < 0)
+                        return -ENOMEM;
+                if (mkdir(p, 0755) == 0) {
+                        *ret = p;
+                        return 0;
+                }
+                int r = -errno;
+                free(p);
+                if (r != -EEXIST)
+                        return r;
+        }
+        return -EEXIST;
+}
+
+int mgt_cg_populated(const char *cg) {
+        char buf[128];
+        ssize_t n = mgt_cg_read(cg, "cgroup.events", buf, sizeof(buf));
+        if (n < 0)
+                return (int) n;
+        char *p = strstr(buf, "populated ");
+        return p ? p[10] == '1' : -EINVAL;
+}
+
+int mgt_cg_open_events(const char *cg) {
+        return open_in(cg, "cgroup.events", O_RDONLY);
+}
+
+int mgt_cg_kill_all(const char *cg) {
+        char buf[16384];
+        int r = mgt_cg_write(cg, "cgroup.kill", "1");
+
+        if (r != -ENOENT && r != -EACCES && r != -EPERM)
+                return r;
+        /* Before 5.14: signal each member.  A fork racing this loop is
+         * caught by the caller's next round (it waits for populated 0). */
+        ssize_t n = mgt_cg_read(cg, "cgroup.procs", buf, sizeof(buf));
+        if (n < 0)
+                return (int) n;
+        for (char *p = buf; *p;) {
+                char *end;
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid > 0 && kill((pid_t) pid, SIGKILL) < 0 && errno != ESRCH)
+                        r = -errno;
+                else
+                        r = 0;
+                p = *end ? end + 1 : end;
+        }
+        return r < 0 && r != -ENOENT ? r : 0;
+}
+
+int mgt_cg_rmdir(const char *cg, uint64_t timeout_usec) {
+        uint64_t end = mgt_now_usec() + timeout_usec;
+        for (;;) {
+                if (rmdir(cg) == 0 || errno == ENOENT)
+                        return 0;
+                if (errno != EBUSY || mgt_now_usec() >= end)
+                        return -errno;
+                sleep_usec(10000); /* a killed task lingers briefly after populated 0 */
+        }
+}
+
+int mgt_cg_destroy(const char *cg, uint64_t timeout_usec) {
+        uint64_t end = mgt_now_usec() + timeout_usec;
+        int fd, r;
+
+        if (access(cg, F_OK) < 0)
+                return 0;
+        fd = mgt_cg_open_events(cg);
+        while ((r = mgt_cg_populated(cg)) > 0 && mgt_now_usec() < end) {
+                (void) mgt_cg_kill_all(cg);
+                struct pollfd p = { .fd = fd, .events = POLLPRI };
+                (void) poll(&p, fd >= 0 ? 1 : 0, 50);
+        }
+        if (fd >= 0)
+                close(fd);
+        return mgt_cg_rmdir(cg, end > mgt_now_usec() ? end - mgt_now_usec() : 100000);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The subcommands of the memguard tool and what they share. */
+
+#include <stdint.h>
+
+/* Exit statuses, as memguard(1) documents them. */
+enum {
+        MGT_EXIT_OK = 0,
+        MGT_EXIT_FAIL = 1,      /* the environment or a scenario failed */
+        MGT_EXIT_USAGE = 2,     /* bad arguments: one line on stderr */
+        MGT_EXIT_NOEXEC = 126,  /* run: CMD is not executable */
+        MGT_EXIT_NOTFOUND = 127,/* run: CMD not found */
+        MGT_EXIT_KILLED = 137,  /* run: the guard killed CMD (128 + SIGKILL) */
+};
+
+int mgt_cmd_run(int argc, char **argv);
+int mgt_cmd_watch(int argc, char **argv);
+int mgt_cmd_stat(int argc, char **argv);
+int mgt_cmd_demo(int argc, char **argv);
+
+/* One line "memguard CMD: MESSAGE (see memguard --help)" on stderr;
+ * returns MGT_EXIT_USAGE. */
+int mgt_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The usage error for what getopt_long() returned ('?' or ':'). */
+int mgt_getopt_error(const char *cmd, int c, char **argv);
+/* Prints the command's usage to stdout (for --help); returns MGT_EXIT_OK. */
+int mgt_help(const char *cmd);
+
+/* Parses a size argument; on failure a usage error naming the option.
+ * base_what says what a percentage is of ("--limit"), NULL if none.
+ * Returns 0 or MGT_EXIT_USAGE. */
+int mgt_size_arg(const char *cmd, const char *opt, const char *val, uint64_t base, const char *base_what,
+                 unsigned flags, uint64_t *ret);
+
+/* The mg-workload binary: $MEMGUARD_WORKLOAD, else next to this binary,
+ * else one directory up (the build tree).  malloc'd, NULL if not found. */
+char *mgt_find_workload(void);
+/* This binary's own path (/proc/self/exe), malloc'd. */
+char *mgt_self_exe(void);

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "events.h"
+#include "size.h"
+
+void mgt_print_line(const char *s) {
+        size_t n = strlen(s);
+        char *b = malloc(n + 1);
+
+        if (!b) {
+                fprintf(stderr, "%s\n", s);
+                return;
+        }
+        memcpy(b, s, n);
+        b[n] = '\n';
+        for (size_t off = 0; off < n + 1;) {
+                ssize_t w = write(STDERR_FILENO, b + off, n + 1 - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        break;
+                off += (size_t) w;
+        }
+        free(b);
+}
+
+static void print_json(struct mgt_json *j) {
+        const char *s = mgt_json_end(j);
+        mgt_print_line(s ? s : "{\"event\":\"error\",\"what\":\"json\",\"error\":\"out of memory\"}");
+        mgt_json_free(j);
+}
+
+static uint64_t ms_between(uint64_t from, uint64_t to) {
+        return to > from ? (to - from) / 1000 : 0;
+}
+
+/* Which share of time lost decided a stall; NULL (null) for an overshoot. */
+static const char *stall_on(unsigned signals) {
+        switch (signals & (MG_STALL_MEMORY | MG_STALL_IO)) {
+        case MG_STALL_MEMORY: return "memory";
+        case MG_STALL_IO: return "io";
+        case MG_STALL_MEMORY | MG_STALL_IO: return "memory+io";
+        }
+        return NULL;
+}
+
+void mgt_kill_json(struct mgt_json *j, const struct mg_kill_record *k) {
+        const struct mg_report *r = &k->report;
+
+        mgt_json_str(j, "reason", mg_kill_reason_to_string(k->reason));
+        mgt_json_str(j, "cgroup", k->cgroup);
+        mgt_json_u64(j, "limit_bytes", r->limit_bytes);
+        mgt_json_u64(j, "used_bytes", r->used_bytes);
+        mgt_json_u64(j, "anon_bytes", r->stat.anon);
+        mgt_json_u64(j, "shmem_bytes", r->stat.shmem);
+        mgt_json_u64(j, "kernel_bytes", r->stat.kernel);
+        mgt_json_u64(j, "sock_bytes", r->stat.sock);
+        mgt_json_u64(j, "current_bytes", r->current_bytes);
+        mgt_json_u64(j, "file_bytes", r->stat.file);
+        mgt_json_u64(j, "file_dirty_bytes", r->stat.file_dirty);
+        mgt_json_u64(j, "file_writeback_bytes", r->stat.file_writeback);
+        mgt_json_u64(j, "memory_some_total_usec", r->memory_pressure.some.total_usec);
+        mgt_json_u64(j, "io_some_total_usec", r->io_pressure.some.total_usec);
+        mgt_json_u64(j, "events_high", r->events.high);
+        mgt_json_u64(j, "events_max", r->events.max);
+        mgt_json_u64(j, "oom_kill", r->events.oom_kill);
+        mgt_json_u64(j, "stall_ms", r->stall_usec / 1000);
+        mgt_json_str(j, "stall_on", stall_on(r->stall_signals));
+        mgt_json_str(j, "method", k->method == MG_KILL_CGROUP_KILL ? "cgroup.kill" : "pidfd");
+        mgt_json_u64(j, "detect_to_kill_ms", ms_between(k->detect_usec, k->kill_usec));
+        if (k->empty_timed_out)
+                mgt_json_null(j, "kill_to_empty_ms"); /* it did not empty in kill_wait */
+        else
+                mgt_json_u64(j, "kill_to_empty_ms", ms_between(k->kill_usec, k->empty_usec));
+}
+
+void mgt_kill_text(const struct mg_kill_record *k, char *buf, size_t len) {
+        static const char lib_prefix[] = "memguard: ";
+        char rec[2048];
+        const char *p = rec;
+
+        mg_kill_record_format(k, rec, sizeof(rec));
+        /* The record reads like a kernel OOM report and carries its own
+         * "memguard: " already; ours says which event it is. */
+        if (strncmp(p, lib_prefix, sizeof(lib_prefix) - 1) == 0)
+                p += sizeof(lib_prefix) - 1;
+        snprintf(buf, len, "memguard: kill: %s", p);
+}
+
+static void lend_text(const struct mg_event *ev, char *buf, size_t len) {
+        char a[32], b[32];
+        const struct mg_lend_info *l = ev->lend;
+
+        mgt_size_format(l->old_high_bytes, a, sizeof(a));
+        mgt_size_format(l->new_high_bytes, b, sizeof(b));
+        if (ev->type == MG_EVENT_LEND_BEGIN)
+                snprintf(buf, len, "memguard: lend-begin: %s: memory.high %s -> %s, kills paused", ev->cgroup, a, b);
+        else if (ev->type == MG_EVENT_LEND_END)
+                snprintf(buf, len, "memguard: lend-end: %s: memory.high restored to %s", ev->cgroup, a);
+        else
+                snprintf(buf, len, "memguard: lend-expired: %s: lend deadline passed, memory.high restored to %s",
+                         ev->cgroup, a);
+}
+
+static void event_text(const struct mg_event *ev, char *buf, size_t len) {
+        switch (ev->type) {
+        case MG_EVENT_KILL:
+                mgt_kill_text(ev->kill, buf, len);
+                break;
+        case MG_EVENT_KERNEL_OOM:
+                snprintf(buf, len, "memguard: kernel-oom: %s: the kernel OOM-killed %" PRIu64 " process%s (memory.max)",
+                         ev->cgroup, ev->count, ev->count == 1 ? "" : "es");
+                break;
+        case MG_EVENT_LEND_BEGIN:
+        case MG_EVENT_LEND_END:
+        case MG_EVENT_LEND_EXPIRED:
+                lend_text(ev, buf, len);
+                break;
+        case MG_EVENT_ERROR:
+                snprintf(buf, len, "memguard: error: %s: %s: %s", ev->cgroup, ev->what ? ev->what : "?",
+                         strerror(-ev->error));
+                break;
+        case MG_EVENT_GONE:
+                snprintf(buf, len, "memguard: gone: %s: the cgroup was removed", ev->cgroup);
+                break;
+        default:
+                snprintf(buf, len, "memguard: %s: %s", mg_event_type_to_string(ev->type), ev->cgroup);
+        }
+}
+
+static void event_json(const struct mg_event *ev, struct mgt_json *j) {
+        mgt_json_begin(j);
+        mgt_json_str(j, "event", mg_event_type_to_string(ev->type));
+        switch (ev->type) {
+        case MG_EVENT_KILL:
+                mgt_kill_json(j, ev->kill);
+                return;
+        case MG_EVENT_KERNEL_OOM:
+                mgt_json_str(j, "cgroup", ev->cgroup);
+                mgt_json_u64(j, "count", ev->count);
+                return;
+        case MG_EVENT_LEND_BEGIN:
+        case MG_EVENT_LEND_END:
+        case MG_EVENT_LEND_EXPIRED:
+                mgt_json_str(j, "cgroup", ev->cgroup);
+                mgt_json_bytes(j, "old_high_bytes", ev->lend->old_high_bytes);
+                mgt_json_bytes(j, "new_high_bytes", ev->lend->new_high_bytes);
+                return;
+        case MG_EVENT_ERROR:
+                mgt_json_str(j, "cgroup", ev->cgroup);
+                mgt_json_str(j, "what", ev->what);
+                mgt_json_str(j, "error", strerror(-ev->error));
+                mgt_json_i64(j, "errno", -ev->error);
+                return;
+        default:
+                mgt_json_str(j, "cgroup", ev->cgroup);
+        }
+}
+
+void mgt_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
+        struct mgt_out *o = userdata;
+        char line[4096];
+
+        switch (ev->type) {
+        case MG_EVENT_KILL:
+                o->kills++;
+                break;
+        case MG_EVENT_KERNEL_OOM:
+                o->kernel_ooms++;
+                break;
+        case MG_EVENT_ERROR:
+                o->errors++;
+                break;
+        case MG_EVENT_GONE:
+                o->gone++;
+                break;
+        default:
+                break;
+        }
+        if (o->json) {
+                struct mgt_json j;
+                event_json(ev, &j);
+                print_json(&j);
+        } else {
+                event_text(ev, line, sizeof(line));
+                mgt_print_line(line);
+        }
+        /* The set allows removing a guard from its own callback. */
+        if (ev->type == MG_EVENT_GONE && o->remove_gone_from)
+                (void) mg_set_remove(o->remove_gone_from, g);
+}
+
+void mgt_on_log(int level, const char *msg, void *userdata) {
+        const struct mgt_out *o = userdata;
+        char line[1024];
+
+        if (level > MG_LOG_ERR)
+                return;
+        if (o->json) {
+                struct mgt_json j;
+                mgt_json_begin(&j);
+                mgt_json_str(&j, "event", "error");
+                mgt_json_str(&j, "what", "log");
+                mgt_json_str(&j, "message", msg);
+                print_json(&j);
+        } else {
+                snprintf(line, sizeof(line), "memguard: %s", msg);
+                mgt_print_line(line);
+        }
+}
+
+void mgt_error(const struct mgt_out *o, const char *cmd, int err, const char *fmt, ...) {
+        char msg[1024], line[1200];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (o && o->json) {
+                struct mgt_json j;
+                mgt_json_begin(&j);
+                mgt_json_str(&j, "event", "error");
+                mgt_json_str(&j, "what", cmd);
+                mgt_json_str(&j, "message", msg);
+                if (err) {
+                        mgt_json_str(&j, "error", strerror(-err));
+                        mgt_json_i64(&j, "errno", -err);
+                }
+                print_json(&j);
+                return;
+        }
+        if (err)
+                snprintf(line, sizeof(line), "memguard %s: %s: %s", cmd, msg, strerror(-err));
+        else
+                snprintf(line, sizeof(line), "memguard %s: %s", cmd, msg);
+        mgt_print_line(line);
+}
+
+void mgt_note(const struct mgt_out *o, const char *fmt, ...) {
+        char msg[1024];
+        va_list ap;
+
+        if (o && o->json)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        mgt_print_line(msg);
+}

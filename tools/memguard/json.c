@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "memguard/memguard.h"
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one:
+ * no overlongs, no surrogates, nothing above U+10FFFF (RFC 3629). */
+static size_t utf8_len(const unsigned char *s) {
+        unsigned char c = s[0];
+        size_t n;
+        uint32_t cp;
+
+        if (c < 0x80)
+                return 1;
+        if (c >= 0xc2 && c <= 0xdf) {
+                n = 2;
+                cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+                n = 3;
+                cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+                n = 4;
+                cp = c & 0x07;
+        } else {
+                return 0;
+        }
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0; /* also stops at the NUL */
+                cp = cp << 6 | (s[i] & 0x3f);
+        }
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        return n;
+}
+
+size_t mgt_json_escape(const char *s, char *out, size_t size) {
+        const unsigned char *p = (const unsigned char *) s;
+        size_t need = 0;
+        char esc[8];
+
+#define PUT(str, n)                                                             \
+        do {                                                                    \
+                for (size_t k_ = 0; k_ < (n); k_++, need++)                     \
+                        if (need + 1 < size)                                    \
+                                out[need] = (str)[k_];                          \
+        } while (0)
+
+        while (*p) {
+                size_t n = utf8_len(p);
+                if (n == 0) {
+                        PUT("\\ufffd", 6);
+                        p++;
+                } else if (*p == '"' || *p == '\\') {
+                        esc[0] = '\\';
+                        esc[1] = (char) *p;
+                        PUT(esc, 2);
+                        p++;
+                } else if (*p < 0x20) {
+                        const char *named = *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : *p == '\r' ? "\\r" :
+                                            *p == '\b' ? "\\b" : *p == '\f' ? "\\f" : NULL;
+                        if (named) {
+                                PUT(named, 2);
+                        } else {
+                                snprintf(esc, sizeof(esc), "\\u%04x", *p);
+                                PUT(esc, 6);
+                        }
+                        p++;
+                } else {
+                        PUT((const char *) p, n);
+                        p += n;
+                }
+        }
+#undef PUT
+        if (size > 0)
+                out[need < size ? need : size - 1] = '\0';
+        return need;
+}
+
+static void grow(struct mgt_json *j, size_t more) {
+        if (j->failed || j->len + more + 1 <= j->cap)
+                return;
+        size_t cap = j->cap ? j->cap : 256;
+        while (cap < j->len + more + 1)
+                cap *= 2;
+        char *b = realloc(j->buf, cap);
+        if (!b) {
+                j->failed = true;
+                return;
+        }
+        j->buf = b;
+        j->cap = cap;
+}
+
+static void append(struct mgt_json *j, const char *s, size_t n) {
+        grow(j, n);
+        if (j->failed)
+                return;
+        memcpy(j->buf + j->len, s, n);
+        j->len += n;
+        j->buf[j->len] = '\0';
+}
+
+static void append_string(struct mgt_json *j, const char *s) {
+        size_t n = mgt_json_escape(s, NULL, 0);
+        append(j, "\"", 1);
+        grow(j, n);
+        if (j->failed)
+                return;
+        mgt_json_escape(s, j->buf + j->len, n + 1);
+        j->len += n;
+        append(j, "\"", 1);
+}
+
+static void key(struct mgt_json *j, const char *k) {
+        if (!j->first)
+                append(j, ",", 1);
+        j->first = false;
+        append_string(j, k);
+        append(j, ":", 1);
+}
+
+void mgt_json_begin(struct mgt_json *j) {
+        *j = (struct mgt_json) { .first = true };
+        append(j, "{", 1);
+}
+
+void mgt_json_str(struct mgt_json *j, const char *k, const char *val) {
+        key(j, k);
+        if (val)
+                append_string(j, val);
+        else
+                append(j, "null", 4);
+}
+
+void mgt_json_u64(struct mgt_json *j, const char *k, uint64_t val) {
+        char num[24];
+        key(j, k);
+        append(j, num, (size_t) snprintf(num, sizeof(num), "%" PRIu64, val));
+}
+
+void mgt_json_i64(struct mgt_json *j, const char *k, int64_t val) {
+        char num[24];
+        key(j, k);
+        append(j, num, (size_t) snprintf(num, sizeof(num), "%" PRId64, val));
+}
+
+void mgt_json_bool(struct mgt_json *j, const char *k, bool val) {
+        key(j, k);
+        append(j, val ? "true" : "false", val ? 4 : 5);
+}
+
+void mgt_json_null(struct mgt_json *j, const char *k) {
+        key(j, k);
+        append(j, "null", 4);
+}
+
+void mgt_json_bytes(struct mgt_json *j, const char *k, uint64_t val) {
+        if (val == MG_UNLIMITED)
+                mgt_json_null(j, k);
+        else
+                mgt_json_u64(j, k, val);
+}
+
+void mgt_json_centi(struct mgt_json *j, const char *k, uint64_t centi) {
+        char num[32];
+        key(j, k);
+        append(j, num, (size_t) snprintf(num, sizeof(num), "%" PRIu64 ".%02" PRIu64, centi / 100, centi % 100));
+}
+
+const char *mgt_json_end(struct mgt_json *j) {
+        append(j, "}", 1);
+        return j->failed ? NULL : j->buf;
+}
+
+void mgt_json_free(struct mgt_json *j) {
+        free(j->buf);
+        *j = (struct mgt_json) { 0 };
+}

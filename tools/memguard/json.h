@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * One flat JSON object per line: enough for the event stream and `stat
+ * --json`, no parser.  The buffer grows as needed; after an allocation
+ * failure every call is a no-op and mgt_json_end() returns NULL.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mgt_json {
+        char *buf;
+        size_t len, cap;
+        bool failed, first;
+};
+
+/*
+ * Writes s as the contents of a JSON string (no quotes) into out: '"', '\\'
+ * and control characters escaped, valid UTF-8 kept, each byte of an invalid
+ * sequence replaced by U+FFFD (cgroup names are bytes, a consumer wants
+ * text).  Returns the length it needed, like snprintf; out is always
+ * NUL-terminated when size > 0.
+ */
+size_t mgt_json_escape(const char *s, char *out, size_t size);
+
+void mgt_json_begin(struct mgt_json *j);
+void mgt_json_str(struct mgt_json *j, const char *key, const char *val);   /* NULL: null */
+void mgt_json_u64(struct mgt_json *j, const char *key, uint64_t val);
+void mgt_json_i64(struct mgt_json *j, const char *key, int64_t val);
+void mgt_json_bool(struct mgt_json *j, const char *key, bool val);
+void mgt_json_null(struct mgt_json *j, const char *key);
+/* A byte count, null for MG_UNLIMITED ("max"). */
+void mgt_json_bytes(struct mgt_json *j, const char *key, uint64_t val);
+/* Hundredths as a decimal number: 1234 -> 12.34 (PSI averages in percent). */
+void mgt_json_centi(struct mgt_json *j, const char *key, uint64_t centi);
+/* Closes the object; returns the text (no newline) or NULL.  The caller
+ * frees j->buf (mgt_json_free) either way. */
+const char *mgt_json_end(struct mgt_json *j);
+void mgt_json_free(struct mgt_json *j);

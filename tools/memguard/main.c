@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * memguard: the command-line face of the library.  Each subcommand lives in
+ * its own file; this one dispatches, prints help and owns the conventions
+ * every subcommand shares (exit 2 with one line for bad arguments).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "json.h"
+#include "memguard-tool-config.h"
+#include "size.h"
+
+static const struct {
+        const char *name, *usage;
+} usages[] = {
+        { "run", "run --limit SIZE [--high SIZE] [--max SIZE] [--parent CGROUP] [--json] -- CMD [ARGS...]\n"
+                 "        Runs CMD in a new cgroup below CGROUP (default: the parent of memguard's own\n"
+                 "        cgroup), guarded at --limit; removes the cgroup afterwards.  Exits with CMD's\n"
+                 "        status, 128+N if a signal N ended it, 137 if memguard killed it." },
+        { "watch", "watch --limit SIZE [--json] CGROUP...\n"
+                   "        Guards existing cgroups until SIGINT or SIGTERM, then restores any lent\n"
+                   "        memory.high and exits 0; a cgroup that vanishes is dropped." },
+        { "stat", "stat [--limit SIZE] [--json] CGROUP\n"
+                  "        Limits, memory.current, used (anon shmem kernel sock), page cache, memory\n"
+                  "        pressure, memory.events.local and the verdict the guard would give now.\n"
+                  "        The limit defaults to memory.max, else memory.high." },
+        { "demo", "demo [--kernel 6.1|6.12|7] [--native]\n"
+                  "        Runs the signature scenarios with the kernel alone and with memguard and\n"
+                  "        prints what each did; natively on a delegated cgroup v2 memory controller,\n"
+                  "        otherwise inside a Debian kernel under qemu (tests/vm/vmrun)." },
+};
+
+static void print_usage(FILE *f) {
+        fprintf(f, "usage: memguard COMMAND [OPTIONS]\n\n"
+                   "Guards memory actors on cgroup v2: kills on a true overshoot (anon + shmem + kernel\n"
+                   "+ sock above the limit) or a stall at the limit, never for page cache.\n\n"
+                   "Commands:\n");
+        for (size_t i = 0; i < sizeof(usages) / sizeof(usages[0]); i++)
+                fprintf(f, "  %s\n", usages[i].usage);
+        fprintf(f, "  help, --help\n"
+                   "        This text.\n"
+                   "  --version\n"
+                   "        The version.\n\n"
+                   "SIZE is bytes, or a number with K, M, G or T (powers of 1024; Ki, KiB... too),\n"
+                   "e.g. 64M or 1.5G; --high and --max also take a percentage of --limit (90%%).\n"
+                   "See memguard(1).\n");
+}
+
+int mgt_help(const char *cmd) {
+        for (size_t i = 0; i < sizeof(usages) / sizeof(usages[0]); i++)
+                if (strcmp(usages[i].name, cmd) == 0) {
+                        printf("usage: memguard %s\n", usages[i].usage);
+                        return MGT_EXIT_OK;
+                }
+        print_usage(stdout);
+        return MGT_EXIT_OK;
+}
+
+int mgt_usage_error(const char *cmd, const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "memguard%s%s: %s (see memguard --help)\n", cmd ? " " : "", cmd ? cmd : "", msg);
+        return MGT_EXIT_USAGE;
+}
+
+int mgt_getopt_error(const char *cmd, int c, char **argv) {
+        const char *arg = optind > 0 ? argv[optind - 1] : "?";
+        if (c == ':')
+                return mgt_usage_error(cmd, "option %s needs a value", arg);
+        if (optopt && strncmp(arg, "--", 2) != 0)
+                return mgt_usage_error(cmd, "unknown option -%c", optopt);
+        return mgt_usage_error(cmd, "unknown option %s", arg);
+}
+
+int mgt_size_arg(const char *cmd, const char *opt, const char *val, uint64_t base, const char *base_what,
+                 unsigned flags, uint64_t *ret) {
+        int r = mgt_size_parse(val, base, flags, ret);
+        if (r == 0)
+                return 0;
+        if (r == -ERANGE)
+                return mgt_usage_error(cmd, "%s %s: too large", opt, val);
+        if (r == -EDOM && base_what)
+                return mgt_usage_error(cmd, "%s %s: %s gives no size to take a percentage of", opt, val, base_what);
+        if (r == -EDOM)
+                return mgt_usage_error(cmd, "%s %s: a percentage is not allowed here", opt, val);
+        return mgt_usage_error(cmd, "%s %s: not a size (bytes, or with K, M, G, T: 64M, 1.5G, 512Mi)", opt, val);
+}
+
+char *mgt_self_exe(void) {
+        char buf[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return NULL;
+        buf[n] = '\0';
+        return strdup(buf);
+}
+
+char *mgt_find_workload(void) {
+        const char *env = getenv("MEMGUARD_WORKLOAD");
+        char *self, *dir, *p = NULL;
+
+        if (env && *env)
+                return access(env, X_OK) == 0 ? strdup(env) : NULL;
+        self = mgt_self_exe();
+        if (!self)
+                return NULL;
+        dir = dirname(self);
+        /* installed: both in bindir; build tree: tools/mg-workload next to
+         * tools/memguard/memguard's directory */
+        static const char *const tries[] = { "", "/.." };
+        for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+                if (asprintf(&p, "%s%s/mg-workload", dir, tries[i]) < 0) {
+                        p = NULL;
+                        break;
+                }
+                if (access(p, X_OK) == 0) {
+                        char *real = realpath(p, NULL);
+                        free(p);
+                        p = real;
+                        break;
+                }
+                free(p);
+                p = NULL;
+        }
+        free(self);
+        return p;
+}
+
+/* Debug subcommands for the tests: the pure parsers, through the binary. */
+static int cmd_size_parse(int argc, char **argv) {
+        uint64_t base = 0, v;
+        char buf[32];
+        int r;
+
+        if (argc < 2 || argc > 3)
+                return mgt_usage_error("size-parse", "usage: memguard size-parse SIZE [PERCENT_BASE]");
+        if (argc == 3 && mgt_size_arg("size-parse", "base", argv[2], 0, NULL, 0, &base) != 0)
+                return MGT_EXIT_USAGE;
+        r = mgt_size_arg("size-parse", "size", argv[1], base, argc == 3 ? "the base" : NULL,
+                         MGT_SIZE_MAX | (argc == 3 ? MGT_SIZE_PERCENT : 0), &v);
+        if (r != 0)
+                return r;
+        printf("%" PRIu64 " %s\n", v, mgt_size_format(v, buf, sizeof(buf)));
+        return MGT_EXIT_OK;
+}
+
+static int cmd_json_escape(int argc, char **argv) {
+        struct mgt_json j;
+        const char *s;
+
+        if (argc != 2)
+                return mgt_usage_error("json-escape", "usage: memguard json-escape STRING");
+        mgt_json_begin(&j);
+        mgt_json_str(&j, "s", argv[1]);
+        s = mgt_json_end(&j);
+        if (s)
+                printf("%s\n", s);
+        mgt_json_free(&j);
+        return s ? MGT_EXIT_OK : MGT_EXIT_FAIL;
+}
+
+static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+} commands[] = {
+        { "run", mgt_cmd_run },
+        { "watch", mgt_cmd_watch },
+        { "stat", mgt_cmd_stat },
+        { "demo", mgt_cmd_demo },
+        { "size-parse", cmd_size_parse },
+        { "json-escape", cmd_json_escape },
+};
+
+int main(int argc, char **argv) {
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        if (argc < 2)
+                return mgt_usage_error(NULL, "missing command");
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0)
+                return argc > 2 ? mgt_help(argv[2]) : mgt_help("");
+        if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+                printf("memguard %s\n", MEMGUARD_VERSION);
+                return MGT_EXIT_OK;
+        }
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(argv[1], commands[i].name) == 0)
+                        return commands[i].fn(argc - 1, argv + 1);
+        if (argv[1][0] == '-')
+                return mgt_usage_error(NULL, "unknown option %s", argv[1]);
+        return mgt_usage_error(NULL, "unknown command '%s'", argv[1]);
+}

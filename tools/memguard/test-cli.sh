@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The memguard command on any host (no cgroup v2 needed): help and version,
+# exit 2 with exactly one line on stderr for bad arguments, clear errors for
+# things that are not cgroups, the size parser and JSON escaping through the
+# hidden debug subcommands.  TAP on stdout.
+#
+#   tools/memguard/test-cli.sh build/tools/memguard/memguard
+set -u
+
+mg=${1:?usage: test-cli.sh PATH-TO-memguard}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0 failed=0
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+diag() { sed 's/^/# /' "$@"; }
+
+# run EXPECTED_STATUS ARGS...: runs memguard, output in $tmp/out and $tmp/err
+run() {
+    local want=$1
+    shift
+    "$mg" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    status=$?
+    [ "$status" = "$want" ]
+}
+
+# Exit 0, something on stdout, nothing on stderr.
+expect_ok() {
+    local desc=$1
+    shift
+    if run 0 "$@" && [ -s "$tmp/out" ] && [ ! -s "$tmp/err" ]; then
+        ok "$desc"
+    else
+        not_ok "$desc (status $status)"
+        diag "$tmp/out" "$tmp/err"
+    fi
+}
+
+# Exit STATUS with exactly one line on stderr (matching PATTERN) and
+# nothing on stdout.
+expect_error() {
+    local want=$1 pattern=$2 desc=$3
+    shift 3
+    if run "$want" "$@" && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
+        grep -q -- "$pattern" "$tmp/err"; then
+        ok "$desc: $(cat "$tmp/err")"
+    else
+        not_ok "$desc (status $status, want $want and one line matching '$pattern')"
+        diag "$tmp/out" "$tmp/err"
+    fi
+}
+
+echo "TAP version 13"
+
+# ---- help and version
+expect_ok "--help exits 0" --help
+grep -q '^usage: memguard COMMAND' "$tmp/out" && ok "--help prints the usage" || not_ok "--help prints the usage"
+expect_ok "help exits 0" help
+expect_ok "run --help exits 0" run --help
+grep -q 'run --limit SIZE' "$tmp/out" && ok "run --help shows run's usage" || not_ok "run --help shows run's usage"
+expect_ok "--version exits 0" --version
+grep -qE '^memguard [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/out" && ok "--version prints 'memguard X.Y.Z'" ||
+    not_ok "--version prints 'memguard X.Y.Z'"
+
+# ---- bad arguments: exit 2, one line
+expect_error 2 'missing command' "no arguments"
+expect_error 2 "unknown command 'frobnicate'" "bad subcommand" frobnicate
+expect_error 2 'unknown option --frobnicate' "bad global option" --frobnicate
+expect_error 2 '--limit 64Q: not a size' "run: bad size" run --limit 64Q -- true
+expect_error 2 '--high 64MB: not a size' "run: SI-looking size refused" run --limit 64M --high 64MB -- true
+expect_error 2 'too large' "run: size overflow" run --limit 99999999999T -- true
+expect_error 2 'missing --limit' "run: missing --limit" run -- true
+expect_error 2 'missing command' "run: no command" run --limit 64M
+expect_error 2 'missing command' "run: no command after --" run --limit 64M --
+expect_error 2 'unknown option --frob' "run: unknown option" run --frob --limit 64M -- true
+expect_error 2 'option --limit needs a value' "run: option without its value" run --limit
+expect_error 2 'missing --limit' "watch: missing --limit" watch /sys/fs/cgroup
+expect_error 2 'missing CGROUP' "watch: missing CGROUP" watch --limit 64M
+expect_error 2 'not a size' "watch: bad size" watch --limit lots /sys/fs/cgroup
+expect_error 2 'missing CGROUP' "stat: missing CGROUP" stat
+expect_error 2 'one CGROUP only' "stat: two cgroups" stat a b
+expect_error 2 'not a size' "stat: bad size" stat --limit 12x "$tmp"
+expect_error 2 'one of 6.1, 6.12, 7' "demo: unknown kernel" demo --kernel 5.4
+expect_error 2 "unexpected argument" "demo: stray argument" demo now
+
+# ---- environment errors: clear, one line, non-zero
+expect_error 1 'not a cgroup v2 directory' "stat on a plain directory" stat "$tmp"
+expect_error 1 'No such file or directory' "stat on a missing path" stat "$tmp/nonexistent"
+expect_error 1 'not a cgroup v2 directory' "watch on a plain directory" watch --limit 64M "$tmp"
+expect_error 127 'command not found' "run: unknown command is 127" run --limit 64M -- memguard-no-such-command
+touch "$tmp/plain"
+expect_error 126 'not executable' "run: a non-executable file is 126" run --limit 64M -- "$tmp/plain"
+if run 1 stat --json "$tmp"; then
+    if command -v python3 >/dev/null; then
+        python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); assert d["event"] == "error", d' <"$tmp/err" &&
+            ok "stat --json: the error is a JSON object" || not_ok "stat --json: the error is a JSON object"
+    else
+        grep -q '^{"event":"error",.*}$' "$tmp/err" && ok "stat --json: the error is a JSON object" ||
+            not_ok "stat --json: the error is a JSON object"
+    fi
+else
+    not_ok "stat --json on a plain directory exits 1 (status $status)"
+fi
+
+# ---- the size parser: INPUT [PERCENT_BASE] -> BYTES, or "error"
+while read -r input base want; do
+    [ -z "$input" ] && continue
+    if [ "$base" = - ]; then args=("$input"); else args=("$input" "$base"); fi
+    "$mg" size-parse "${args[@]}" >"$tmp/out" 2>"$tmp/err"
+    status=$?
+    got=$(cut -d' ' -f1 <"$tmp/out")
+    if [ "$want" = error ]; then
+        if [ "$status" = 2 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ]; then
+            ok "size '$input' is refused"
+        else
+            not_ok "size '$input' is refused (status $status, got '$got')"
+        fi
+    elif [ "$status" = 0 ] && [ "$got" = "$want" ]; then
+        ok "size '$input'${base/#-/} = $want"
+    else
+        not_ok "size '$input' base $base: want $want, got '$got' (status $status)"
+        diag "$tmp/err"
+    fi
+done <<'EOF'
+0                       -            0
+1                       -            1
+67108864                -            67108864
+512B                    -            512
+1K                      -            1024
+1k                      -            1024
+64M                     -            67108864
+64m                     -            67108864
+64Mi                    -            67108864
+64MiB                   -            67108864
+2G                      -            2147483648
+1T                      -            1099511627776
+1Ti                     -            1099511627776
+1.5G                    -            1610612736
+0.5K                    -            512
+0.1K                    -            102
+1.0000000001K           -            1024
+16777215.999999T        -            18446744073708452104
+18446744073709551615    -            18446744073709551615
+max                     -            18446744073709551615
+18446744073709551616    -            error
+16777216T               -            error
+99999999999999999999999 -            error
+1.5                     -            error
+64MB                    -            error
+64KB                    -            error
+64Mib                   -            error
+64MIB                   -            error
+64iB                    -            error
+x                       -            error
+-1                      -            error
++1                      -            error
+.5M                     -            error
+5.M                     -            error
+1e6                     -            error
+64M%                    -            error
+Max                     -            error
+90%                     -            error
+90%                     64M          60397977
+100%                    64M          67108864
+12.5%                   1000         125
+150%                    1G           1610612736
+0%                      64M          0
+0.1%                    1M           1048
+90%x                    64M          error
+%                       64M          error
+1000000000%             64M          error
+EOF
+
+# ---- JSON escaping: what must come out, and that it parses
+check_json() {
+    local desc=$1 input=$2 want=$3
+    "$mg" json-escape "$input" >"$tmp/out" 2>"$tmp/err"
+    local got
+    got=$(cat "$tmp/out")
+    if [ "$got" = "{\"s\":$want}" ]; then
+        ok "json: $desc"
+    else
+        not_ok "json: $desc: want {\"s\":$want}, got $got"
+    fi
+    if command -v python3 >/dev/null; then
+        python3 -c 'import json,sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' <"$tmp/out" &&
+            ok "json: $desc parses" || not_ok "json: $desc parses"
+    fi
+}
+check_json "plain" 'abc' '"abc"'
+check_json "quote and backslash" 'a"b\c' '"a\"b\\c"'
+check_json "newline and tab" $'a\nb\tc' '"a\nb\tc"'
+check_json "control character" $'a\x01b\x1f' '"a\u0001b\u001f"'
+check_json "UTF-8 kept" 'é€😀' '"é€😀"'
+check_json "invalid UTF-8 replaced" $'a\xffb\xc3' '"a\ufffdb\ufffd"'
+check_json "overlong encoding replaced" $'\xc0\xaf' '"\ufffd\ufffd"'
+check_json "surrogate replaced" $'\xed\xa0\x80' '"\ufffd\ufffd\ufffd"'
+
+echo "1..$n"
+[ "$failed" = 0 ]

@@ -1,0 +1,217 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The memguard command on a real cgroup v2 (busybox sh; the VM harness or a
+# host with a delegated memory controller, as root):
+#   tests/vm/vmrun --kernel 6.1 --file build/tools/memguard/memguard \
+#       --file build/tools/mg-workload --file tools/memguard/test-in-vm.sh \
+#       -- /mg/test-in-vm.sh
+# `run` kills an overshoot (137, a kill line; with --json one JSON object),
+# passes exit statuses through, writes limits, cleans up; `stat` and `watch`
+# on cgroups made here.  TAP on stdout; "# json: ..." lines carry the JSON
+# the guard printed, for a host-side parser.
+#
+# Env: MEMGUARD (default /mg/memguard), MEMGUARD_WORKLOAD (/mg/mg-workload),
+#      MEMGUARD_TEST_CGROUP (/sys/fs/cgroup).
+
+mg=${MEMGUARD:-/mg/memguard}
+wl=${MEMGUARD_WORKLOAD:-/mg/mg-workload}
+root=${MEMGUARD_TEST_CGROUP:-/sys/fs/cgroup}
+tmp=$(mktemp -d)
+base=$root/memguard-cli-test-$$
+n=0
+failed=0
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+diag() { sed 's/^/# /' "$@"; }
+check() { # DESCRIPTION COMMAND...
+    desc=$1
+    shift
+    if "$@"; then ok "$desc"; else not_ok "$desc"; fi
+}
+check_eval() { # DESCRIPTION 'SHELL CONDITION'
+    if eval "$2"; then ok "$1"; else not_ok "$1"; fi
+}
+runs_left() { ls -d "$base"/memguard-run-* 2>/dev/null | wc -l; }
+
+cleanup() {
+    for cg in "$base"/*/ "$base"; do
+        [ -d "$cg" ] || continue
+        echo 1 >"$cg/cgroup.kill" 2>/dev/null
+        sleep 0.2
+        rmdir "$cg" 2>/dev/null
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+echo "TAP version 13"
+echo "# kernel $(uname -r), memguard $("$mg" --version)"
+echo "+memory" >"$root/cgroup.subtree_control" 2>/dev/null
+mkdir "$base" && echo "+memory" >"$base/cgroup.subtree_control" ||
+    { echo "Bail out! cannot make $base with the memory controller"; exit 1; }
+
+# ---- run: an anon overshoot is killed
+timeout 60 "$mg" run --limit 64M --parent "$base" -- "$wl" anon 160 256 -1 >"$tmp/out" 2>"$tmp/err"
+st=$?
+check "run: overshoot exits 137 (got $st)" [ "$st" = 137 ]
+check "run: one kill line on stderr" [ "$(grep -c '^memguard: kill: ' "$tmp/err")" = 1 ]
+check "run: the kill line says overshoot" grep -q 'killed: used memory above its limit; limit 65536kB' "$tmp/err"
+diag "$tmp/err"
+
+# ---- run --json: one parsable kill object
+timeout 60 "$mg" run --json --limit 64M --parent "$base" -- "$wl" anon 160 256 -1 >"$tmp/out" 2>"$tmp/err"
+st=$?
+check "run --json: overshoot exits 137 (got $st)" [ "$st" = 137 ]
+grep '^{' "$tmp/err" >"$tmp/json"
+check "run --json: exactly one JSON line" [ "$(wc -l <"$tmp/json")" = 1 ]
+check "run --json: nothing but JSON on stderr" [ "$(wc -l <"$tmp/err")" = 1 ]
+line=$(head -n 1 "$tmp/json")
+echo "# json: $line"
+case $line in
+    '{"event":"kill","reason":"overshoot","cgroup":"'*'}') ok "run --json: a kill object, reason overshoot" ;;
+    *) not_ok "run --json: a kill object, reason overshoot" ;;
+esac
+missing=
+for k in limit_bytes used_bytes anon_bytes shmem_bytes kernel_bytes sock_bytes current_bytes file_bytes \
+    file_dirty_bytes file_writeback_bytes memory_some_total_usec events_high events_max oom_kill \
+    detect_to_kill_ms kill_to_empty_ms; do
+    echo "$line" | grep -qE "\"$k\":[0-9]+[,}]" || missing="$missing $k"
+done
+check "run --json: every numeric field present${missing:+ (missing:$missing)}" [ -z "$missing" ]
+check "run --json: limit_bytes is 64 MiB" sh -c "echo '$line' | grep -q '\"limit_bytes\":67108864,'"
+used=$(echo "$line" | sed -n 's/.*"used_bytes":\([0-9]*\).*/\1/p')
+check "run --json: used_bytes ${used:-?} above the limit" [ "${used:-0}" -gt 67108864 ]
+
+# ---- run: statuses pass through, nothing is killed below the limit
+"$mg" run --limit 64M --parent "$base" -- "$wl" anon 16 256 0 >"$tmp/out" 2>"$tmp/err"
+st=$?
+check "run: a workload below the limit exits 0 (got $st)" [ "$st" = 0 ]
+check "run: no event lines below the limit" [ ! -s "$tmp/err" ]
+check "run: CMD's stdout passes through" grep -q '^workload=anon mib=16' "$tmp/out"
+"$mg" run --limit 64M --parent "$base" -- sh -c 'exit 3' 2>"$tmp/err"
+st=$?
+check "run: exit status 3 passes through (got $st)" [ "$st" = 3 ]
+"$mg" run --limit 64M --parent "$base" -- sh -c 'kill -TERM $$' 2>"$tmp/err"
+st=$?
+check "run: death by SIGTERM is 143 (got $st)" [ "$st" = 143 ]
+
+# ---- run: limits written, percentages of --limit, cgroup removed afterwards
+"$mg" run --limit 64M --max 48M --high 90% --parent "$base" -- \
+    sh -c 'cg=$(sed -n "s/^0:://p" /proc/self/cgroup); cat /sys/fs/cgroup$cg/memory.max /sys/fs/cgroup$cg/memory.high' \
+    >"$tmp/out" 2>"$tmp/err"
+check "run: --max 48M written as memory.max" [ "$(sed -n 1p "$tmp/out")" = 50331648 ]
+# 90 % of 64 MiB is 60397977 bytes; the kernel keeps whole pages of it
+high=$(sed -n 2p "$tmp/out")
+check_eval "run: --high 90% of --limit written as memory.high (${high:-?})" \
+    '[ -n "$high" ] && [ $((60397977 - high)) -ge 0 ] && [ $((60397977 - high)) -lt 65536 ]'
+left=$(runs_left)
+check "run: no memguard-run-* cgroup left behind ($left)" [ "$left" = 0 ]
+"$mg" run --limit 64M --parent "$base" -- sh -c "$wl anon 8 256 -1 & exit 0" 2>"$tmp/err"
+st=$?
+left=$(runs_left)
+check_eval "run: leftover background process killed, cgroup removed (exit $st, $left left)" '[ "$st" = 0 ] && [ "$left" = 0 ]'
+
+# ---- run: the kernel's memory.max kill is not the guard's
+timeout 60 "$mg" run --limit 64M --max 32M --parent "$base" -- "$wl" anon 96 256 0 >"$tmp/out" 2>"$tmp/err"
+st=$?
+check "run: a memory.max OOM kill exits 137 (got $st)" [ "$st" = 137 ]
+check "run: ... without a guard kill line" sh -c "! grep -q '^memguard: kill:' '$tmp/err'"
+
+# ---- run: the default parent (no --parent) works from the root cgroup
+"$mg" run --limit 64M -- true 2>"$tmp/err"
+st=$?
+check "run: default parent (exit $st)" [ "$st" = 0 ]
+diag "$tmp/err"
+
+# ---- stat
+mkdir "$base/stat"
+echo 67108864 >"$base/stat/memory.max"
+echo 60397977 >"$base/stat/memory.high"
+"$mg" stat "$base/stat" >"$tmp/out" 2>"$tmp/err"
+st=$?
+check "stat: exits 0 (got $st)" [ "$st" = 0 ]
+check "stat: the guard limit defaults to memory.max" grep -q '^guard limit *64.0 MiB (memory.max)' "$tmp/out"
+check "stat: shows memory.high" grep -q 'memory.high 57.6 MiB, memory.max 64.0 MiB' "$tmp/out"
+for w in memory.current used anon shmem kernel sock 'page cache' dirty writeback 'memory pressure' events.local verdict; do
+    grep -q "^ *$w " "$tmp/out" || missing_stat="$missing_stat '$w'"
+done
+check "stat: every line present${missing_stat:+ (missing:$missing_stat)}" [ -z "${missing_stat:-}" ]
+check "stat: an empty cgroup's verdict is ok" grep -q '^verdict *ok' "$tmp/out"
+diag "$tmp/out"
+rel=${base#"$root"}
+"$mg" stat "$rel/stat" >/dev/null 2>"$tmp/err"
+check "stat: a path relative to $root works ($rel/stat)" [ $? = 0 ]
+"$mg" stat --json "$base/stat" >"$tmp/out" 2>"$tmp/err"
+echo "# json: $(cat "$tmp/out")"
+check "stat --json: one object with a verdict" grep -q '^{"cgroup":.*"verdict":"ok"}$' "$tmp/out"
+mkdir "$base/nolimit"
+"$mg" stat "$base/nolimit" >"$tmp/out" 2>"$tmp/err"
+st=$?
+check_eval "stat: no limit and no --limit is exit 2 asking for --limit (got $st)" \
+    '[ "$st" = 2 ] && grep -q -- "--limit" "$tmp/err"'
+"$mg" stat --limit 32M "$base/nolimit" >"$tmp/out" 2>"$tmp/err"
+check "stat --limit on a cgroup without limits" grep -q '^guard limit *32.0 MiB (--limit)' "$tmp/out"
+
+# stat on a live actor, in the middle of a `memguard run`
+"$mg" run --limit 64M --parent "$base" -- "$wl" anon 40 256 -1 >/dev/null 2>&1 &
+runpid=$!
+i=0
+while [ $i -lt 100 ]; do
+    cur=$(cat "$base/memguard-run-$runpid/memory.current" 2>/dev/null || echo 0)
+    [ "$cur" -gt 41943040 ] && break
+    sleep 0.1
+    i=$((i + 1))
+done
+"$mg" stat --json --limit 64M "$base/memguard-run-$runpid" >"$tmp/out" 2>"$tmp/err"
+used=$(sed -n 's/.*"used_bytes":\([0-9]*\).*/\1/p' "$tmp/out")
+anon=$(sed -n 's/.*"anon_bytes":\([0-9]*\).*/\1/p' "$tmp/out")
+check_eval "stat on a running actor: used ${used:-?} >= anon ${anon:-?} >= 40 MiB" \
+    '[ "${anon:-0}" -ge 41943040 ] && [ "${used:-0}" -ge "${anon:-0}" ]'
+kill -TERM $runpid
+wait $runpid
+st=$?
+check "run: SIGTERM to memguard is forwarded to CMD: 143 (got $st)" [ "$st" = 143 ]
+check "run: ... and its cgroup is gone" [ ! -d "$base/memguard-run-$runpid" ]
+
+# ---- watch: kills in an existing cgroup, reports it gone, exits 0
+mkdir "$base/watched"
+"$mg" watch --limit 64M "$base/watched" 2>"$tmp/watch.err" &
+watchpid=$!
+sleep 0.5
+timeout 60 sh -c "echo \$\$ >$base/watched/cgroup.procs && exec $wl anon 160 256 -1" >/dev/null 2>&1
+st=$?
+check "watch: the overshoot in a watched cgroup is killed (status $st)" [ "$st" = 137 ]
+sleep 0.5
+rmdir "$base/watched"
+i=0
+# the guard notices after its post-kill hold-off (2.25 s)
+while kill -0 $watchpid 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+if kill -0 $watchpid 2>/dev/null; then
+    not_ok "watch: exits once its only cgroup is gone"
+    kill -INT $watchpid
+    wait $watchpid
+else
+    wait $watchpid
+    st=$?
+    check "watch: exits 0 once its only cgroup is gone (got $st)" [ "$st" = 0 ]
+fi
+check "watch: printed the kill" grep -q '^memguard: kill: .*watched killed: used memory above its limit' "$tmp/watch.err"
+check "watch: printed gone" grep -q '^memguard: gone: .*watched' "$tmp/watch.err"
+diag "$tmp/watch.err"
+
+mkdir "$base/w1" "$base/w2"
+"$mg" watch --json --limit 64M "$base/w1" "$base/w2" 2>"$tmp/watch.err" &
+watchpid=$!
+sleep 0.5
+kill -TERM $watchpid
+wait $watchpid
+st=$?
+check "watch: SIGTERM ends it with 0 (got $st)" [ "$st" = 0 ]
+check "watch --json: nothing but JSON on stderr" sh -c "! grep -qv '^{' '$tmp/watch.err'"
+"$mg" watch --limit 64M "$base/nonexistent" 2>"$tmp/err"
+st=$?
+check_eval "watch: a missing cgroup is exit 1 with one line (got $st)" '[ "$st" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ]'
+
+echo "1..$n"
+[ "$failed" = 0 ]
