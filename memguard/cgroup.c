@@ -57,7 +57,7 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
         struct statfs sfs;
         int r;
 
-        *cg = (struct mg_cgroup) { .dirfd = -1, .io = io };
+        *cg = (struct mg_cgroup) { .dirfd = -1, .io = io, .flags = flags };
         for (int i = 0; i < MG_CG_N; i++)
                 cg->fd[i] = -1;
 

@@ -41,6 +41,7 @@ struct mg_cgroup {
         int dirfd;
         int fd[MG_CG_N];        /* -1 where the kernel has no such file */
         const struct mg_io *io;
+        unsigned flags;         /* MG_CGROUP_* given to mg_cgroup_open() */
 };
 
 enum {

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "guard.h"
 #include "kill.h"
@@ -86,6 +88,7 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         g->state = MG_GUARD_WATCHING;
         g->heap_index = SIZE_MAX;
         g->last_restores = g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
+        g->trigger_fd[0] = g->trigger_fd[1] = -1;
         *ret = g;
         return 0;
 fail:
@@ -97,9 +100,67 @@ int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_g
         return mg_guard_new_internal(cgroup_path, o, 0, NULL, ret);
 }
 
+static void triggers_close(mg_guard *g) {
+        for (int i = 0; i < 2; i++) {
+                if (g->trigger_fd[i] < 0)
+                        continue;
+                if (g->set)
+                        mg_set_watch(g->set, g, g->trigger_fd[i], MG_WATCH_TRIGGER, false);
+                close(g->trigger_fd[i]);
+                g->trigger_fd[i] = -1;
+        }
+}
+
+/*
+ * PSI triggers make the kernel wake the set within its window when the actor
+ * stalls, instead of the next tick noticing.  They exist only while the actor
+ * is at its limit: each costs the kernel a poll worker per cgroup (a
+ * "psimon" thread for privileged openers), too much for thousands of idle
+ * actors.  A window of 2 s is accepted from unprivileged openers too (they
+ * need multiples of 2 s); where a trigger is refused (no PSI, permission),
+ * ticks alone do the work.
+ */
+static void triggers_open(mg_guard *g) {
+        static const char *const files[2] = { "memory.pressure", "io.pressure" };
+        char spec[64];
+
+        if (g->cg.flags & MG_CGROUP_ANY_FS)
+                return; /* a fixture tree: its pressure files are plain files */
+        snprintf(spec, sizeof(spec), "some %" PRIu64 " 2000000",
+                 (uint64_t) g->opt.stall_pressure_permyriad * 2000000 / 10000);
+        for (int i = 0; i < 2; i++) {
+                int fd = openat(g->cg.dirfd, files[i], O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+                if (fd < 0)
+                        continue;
+                if (write(fd, spec, strlen(spec) + 1) < 0) {
+                        close(fd);
+                        continue;
+                }
+                g->trigger_fd[i] = fd;
+                mg_set_watch(g->set, g, fd, MG_WATCH_TRIGGER, true);
+        }
+}
+
+/* Fast path <-> slow path.  At the limit, memory.events.local is read every
+ * tick, so the set stops watching it (it would wake up to 100 times a second
+ * while the limit is hit) and watches PSI triggers instead. */
+static void set_slow(mg_guard *g, bool slow) {
+        if (slow == g->slow)
+                return;
+        g->slow = slow;
+        if (!g->set)
+                return;
+        mg_set_watch(g->set, g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, !slow);
+        if (slow)
+                triggers_open(g);
+        else
+                triggers_close(g);
+}
+
 mg_guard *mg_guard_free(mg_guard *g) {
         if (!g)
                 return NULL;
+        triggers_close(g);
         mg_cgroup_close(&g->cg);
         free(g->path);
         free(g);
@@ -108,6 +169,17 @@ mg_guard *mg_guard_free(mg_guard *g) {
 
 uint64_t mg_guard_get_tick_usec(const mg_guard *g) {
         return g->opt.tick_usec;
+}
+
+int mg_guard_get_options(const mg_guard *g, struct mg_guard_options *ret) {
+        if (!g || !ret)
+                return -EINVAL;
+        *ret = g->opt;
+        return 0;
+}
+
+bool mg_guard_is_killing(const mg_guard *g) {
+        return g && g->state == MG_GUARD_KILLING;
 }
 
 const char *mg_guard_get_path(const mg_guard *g) {
@@ -285,6 +357,15 @@ static void note_kernel_oom(mg_guard *g, const struct mg_report *rep) {
         g->have_last_events = true;
 }
 
+void mg_guard_events_changed(mg_guard *g) {
+        struct mg_report rep = {};
+
+        if (g->state == MG_GUARD_GONE)
+                return;
+        if (read_parsed(g, MG_CG_EVENTS_LOCAL, &rep.events) >= 0)
+                note_kernel_oom(g, &rep);
+}
+
 /* Reads the limit files for a report; optional, so errors leave "max". */
 static void read_limits(mg_guard *g, struct mg_report *rep) {
         if (mg_cgroup_read_u64(&g->cg, MG_CG_HIGH, &rep->high_bytes) < 0)
@@ -316,7 +397,7 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
         glog(g, MG_LOG_WARNING, "%s: killed (%s): used %" PRIu64 " of limit %" PRIu64, g->path,
              mg_kill_reason_to_string(reason), rep->used_bytes, rep->limit_bytes);
         if (g->set)
-                mg_set_watch_events(g->set, g, true);
+                mg_set_watch(g->set, g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, true);
         return 1;
 }
 
@@ -328,7 +409,7 @@ static void finish_kill(mg_guard *g, uint64_t now, bool timed_out) {
         mg_policy_reset(&g->policy);
         g->detect_usec = 0;
         if (g->set)
-                mg_set_watch_events(g->set, g, false);
+                mg_set_watch(g->set, g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
         emit(g, &(struct mg_event) { .type = MG_EVENT_KILL, .time_usec = now, .kill = &g->kill });
 }
 
@@ -417,8 +498,10 @@ int mg_guard_tick(mg_guard *g) {
                 mg_policy_reset(&g->policy);
                 g->detect_usec = 0;
                 g->last_error = 0;
+                set_slow(g, false);
                 return acted;
         }
+        set_slow(g, true);
 
         r = read_slow(g, current, false, &rep, &x);
         if (r < 0)

@@ -39,6 +39,8 @@ struct mg_guard {
         uint64_t pressure_until_usec;   /* read PSI until then (working set lost, or at memory.high) */
         uint64_t throttle_until_usec;   /* read memory.high and cpu.stat until then (at memory.high) */
         bool throttled;                 /* MG_EVENT_THROTTLED sent for this episode */
+        bool slow;                      /* on the slow path (at its limit) since the last tick */
+        int trigger_fd[2];              /* PSI triggers on memory and io.pressure while slow, in a set */
         struct mg_throttle_info throttle;
         int last_error;                 /* reported once per streak */
 
@@ -67,7 +69,18 @@ uint64_t mg_now_usec(void);
 /* Adds a guard made by mg_guard_new_internal() to a set, which then owns it. */
 int mg_set_add_guard(struct mg_set *s, mg_guard *g);
 
-/* Hooks set.c implements: a guard starts or stops waiting on cgroup.events,
- * or wants its next tick moved. */
-void mg_set_watch_events(struct mg_set *s, mg_guard *g, bool on);
+/* memory.events.local changed (a set saw POLLPRI on it): reads it and
+ * reports a kernel OOM kill at once, whatever the tick. */
+void mg_guard_events_changed(mg_guard *g);
+
+/* What a set's epoll entry stands for: tagged in the low bits of data.u64. */
+enum mg_watch {
+        MG_WATCH_CGROUP_EVENTS = 0,     /* cgroup.events: tick (waiting for empty) */
+        MG_WATCH_MEM_EVENTS = 1,        /* memory.events.local: kernel OOM */
+        MG_WATCH_TRIGGER = 2,           /* a PSI trigger fired: tick now */
+};
+
+/* Hooks set.c implements: a guard starts or stops watching an fd, or wants
+ * its next tick moved. */
+void mg_set_watch(struct mg_set *s, mg_guard *g, int fd, enum mg_watch what, bool on);
 void mg_set_reschedule(struct mg_set *s, mg_guard *g, uint64_t when_usec);

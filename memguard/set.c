@@ -98,11 +98,11 @@ void mg_set_reschedule(mg_set *s, mg_guard *g, uint64_t when_usec) {
         (void) arm(s);
 }
 
-void mg_set_watch_events(mg_set *s, mg_guard *g, bool on) {
-        int fd = g->cg.fd[MG_CG_EVENTS];
-        /* kernfs signals a changed cgroup.events as EPOLLPRI (and EPOLLERR)
-         * until the file is read again. */
-        struct epoll_event ev = { .events = EPOLLPRI, .data.ptr = g };
+/* kernfs signals a changed cgroup.events or memory.events.local, and psi a
+ * fired trigger, as EPOLLPRI (and EPOLLERR, which epoll always reports)
+ * until the file is read again. */
+void mg_set_watch(mg_set *s, mg_guard *g, int fd, enum mg_watch what, bool on) {
+        struct epoll_event ev = { .events = EPOLLPRI, .data.u64 = (uint64_t) (uintptr_t) g | what };
 
         if (fd < 0)
                 return;
@@ -182,8 +182,10 @@ int mg_set_add_guard(mg_set *s, mg_guard *g) {
         g->heap_index = s->n;
         s->heap[s->n++] = g;
         heap_up(s, g->heap_index);
+        mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, true);
         r = arm(s);
         if (r < 0) {
+                mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, false);
                 heap_remove(s, g);
                 g->set = NULL;
         }
@@ -215,7 +217,8 @@ int mg_set_remove(mg_set *s, mg_guard *g) {
         if (g->lent)
                 (void) mg_guard_lend_end(g);
         if (g->state == MG_GUARD_KILLING)
-                mg_set_watch_events(s, g, false);
+                mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
+        mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, false);
         heap_remove(s, g);
         g->set = NULL;
         if (s->processing) {
@@ -251,6 +254,17 @@ static void tick_guard(mg_set *s, mg_guard *g, int *acted) {
                 (*acted)++;
 }
 
+static void dispatch(mg_set *s, uint64_t data, int *acted) {
+        mg_guard *g = (mg_guard *) (uintptr_t) (data & ~(uint64_t) 3);
+
+        if (g->set != s)
+                return;
+        if ((data & 3) == MG_WATCH_MEM_EVENTS)
+                mg_guard_events_changed(g);
+        else
+                tick_guard(s, g, acted);
+}
+
 int mg_set_process(mg_set *s) {
         struct epoll_event evs[64];
         uint64_t expirations;
@@ -265,7 +279,7 @@ int mg_set_process(mg_set *s) {
                 r = -errno;
         for (int i = 0; i < n; i++)
                 if (evs[i].data.ptr != s)
-                        tick_guard(s, evs[i].data.ptr, &acted);
+                        dispatch(s, evs[i].data.u64, &acted);
         (void) read(s->tfd, &expirations, sizeof(expirations));
 
         while (s->n > 0) {

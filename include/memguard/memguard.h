@@ -197,6 +197,10 @@ mg_guard *mg_guard_free(mg_guard *g);  /* accepts NULL; returns NULL */
  */
 int mg_guard_tick(mg_guard *g);
 uint64_t mg_guard_get_tick_usec(const mg_guard *g);
+/* The options in force, every default filled in.  Returns 0 or -EINVAL. */
+int mg_guard_get_options(const mg_guard *g, struct mg_guard_options *ret);
+/* Killed, and waiting for the cgroup to empty (MG_EVENT_KILL follows). */
+bool mg_guard_is_killing(const mg_guard *g);
 const char *mg_guard_get_path(const mg_guard *g);
 void *mg_guard_get_userdata(const mg_guard *g);
 

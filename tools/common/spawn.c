@@ -25,10 +25,16 @@ struct clone_args_v2 {
         uint64_t set_tid, set_tid_size, cgroup;
 };
 
-/* Only async-signal-safe calls between fork and exec. */
+/* Only async-signal-safe calls between fork and exec.  exec resets caught
+ * signals but keeps the mask and ignored ones: a child must not inherit the
+ * guard's blocked SIGCHLD or an ignored SIGPIPE. */
 static void exec_child(char *const argv[]) {
-        execvp(argv[0], argv);
-        _exit(127);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int sig = 1; sig < NSIG; sig++)
+                signal(sig, SIG_DFL);
+        execvp(argv[0], argv); /* returns only on failure, errno set */
 }
 
 pid_t mg_spawn_in_cgroup(const char *cgroup_path, char *const argv[], int *ret_pidfd) {
@@ -45,8 +51,10 @@ pid_t mg_spawn_in_cgroup(const char *cgroup_path, char *const argv[], int *ret_p
                 .cgroup = (uint64_t) cgfd,
         };
         pid = (pid_t) syscall(SYS_clone3, &args, sizeof(args));
-        if (pid == 0)
+        if (pid == 0) {
                 exec_child(argv);
+                _exit(127);
+        }
         if (pid > 0) {
                 close(cgfd);
                 if (ret_pidfd)
@@ -75,9 +83,10 @@ pid_t mg_spawn_in_cgroup(const char *cgroup_path, char *const argv[], int *ret_p
                 int err = 0;
                 if (procs < 0 || write(procs, "0", 1) != 1)
                         err = errno;
-                if (!err)
-                        execvp(argv[0], argv);
-                err = errno;
+                if (!err) {
+                        exec_child(argv);
+                        err = errno;
+                }
                 (void) !write(pipefd[1], &err, sizeof(err));
                 _exit(127);
         }
