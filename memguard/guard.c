@@ -20,6 +20,8 @@ uint64_t mg_now_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
+static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret);
+
 static uint64_t default_clock(void *userdata) {
         (void) userdata;
         return mg_now_usec();
@@ -86,6 +88,10 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         };
         g->clock = default_clock;
         g->state = MG_GUARD_WATCHING;
+        /* The baseline for kernel OOM attribution: kills before the guard
+         * existed are not news. */
+        if (read_parsed(g, MG_CG_EVENTS_LOCAL, &g->last_events) >= 0)
+                g->have_last_events = true;
         g->heap_index = SIZE_MAX;
         g->last_restores = g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
         g->trigger_fd[0] = g->trigger_fd[1] = -1;

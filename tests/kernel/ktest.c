@@ -329,14 +329,24 @@ mg_set *kt_set_new(void) {
         return mg_set_new(NULL, &s) < 0 ? NULL : s;
 }
 
+int kt_guard_opts(mg_set *s, const char *cg, struct mg_guard_options *o, struct kt_events *ev, mg_guard **ret) {
+        o->on_event = on_event;
+        o->userdata = ev;
+        return mg_set_add(s, cg, o, ret);
+}
+
 int kt_guard(mg_set *s, const char *cg, uint64_t limit, struct kt_events *ev, mg_guard **ret) {
         struct mg_guard_options o;
         int r = mg_guard_options_init(&o, limit);
-        if (r < 0)
-                return r;
-        o.on_event = on_event;
-        o.userdata = ev;
-        return mg_set_add(s, cg, &o, ret);
+        return r < 0 ? r : kt_guard_opts(s, cg, &o, ev, ret);
+}
+
+bool killed_any(void *ud) {
+        return ((struct kt_events *) ud)->n[MG_EVENT_KILL] > 0;
+}
+
+bool is_sigkill_status(int status) {
+        return status >= 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 }
 
 bool kt_run(mg_set *s, uint64_t timeout_usec, bool (*stop)(void *), void (*sample)(void *), void *ud) {

@@ -81,6 +81,12 @@ void kt_drop_cache(const char *path);
 /* A guard set whose events land in *ev. */
 mg_set *kt_set_new(void);
 int kt_guard(mg_set *s, const char *cg, uint64_t limit, struct kt_events *ev, mg_guard **ret);
+/* The same with options the caller filled (events still land in *ev). */
+int kt_guard_opts(mg_set *s, const char *cg, struct mg_guard_options *o, struct kt_events *ev, mg_guard **ret);
+/* Stop conditions for kt_run(): ud is a struct kt_events. */
+bool killed_any(void *ud);
+/* A wait status of a process that died of SIGKILL. */
+bool is_sigkill_status(int status);
 /* Runs the set until stop(ud) is true or timeout; calls sample(ud) at least
  * every 10 ms.  Returns true if stop() became true. */
 bool kt_run(mg_set *s, uint64_t timeout_usec, bool (*stop)(void *), void (*sample)(void *), void *ud);

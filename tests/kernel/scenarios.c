@@ -38,13 +38,6 @@
 /* Prints the working-set and pressure counters of cg over ms. */
 static void thrash_note(const char *what, const char *cg, uint64_t ms);
 
-static bool killed(void *ud) {
-        return ((struct kt_events *) ud)->n[MG_EVENT_KILL] > 0;
-}
-
-static bool is_sigkill(int status) {
-        return status >= 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
-}
 
 static bool have_file(const char *cg, const char *file) {
         char p[600];
@@ -73,7 +66,7 @@ static void overshoot_sample(void *ud) {
 }
 
 static bool overshoot_stop(void *ud) {
-        return killed(&((struct overshoot_watch *) ud)->ev);
+        return killed_any(&((struct overshoot_watch *) ud)->ev);
 }
 
 /* Actor: no memory.max, guard limit 64 MiB; the workload grows anon to
@@ -103,7 +96,7 @@ int t_anon_overshoot(void) {
                  "killed before crossing?");
         KT_CHECK(w.ev.kill.kill_usec < w.crossed_usec || delay <= 2 * 250 * MS + 100 * MS,
                  "kill %" PRIu64 " ms after crossing", delay / 1000);
-        KT_CHECK(is_sigkill(status), "workload status %d", status);
+        KT_CHECK(is_sigkill_status(status), "workload status %d", status);
         KT_CHECK(!w.ev.kill.empty_timed_out, "cgroup did not empty");
         return KT_PASS;
 }
@@ -138,7 +131,7 @@ static void cache_sample(void *ud) {
 
 static bool cache_stop(void *ud) {
         struct cache_watch *w = ud;
-        return killed(&w->ev) || (waitpid(w->reader, NULL, WNOHANG) == w->reader && (w->reader = -1, true));
+        return killed_any(&w->ev) || (waitpid(w->reader, NULL, WNOHANG) == w->reader && (w->reader = -1, true));
 }
 
 /* Actor: memory.max 64 MiB = guard limit.  A writer of 192 MiB (dirty cache)
@@ -210,7 +203,7 @@ int t_dirty_after_lend(void) {
         uint64_t restore_ms = (kt_now() - t_end) / 1000;
         KT_CHECK(kt_cg_read(cg, "memory.high", after, sizeof(after)) > 0, "read");
         uint64_t cur = kt_cg_u64(cg, "memory.current");
-        kt_run(s, 3 * SEC, killed, NULL, &ev);
+        kt_run(s, 3 * SEC, killed_any, NULL, &ev);
         struct mg_report rep;
         mg_guard_report(g, &rep);
         mg_set_free(s);
@@ -251,7 +244,7 @@ static void stale_sample(void *ud) {
 
 static bool stale_stop(void *ud) {
         struct stale_watch *w = ud;
-        return killed(&w->ev) || kt_wait(w->pid, 0) != -ETIMEDOUT;
+        return killed_any(&w->ev) || kt_wait(w->pid, 0) != -ETIMEDOUT;
 }
 
 /* Actor: no memory.max, guard limit 64 MiB.  For 8 s the workload maps and
@@ -343,7 +336,7 @@ static void trace_sample(void *ud) {
 }
 
 static bool trace_killed(void *ud) {
-        return killed(((struct trace *) ud)->ev);
+        return killed_any(((struct trace *) ud)->ev);
 }
 
 /*
@@ -403,7 +396,7 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
                 ev.kill.report.stall_signals & MG_STALL_IO ? "io" : "");
         KT_CHECK(ev.kill.kill_usec - tr.onset <= window + 1 * SEC, "kill %" PRIu64 " ms after the onset",
                  (ev.kill.kill_usec - tr.onset) / 1000);
-        KT_CHECK(is_sigkill(st), "status %d", st);
+        KT_CHECK(is_sigkill_status(st), "status %d", st);
         return KT_PASS;
 }
 
@@ -563,14 +556,14 @@ int t_lifecycle(void) {
                 }
                 pid_t p = kt_spawn(d, (const char *[]) { "procs", "4", "24", NULL });
                 KT_CHECK(p > 0, "spawn");
-                bool k = kt_run(s, 60 * SEC, killed, NULL, &ed);
+                bool k = kt_run(s, 60 * SEC, killed_any, NULL, &ed);
                 int st = kt_wait(p, 10 * SEC);
                 mg_set_free(s);
                 KT_CHECK(k, "4-process actor not killed");
                 KT_CHECK(ed.kill.method == (fallback ? MG_KILL_PIDFD : MG_KILL_CGROUP_KILL), "method %d",
                          ed.kill.method);
                 KT_CHECK(!ed.kill.empty_timed_out && kt_cg_wait_populated(d, 0, 1 * SEC), "not empty");
-                KT_CHECK(is_sigkill(st), "status %d", st);
+                KT_CHECK(is_sigkill_status(st), "status %d", st);
                 kt_note("%s: kill_to_empty_ms=%" PRIu64, fallback ? "pidfd" : "cgroup.kill",
                         (ed.kill.empty_usec - ed.kill.kill_usec) / 1000);
         }
@@ -606,7 +599,7 @@ int t_kernel_facts(void) {
         uint64_t oom = kt_cg_key(cg, "memory.events", "oom_kill"), mx = kt_cg_key(cg, "memory.events", "max");
         kt_note("memory.max kill: after_ms=%" PRIu64 " max_events=%" PRIu64 " oom_kill=%" PRIu64,
                 (kt_now() - t0) / 1000, mx, oom);
-        KT_CHECK(is_sigkill(st) && oom >= 1 && mx > 0, "memory.max did not kill: status %d", st);
+        KT_CHECK(is_sigkill_status(st) && oom >= 1 && mx > 0, "memory.max did not kill: status %d", st);
 
         /* memory.high: throttled, counted in memory.events high, no kill */
         const char *h = kt_cg_new("facts-high");
@@ -651,7 +644,7 @@ int t_kernel_facts(void) {
         }
         KT_CHECK(kt_cg_write(k, "cgroup.kill", "1") == 0, "cgroup.kill");
         KT_CHECK(kt_cg_wait_populated(k, 0, 5 * SEC), "cgroup.kill left members");
-        KT_CHECK(is_sigkill(kt_wait(p, 5 * SEC)), "leader not SIGKILLed");
+        KT_CHECK(is_sigkill_status(kt_wait(p, 5 * SEC)), "leader not SIGKILLed");
         return KT_PASS;
 }
 
@@ -668,6 +661,9 @@ static const struct {
         { "throttled-at-high", t_throttled_at_high },
         { "lifecycle", t_lifecycle },
         { "kernel-facts", t_kernel_facts },
+        { "kernel-oom-attributed", t_kernel_oom_attributed },
+        { "psi-trigger-wakes", t_psi_trigger_wakes },
+        { "healthy-neighbours", t_healthy_neighbours },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 

@@ -17,3 +17,8 @@ int t_thrash_own_code(void);
 int t_throttled_at_high(void);
 int t_lifecycle(void);
 int t_kernel_facts(void);
+
+/* stall.c: how stalls are noticed, and who is not a stall */
+int t_kernel_oom_attributed(void);
+int t_psi_trigger_wakes(void);
+int t_healthy_neighbours(void);
