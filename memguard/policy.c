@@ -37,29 +37,31 @@ static uint64_t delta(uint64_t newer, uint64_t older) {
         return newer > older ? newer - older : 0; /* a counter that went back says nothing */
 }
 
-/* The actor hit its limit between o and x: memory.events.local high or max
- * rose.  Every sample in the ring is a slow-path one, at the limit. */
-static bool hit_limit(const struct mg_sample *o, const struct mg_sample *x) {
-        return o->have_events && x->have_events && delta(x->limit_events, o->limit_events) > 0;
-}
-
-/*
- * It lost time to losing its working set between o and x; returns the
- * signals that met the threshold, 0 if it did not:
+/* The actor hit its limit and lost part of its working set between o and x:
+ *  - memory.events.local high or max rose (every sample in the ring is a
+ *    slow-path one, at the limit);
  *  - pages that were in its working set when reclaim took them were read
  *    back (workingset_restore rose).  A reader streaming a file through its
  *    cache refaults too, but its pages were never part of a working set; a
- *    writer at its limit refaults nothing;
- *  - memory or io pressure "some" grew by the threshold share of the span.
- *    Without swap memory pressure under-reports a thrash (a refault is a
- *    memory stall only for some pages, anon is outside the judgement),
- *    while the re-reads themselves show as io pressure.
- */
+ *    writer at its limit refaults nothing.
+ * Both need only happen somewhere in the window: under an io-bound thrash
+ * limit events come a few per second, and under MGLRU restores come in
+ * bursts with seconds between them. */
+static bool losing_workingset(const struct mg_sample *o, const struct mg_sample *x) {
+        return o->have_events && x->have_events && delta(x->limit_events, o->limit_events) > 0 &&
+               delta(x->restores, o->restores) > 0;
+}
+
+/* It lost time between o and x: memory or io pressure "some" grew by the
+ * threshold share of the span.  Returns the signals that did.  Without swap
+ * memory pressure under-reports a thrash (a refault is a memory stall only
+ * for some pages, anon is outside the judgement), while the re-reads
+ * themselves show as io pressure. */
 static unsigned lost_time(const struct mg_policy_params *p, const struct mg_sample *o, const struct mg_sample *x) {
         uint64_t span = x->time_usec - o->time_usec, need;
         unsigned sig = 0;
 
-        if (span == 0 || !o->have_pressure || !x->have_pressure || delta(x->restores, o->restores) == 0)
+        if (span == 0 || !o->have_pressure || !x->have_pressure)
                 return 0;
         need = span * p->stall_pressure_permyriad;
         if (delta(x->mem_some_usec, o->mem_some_usec) * 10000 >= need)
@@ -89,12 +91,10 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
         } else if (x->have_events && x->have_pressure && s->count > 1) {
                 o = sample_older_than(s, p->stall_window_usec);
                 const struct mg_sample *b = o ? o : sample_oldest(s);
-                if (hit_limit(b, x) && lost_time(p, b, x)) {
+                if (losing_workingset(b, x) && lost_time(p, b, x)) {
                         v = MG_VERDICT_STALLING;
                         /* "Across the whole window": time is lost in each half
-                         * of it, not in one burst.  Limit events need only
-                         * rise across the window: under an io-bound thrash
-                         * they come a few per second. */
+                         * of it, not in one burst. */
                         m = sample_older_than(s, p->stall_window_usec / 2);
                         if (o && m && lost_time(p, o, m) && lost_time(p, m, x)) {
                                 v = MG_VERDICT_STALL;

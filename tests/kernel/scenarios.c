@@ -308,7 +308,30 @@ struct trace {
         const char *cg;
         uint64_t t0, last, last_print, onset;
         struct thrash first, prev;
+        /* systemd-oomd's rule on the same samples: memory "full" avg10 above
+         * 60 % for 30 s, or above 20 % for 20 s (its documented examples) */
+        uint64_t above60_since, above20_since, oomd_fired, max_full_avg10;
 };
+
+/* memory.pressure "full" avg10 in hundredths of a percent. */
+static uint64_t full_avg10(const char *cg) {
+        char buf[512];
+        if (kt_cg_read(cg, "memory.pressure", buf, sizeof(buf)) < 0)
+                return 0;
+        char *p = strstr(buf, "full avg10=");
+        return p ? (uint64_t) (strtod(p + 11, NULL) * 100 + 0.5) : 0;
+}
+
+static void oomd_rule(struct trace *t, uint64_t now) {
+        uint64_t a = full_avg10(t->cg);
+        if (a > t->max_full_avg10)
+                t->max_full_avg10 = a;
+        t->above60_since = a > 6000 ? (t->above60_since ? t->above60_since : now) : 0;
+        t->above20_since = a > 2000 ? (t->above20_since ? t->above20_since : now) : 0;
+        if (!t->oomd_fired && ((t->above60_since && now - t->above60_since >= 30 * SEC) ||
+                               (t->above20_since && now - t->above20_since >= 20 * SEC)))
+                t->oomd_fired = now;
+}
 
 static void trace_sample(void *ud) {
         struct trace *t = ud;
@@ -316,6 +339,7 @@ static void trace_sample(void *ud) {
         if (now - t->last < 100 * MS)
                 return;
         t->last = now;
+        oomd_rule(t, now);
         struct thrash c = thrash_counters(t->cg);
         if (!t->last_print) {
                 t->first = t->prev = c;
@@ -364,7 +388,14 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
         uint64_t t0 = kt_now();
         pid_t pid = kt_spawn_exe(ctl, exe, control);
         KT_CHECK(pid > 0, "spawn");
-        int st = kt_wait(pid, 60 * SEC);
+        struct trace ct = { .cg = ctl, .t0 = t0 };
+        while (kt_wait(pid, 0) == -ETIMEDOUT && kt_now() - t0 < 60 * SEC) {
+                (void) poll(NULL, 0, 100); /* bounded by the workload's own 10 s */
+                oomd_rule(&ct, kt_now());
+        }
+        int st = kt_wait(pid, 1 * SEC);
+        kt_note("kernel alone: systemd-oomd rule %s (max memory full avg10 %.2f %%)",
+                ct.oomd_fired ? "would have fired" : "would not have fired", (double) ct.max_full_avg10 / 100);
         thrash_note("kernel alone", ctl, (kt_now() - t0) / 1000);
         kt_note("control: %s", kt_result(pid));
         KT_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "kernel alone ended it: status %d", st);
@@ -388,6 +419,9 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
         thrash_note("guarded", cg, ms);
         KT_CHECK(k, "not killed within 60 s");
         KT_CHECK(ev.kill.reason == MG_KILL_STALL, "reason %d", ev.kill.reason);
+        kt_note("guarded: systemd-oomd rule %s (max memory full avg10 %.2f %%)",
+                tr.oomd_fired ? "would have fired first" : "would not have fired by the kill",
+                (double) tr.max_full_avg10 / 100);
         KT_CHECK(tr.onset, "never saw the working set lost");
         kt_note("start_to_kill_ms=%" PRIu64 " onset_to_kill_ms=%" PRIu64 " window_ms=%" PRIu64 " stalled_ms=%" PRIu64
                 " signals=%s%s",

@@ -129,19 +129,37 @@ Test(policy, no_workingset_loss_is_not_a_stall) {
         }
 }
 
-Test(policy, loss_in_first_half_only_is_not_a_stall) {
-        /* one burst of working-set loss, then only the limit: not stuck */
+Test(policy, pressure_in_first_half_only_is_not_a_stall) {
+        /* one burst of lost time, then only the limit and the losses: the
+         * actor is making progress again */
         struct mg_policy_state s = {};
         enum mg_verdict v = MG_VERDICT_NEAR;
         for (int i = 0; i < 13; i++) {
                 struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
                                        .used_bytes = 200 * MIB, .limit_events = (uint64_t) i * 3,
-                                       .mem_some_usec = (uint64_t) i * 100 * MS,
-                                       .restores = i < 3 ? (uint64_t) i * 50 : 100, .have_events = true,
-                                       .have_pressure = true };
+                                       .mem_some_usec = (i < 5 ? (uint64_t) i : 5) * 200 * MS,
+                                       .restores = (uint64_t) i * 50, .have_events = true, .have_pressure = true };
                 v = mg_policy_decide(&P, &s, &x, NULL, NULL);
         }
         cr_expect_neq(v, MG_VERDICT_STALL);
+}
+
+Test(policy, restores_in_bursts_still_a_stall) {
+        /* MGLRU: restores come a few times a window, pressure all along */
+        struct mg_policy_state s = {};
+        uint64_t t;
+        enum mg_verdict v = MG_VERDICT_NEAR;
+        t = 0;
+        for (int i = 0; i < 13 && v != MG_VERDICT_STALL; i++) {
+                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
+                                       .used_bytes = 2 * MIB, .limit_events = (uint64_t) i * 40,
+                                       .io_some_usec = (uint64_t) i * 120 * MS, .restores = i < 2 ? 0 : 80,
+                                       .have_events = true, .have_pressure = true };
+                v = mg_policy_decide(&P, &s, &x, NULL, NULL);
+                t = x.time_usec;
+        }
+        cr_expect_eq(v, MG_VERDICT_STALL);
+        cr_expect_eq(t, 4000 * MS);
 }
 
 Test(policy, no_limit_events_in_window_is_not_a_stall) {
