@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench-scale: one thread guarding N actors through a guard set, the way a
+ * host embeds it (poll on mg_set_get_fd(), mg_set_process()), mostly on the
+ * fast path; and what each guard costs in memory and fds.
+ *
+ *   bench-scale --fixture [DIR] | --cgroup ROOT  [-n N (1000)] [--seconds S (20)]
+ *               [--slow K (N/100)] [--tick-ms MS (250)] [--align-ms MS]
+ *
+ * Fixture: N fake cgroup trees (256 MiB actors), K of them at their limit
+ * (the slow path, verdict NEAR), the others at rest.  Cgroup: N empty
+ * cgroups under ROOT (16 MiB guard limit), K of them holding 15.25 MiB of
+ * anon (the slow path); K is capped at 10 there to fit the VM.
+ *
+ * Figures: CPU share of one core over the run (getrusage, user + system,
+ * over wall time), preads and wakeups per second, fds per guard, resident
+ * memory per guard ((VmRSS after the run - VmRSS before the guards) / N),
+ * heap bytes allocated per guard, the kernel's slab growth per guard
+ * (/proc/meminfo Slab, noisy), time to add a guard, sizeof(struct mg_guard)
+ * and its big parts.  Under callgrind (bench/run), only the measured loop is
+ * counted, dumped as "scale:run".
+ *
+ * --align-ms is a what-if, not the library's behaviour: after adding the
+ * guards it moves their first ticks onto MS-wide slots (mg_set_reschedule),
+ * so the set wakes once per slot instead of once per guard; it shows what
+ * coalescing due ticks in the set would save.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "memguard/guard.h"
+
+static uint64_t tv_usec(struct timeval tv) {
+        return (uint64_t) tv.tv_sec * 1000000 + (uint64_t) tv.tv_usec;
+}
+
+/* CPU time of this process; *ret_sys gets the system part. */
+static uint64_t cpu_usec(uint64_t *ret_sys) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        *ret_sys = tv_usec(ru.ru_stime);
+        return tv_usec(ru.ru_utime) + tv_usec(ru.ru_stime);
+}
+
+static uint64_t meminfo_kib(const char *key) {
+        char line[256];
+        uint64_t v = 0;
+        size_t kl = strlen(key);
+        FILE *f = fopen("/proc/meminfo", "re");
+
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
+                        v = strtoull(line + kl + 1, NULL, 10);
+                        break;
+                }
+        fclose(f);
+        return v;
+}
+
+/* Runs the set for usec, as a host loop would.  Returns the wakeups. */
+static uint64_t run_set(mg_set *s, uint64_t usec) {
+        uint64_t end = bench_now_ns() + usec * 1000, wakeups = 0;
+        struct pollfd pfd = { .fd = mg_set_get_fd(s), .events = POLLIN };
+
+        for (;;) {
+                uint64_t now = bench_now_ns(), next_usec;
+                int ms;
+
+                if (now >= end)
+                        break;
+                ms = (int) ((end - now) / 1000000 + 1);
+                if (mg_set_get_timeout(s, &next_usec) == 0 && next_usec != UINT64_MAX) {
+                        uint64_t now_usec = mg_now_usec();
+                        int until = next_usec > now_usec ? (int) ((next_usec - now_usec + 999) / 1000) : 0;
+                        if (until < ms)
+                                ms = until;
+                }
+                (void) poll(&pfd, 1, ms);
+                (void) mg_set_process(s);
+                wakeups++;
+        }
+        return wakeups;
+}
+
+int main(int argc, char **argv) {
+        const char *fixture = NULL, *root = NULL;
+        uint64_t n = 1000, seconds = 20, tick_ms = 250, slow = UINT64_MAX, limit, align_ms = 0;
+        mg_guard **guards = NULL;
+        bool use_fixture = false, own_dir = false;
+        char dir[4096] = "", path[4200];
+        pid_t *holders = NULL;
+        mg_set *s = NULL;
+        struct bench_io io;
+        struct utsname u;
+        int r, failed = 0;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--fixture") == 0) {
+                        use_fixture = true;
+                        if (i + 1 < argc && argv[i + 1][0] != '-')
+                                fixture = argv[++i];
+                } else if (strcmp(argv[i], "--cgroup") == 0 && i + 1 < argc) {
+                        root = argv[++i];
+                } else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+                        n = strtoull(argv[++i], NULL, 10);
+                } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+                        seconds = strtoull(argv[++i], NULL, 10);
+                } else if (strcmp(argv[i], "--slow") == 0 && i + 1 < argc) {
+                        slow = strtoull(argv[++i], NULL, 10);
+                } else if (strcmp(argv[i], "--tick-ms") == 0 && i + 1 < argc) {
+                        tick_ms = strtoull(argv[++i], NULL, 10);
+                } else if (strcmp(argv[i], "--align-ms") == 0 && i + 1 < argc) {
+                        align_ms = strtoull(argv[++i], NULL, 10);
+                } else {
+                        fprintf(stderr, "usage: bench-scale (--fixture [DIR] | --cgroup ROOT) [-n N] [--seconds S] "
+                                        "[--slow K] [--tick-ms MS] [--align-ms MS]\n");
+                        return 2;
+                }
+        }
+        if (use_fixture == !!root || n == 0 || tick_ms == 0 || (align_ms && tick_ms % align_ms)) {
+                fprintf(stderr, "bench-scale: give one of --fixture and --cgroup, n > 0, tick > 0\n");
+                return 2;
+        }
+        if (slow == UINT64_MAX)
+                slow = n / 100;
+        if (root && slow > 10)
+                slow = 10;
+        if (slow > n)
+                slow = n;
+        limit = root ? 16 * MIB : BENCH_LIMIT;
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        bench_io_init(&io);
+
+        /* Each guard keeps its directory and up to 11 files open. */
+        r = bench_raise_nofile(n * 14 + 256);
+        if (r < 0) {
+                fprintf(stderr, "bench-scale: RLIMIT_NOFILE to %" PRIu64 ": %s\n", n * 14 + 256, strerror(-r));
+                return 1;
+        }
+        holders = calloc(slow + 1, sizeof(*holders));
+        guards = calloc(n, sizeof(*guards));
+        if (!holders || !guards)
+                return 1;
+
+        /* The actors; the slow ones spread evenly. */
+        uint64_t t_make = bench_now_ns();
+        if (root) {
+                snprintf(dir, sizeof(dir), "%s/memguard-bench-scale-%d", root, (int) getpid());
+                (void) bench_cg_write(root, "cgroup.subtree_control", "+memory");
+                if (mkdir(dir, 0755) < 0 || bench_cg_write(dir, "cgroup.subtree_control", "+memory") < 0) {
+                        fprintf(stderr, "bench-scale: cgroup %s: %s\n", dir, strerror(errno));
+                        (void) rmdir(dir);
+                        return 1;
+                }
+        } else if (fixture) {
+                snprintf(dir, sizeof(dir), "%s", fixture);
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+                        fprintf(stderr, "bench-scale: %s: %s\n", dir, strerror(errno));
+                        return 1;
+                }
+        } else {
+                if (bench_tmpdir_new(dir, sizeof(dir), "scale") < 0) {
+                        fprintf(stderr, "bench-scale: temp dir: %s\n", strerror(errno));
+                        return 1;
+                }
+                own_dir = true;
+        }
+        uint64_t n_made = 0, n_slow = 0;
+        for (uint64_t i = 0; i < n; i++, n_made++) {
+                bool is_slow = slow && i % (n / slow) == 0 && n_slow < slow;
+                snprintf(path, sizeof(path), "%s/a%" PRIu64, dir, i);
+                if (root) {
+                        r = mkdir(path, 0755) < 0 ? -errno : 0;
+                        if (r == 0 && is_slow) {
+                                pid_t pid = bench_spawn_holder(path, 15 * 1024 + 256, 0);
+                                r = pid < 0 ? (int) pid : 0;
+                                if (pid > 0)
+                                        holders[n_slow] = pid;
+                        }
+                } else {
+                        r = bench_fixture_make(path, is_slow ? BENCH_AT_LIMIT : BENCH_AT_REST);
+                }
+                if (r < 0) {
+                        fprintf(stderr, "bench-scale: actor %s: %s\n", path, strerror(-r));
+                        failed = 1;
+                        goto out;
+                }
+                n_slow += is_slow;
+        }
+        t_make = bench_now_ns() - t_make;
+
+        /* The guards. */
+        uint64_t rss0 = bench_rss_bytes(), slab0 = meminfo_kib("Slab");
+        unsigned fds0 = bench_count_fds();
+        struct bench_allocs a0, a1;
+        bench_allocs_get(&a0);
+        r = mg_set_new(NULL, &s);
+        if (r < 0) {
+                fprintf(stderr, "bench-scale: mg_set_new: %s\n", strerror(-r));
+                failed = 1;
+                goto out;
+        }
+        uint64_t t_add = bench_now_ns();
+        for (uint64_t i = 0; i < n; i++) {
+                struct mg_guard_options o;
+                mg_guard *g;
+                mg_guard_options_init(&o, limit);
+                o.tick_usec = tick_ms * 1000;
+                snprintf(path, sizeof(path), "%s/a%" PRIu64, dir, i);
+                r = mg_guard_new_internal(path, &o, root ? 0 : MG_CGROUP_ANY_FS, &io.io, &g);
+                if (r == 0 && (r = mg_set_add_guard(s, g)) < 0)
+                        mg_guard_free(g);
+                if (r == 0)
+                        guards[i] = g;
+                if (r < 0) {
+                        fprintf(stderr, "bench-scale: guard %s: %s\n", path, strerror(-r));
+                        failed = 1;
+                        goto out;
+                }
+        }
+        t_add = bench_now_ns() - t_add;
+        bench_allocs_get(&a1);
+        unsigned fds1 = bench_count_fds();
+        uint64_t rss1 = bench_rss_bytes(), slab1 = meminfo_kib("Slab");
+
+        if (align_ms) {
+                uint64_t t0 = mg_now_usec(), slots = tick_ms / align_ms;
+                for (uint64_t i = 0; i < n; i++)
+                        mg_set_reschedule(s, guards[i], t0 + (i % slots) * align_ms * 1000);
+        }
+
+        /* One period for every guard to tick once, then the measure. */
+        (void) run_set(s, tick_ms * 1000 + 50000);
+        uint64_t sys0, sys1, preads0 = io.preads, cpu0 = cpu_usec(&sys0), wall0 = bench_now_ns();
+        bench_cg_on();
+        uint64_t wakeups = run_set(s, seconds * 1000000);
+        bench_cg_off();
+        bench_cg_dump("scale:run");
+        uint64_t wall = bench_now_ns() - wall0, cpu = cpu_usec(&sys1) - cpu0, preads = io.preads - preads0;
+        uint64_t rss2 = bench_rss_bytes();
+        double secs = (double) wall / 1e9;
+
+        uname(&u);
+        printf("env bench=scale where=%s kernel=%s n=%" PRIu64 " slow=%" PRIu64 " tick_ms=%" PRIu64
+               " seconds=%" PRIu64 " alloc_counting=%d\n",
+               root ? "cgroup" : "fixture", u.release, n, n_slow, tick_ms, seconds, bench_alloc_counting());
+        printf("result bench=scale where=%s n=%" PRIu64 " slow=%" PRIu64 " tick_ms=%" PRIu64 " align_ms=%" PRIu64
+               " seconds=%.1f cpu_us_per_wakeup=%.2f sys_pct_of_cpu=%.1f "
+               "cpu_pct=%.3f cpu_us_per_tick=%.2f preads_per_sec=%.0f expected_ticks_per_sec=%.0f "
+               "wakeups_per_sec=%.1f fds_per_guard=%.2f rss_per_guard_bytes=%.0f rss_added_per_guard_bytes=%.0f "
+               "heap_bytes_per_guard=%.0f heap_allocs_per_guard=%.2f slab_kib_per_guard=%.2f "
+               "add_us_per_guard=%.2f make_us_per_actor=%.1f\n",
+               root ? "cgroup" : "fixture", n, n_slow, tick_ms, align_ms, secs,
+               wakeups ? (double) cpu / (double) wakeups : 0, cpu ? 100.0 * (double) (sys1 - sys0) / (double) cpu : 0,
+               100.0 * (double) cpu / 1000.0 / (secs * 1000.0),
+               (double) cpu / (secs * (double) n * 1000.0 / (double) tick_ms), (double) preads / secs,
+               (double) n * 1000.0 / (double) tick_ms, (double) wakeups / secs, (double) (fds1 - fds0) / (double) n,
+               (double) (rss2 - rss0) / (double) n, (double) (rss1 - rss0) / (double) n,
+               (double) (a1.bytes - a0.bytes) / (double) n, (double) (a1.allocs - a0.allocs) / (double) n,
+               ((double) slab1 - (double) slab0) / (double) n, (double) t_add / 1000.0 / (double) n,
+               (double) t_make / 1000.0 / (double) n);
+        printf("result bench=sizeof guard=%zu stat_buf=%zu small_buf=%zu policy_state=%zu kill_record=%zu "
+               "report=%zu options=%zu\n",
+               sizeof(struct mg_guard), sizeof(((struct mg_guard *) 0)->stat_buf),
+               sizeof(((struct mg_guard *) 0)->small_buf), sizeof(struct mg_policy_state),
+               sizeof(struct mg_kill_record), sizeof(struct mg_report), sizeof(struct mg_guard_options));
+
+out:
+        mg_set_free(s);
+        if (root) {
+                for (uint64_t i = 0; i < n_made; i++) {
+                        snprintf(path, sizeof(path), "%s/a%" PRIu64, dir, i);
+                        bench_cg_destroy(path);
+                }
+                for (uint64_t i = 0; i < n_slow; i++)
+                        (void) waitpid(holders[i], NULL, 0);
+                (void) rmdir(dir);
+        } else if (own_dir) {
+                bench_tmpdir_remove(dir);
+        }
+        free(holders);
+        free(guards);
+        return failed;
+}
