@@ -698,6 +698,10 @@ static const struct {
         { "kernel-oom-attributed", t_kernel_oom_attributed },
         { "psi-trigger-wakes", t_psi_trigger_wakes },
         { "healthy-neighbours", t_healthy_neighbours },
+        { "snapshot-write", t_snapshot_write },
+        { "snapshot-baseline", t_snapshot_baseline },
+        { "snapshot-faults", t_snapshot_faults },
+        { "snapshot-cycles", t_snapshot_cycles },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 

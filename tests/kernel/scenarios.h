@@ -22,3 +22,9 @@ int t_kernel_facts(void);
 int t_kernel_oom_attributed(void);
 int t_psi_trigger_wakes(void);
 int t_healthy_neighbours(void);
+
+/* snapshot.c: the snapshot module's writes and restores */
+int t_snapshot_write(void);
+int t_snapshot_baseline(void);
+int t_snapshot_faults(void);
+int t_snapshot_cycles(void);
