@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One actor process, already in its cgroup (memory.high at 90 % of the actor
+ * size).  Threads: the main one cycles; the ticker runs the actor's mg_set
+ * every 20 ms and samples memory.stat while a write runs, serialised with the
+ * lend through the snapshot's lock callback (the guard is not thread-safe).
+ *
+ * A cycle: work (a helper process allocates and touches memory and writes and
+ * syncs a scratch file; the guest-memory region is filled), suspend
+ * (mg_snapshot_write of the region with the guard), teardown (SIGKILL the
+ * helper, unmap the region), resume (mg_snapshot_restore into a fresh region,
+ * check a few pages), then the snapshot file is removed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../memguard/cgdir.h"
+#include "burnin.h"
+#include "memguard/memguard.h"
+#include "memguard/snapshot.h"
+
+#define PAGE 4096u
+#define CHECK_PAGES 16u         /* pages compared after a restore */
+#define SCRATCH_BYTES (1u << 20)
+
+struct actor {
+        const struct bi_actor_config *c;
+        mg_set *set;
+        mg_guard *g;
+        pthread_mutex_t mu;
+        pthread_t th;
+        atomic_bool stop, measuring;
+        atomic_uint kills, errors;
+        uint64_t peak_dirty;            /* under mu */
+        char what[96];                  /* under mu: the first event error */
+};
+
+/* ---- the guest-memory pattern ------------------------------------------- */
+
+/* Every fourth 2 MiB block is never touched (holes in the image), one page in
+ * 61 is touched but zero: about 3/4 of the image is charged, under
+ * memory.high at 90 % with room for the helper and the process itself. */
+static bool untouched(uint64_t i) {
+        return (i * PAGE / (2 * BI_MIB)) % 4 == 3;
+}
+
+static bool zero_page(uint64_t i) {
+        return i % 61 == 7;
+}
+
+static void fill(uint8_t *p, uint64_t i, uint64_t seed) {
+        uint64_t *w = (uint64_t *) (void *) p;
+        for (uint64_t k = 0; k < PAGE / 8; k++)
+                w[k] = (i * UINT64_C(0x9E3779B97F4A7C15)) ^ (k * UINT64_C(0xD6E8FEB86659FD93)) ^ seed;
+}
+
+static uint64_t fnv1a(const uint8_t *p, size_t len) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+        for (size_t k = 0; k < len; k++)
+                h = (h ^ p[k]) * UINT64_C(0x100000001b3);
+        return h;
+}
+
+static uint64_t mix(uint64_t x) {
+        x ^= x >> 33;
+        x *= UINT64_C(0xff51afd7ed558ccd);
+        x ^= x >> 33;
+        return x;
+}
+
+/* ---- the ticker thread ------------------------------------------------------ */
+
+static void note_error(struct actor *a, const char *what) {
+        /* called with mu held (event callback) */
+        if (a->what[0] == '\0')
+                snprintf(a->what, sizeof(a->what), "%s", what);
+}
+
+static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
+        struct actor *a = ud;
+        (void) g;
+        switch (ev->type) {
+        case MG_EVENT_KILL:
+        case MG_EVENT_KERNEL_OOM:
+                atomic_fetch_add(&a->kills, 1);
+                note_error(a, mg_event_type_to_string(ev->type));
+                break;
+        case MG_EVENT_ERROR:
+        case MG_EVENT_LEND_EXPIRED:
+        case MG_EVENT_GONE:
+                atomic_fetch_add(&a->errors, 1);
+                note_error(a, ev->what ? ev->what : mg_event_type_to_string(ev->type));
+                break;
+        default:
+                break;
+        }
+}
+
+static void on_log(int level, const char *msg, void *ud) {
+        const struct actor *a = ud;
+        if (level <= MG_LOG_ERR)
+                fprintf(stderr, "memguard-burnin: actor %" PRIu32 ": %s\n", a->c->id, msg);
+}
+
+/* file_dirty + file_writeback of memory.stat; 0 if unreadable. */
+static uint64_t dirty_bytes(const char *cg) {
+        char buf[8192];
+        uint64_t sum = 0;
+        if (mgt_cg_read(cg, "memory.stat", buf, sizeof(buf)) <= 0)
+                return 0;
+        for (char *line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+                unsigned long long v;
+                if (sscanf(line, "file_dirty %llu", &v) == 1 || sscanf(line, "file_writeback %llu", &v) == 1)
+                        sum += v;
+        }
+        return sum;
+}
+
+static void *ticker(void *ud) {
+        struct actor *a = ud;
+        while (!atomic_load(&a->stop)) {
+                if (atomic_load(&a->measuring)) {
+                        uint64_t d = dirty_bytes(a->c->cgroup);
+                        pthread_mutex_lock(&a->mu);
+                        if (d > a->peak_dirty)
+                                a->peak_dirty = d;
+                        pthread_mutex_unlock(&a->mu);
+                }
+                pthread_mutex_lock(&a->mu);
+                (void) mg_set_process(a->set);
+                pthread_mutex_unlock(&a->mu);
+                (void) poll(NULL, 0, 20);
+        }
+        return NULL;
+}
+
+static void lock_fn(void *ud, bool lock) {
+        struct actor *a = ud;
+        if (lock)
+                pthread_mutex_lock(&a->mu);
+        else
+                pthread_mutex_unlock(&a->mu);
+}
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+int bi_count_deleted_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *e;
+        int n = 0;
+        if (!d)
+                return -errno;
+        while ((e = readdir(d))) {
+                char path[300], target[4096];
+                if (e->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+                ssize_t len = readlink(path, target, sizeof(target) - 1);
+                if (len <= 0)
+                        continue;
+                target[len] = '\0';
+                /* memfds read "/memfd:name (deleted)" by design */
+                if (strstr(target, " (deleted)") && strncmp(target, "/memfd:", 7) != 0)
+                        n++;
+        }
+        closedir(d);
+        return n;
+}
+
+static void set_error(struct bi_sample *s, int r, const char *what) {
+        s->flags |= BI_FLAG_ERROR;
+        if (s->error == 0) {
+                s->error = r;
+                snprintf(s->what, sizeof(s->what), "%s: %s", what, strerror(-r));
+        }
+}
+
+/*
+ * The helper: a second process of the actor, like a VMM's device process.
+ * It allocates and touches size bytes, writes, syncs, reads back and removes
+ * a scratch file in dir, reports on ready_fd, and waits to be killed.  Only
+ * system calls after fork (the parent has threads).
+ */
+static pid_t helper_start(int dirfd, uint32_t id, uint32_t cycle, uint64_t size, int *ret_ready) {
+        int p[2];
+        char name[64];
+        snprintf(name, sizeof(name), "work-%" PRIu32 "-%" PRIu32, id, cycle);
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        if (pid == 0) {
+                char st = 'E';
+                uint8_t *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (m != MAP_FAILED) {
+                        for (uint64_t off = 0; off < size; off += PAGE)
+                                m[off] = (uint8_t) (off >> 12 | 1);
+                        int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                        if (fd >= 0) {
+                                bool ok = true;
+                                for (uint64_t off = 0; off < SCRATCH_BYTES && ok; off += PAGE)
+                                        ok = pwrite(fd, m, PAGE, (off_t) off) == (ssize_t) PAGE;
+                                ok = ok && fdatasync(fd) == 0;
+                                ok = ok && pread(fd, m, PAGE, 0) == (ssize_t) PAGE;
+                                /* synced, so the write that follows sees no dirty pages of ours */
+                                (void) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+                                (void) unlinkat(dirfd, name, 0);
+                                close(fd);
+                                if (ok)
+                                        st = 'R';
+                        }
+                }
+                (void) !write(p[1], &st, 1);
+                for (;;)
+                        pause();
+        }
+        close(p[1]);
+        *ret_ready = p[0];
+        return pid;
+}
+
+static int helper_wait_ready(int fd) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        char st = 0;
+        if (poll(&pfd, 1, 60000) <= 0)
+                return -ETIMEDOUT;
+        if (read(fd, &st, 1) != 1)
+                return -EIO;
+        return st == 'R' ? 0 : -EIO;
+}
+
+static void helper_kill(pid_t pid) {
+        if (pid <= 0)
+                return;
+        (void) kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+}
+
+/* ---- one cycle ---------------------------------------------------------------- */
+
+static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
+        const struct bi_actor_config *c = a->c;
+        uint64_t len = c->actor_bytes, pages = len / PAGE;
+        uint64_t seed = mix(c->seed ^ ((uint64_t) c->id << 32) ^ n);
+        uint64_t idx[CHECK_PAGES], sums[CHECK_PAGES];
+        char name[64], high0[64] = "", high1[64] = "";
+        int ready = -1, r;
+        pid_t helper;
+        uint8_t *m;
+
+        *s = (struct bi_sample) { .actor = c->id, .cycle = n };
+        s->writer = c->writer == BI_WRITER_BOTH ? (c->id + n) % 2 : (uint32_t) c->writer;
+        snprintf(name, sizeof(name), "actor-%" PRIu32 ".snap", c->id);
+
+        /* work */
+        uint64_t t0 = mgt_now_usec();
+        helper = helper_start(c->dirfd, c->id, n, len / 32, &ready);
+        if (helper < 0) {
+                set_error(s, helper, "fork helper");
+                return;
+        }
+        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) {
+                set_error(s, -errno, "mmap region");
+                helper_kill(helper);
+                close(ready);
+                return;
+        }
+        (void) madvise(m, len, MADV_NOHUGEPAGE);
+        for (uint64_t i = 0; i < pages; i++) {
+                if (untouched(i))
+                        continue;
+                if (zero_page(i))
+                        memset(m + i * PAGE, 0, PAGE);
+                else
+                        fill(m + i * PAGE, i, seed);
+        }
+        for (unsigned k = 0; k < CHECK_PAGES; k++) {
+                /* the first and last page, the rest spread by the seed */
+                idx[k] = k == 0 ? 0 : k == 1 ? pages - 1 : mix(seed + k) % pages;
+                sums[k] = fnv1a(m + idx[k] * PAGE, PAGE);
+        }
+        r = helper_wait_ready(ready);
+        close(ready);
+        if (r < 0)
+                set_error(s, r, "helper work");
+        s->work_usec = mgt_now_usec() - t0;
+
+        /* suspend */
+        struct mg_snapshot_options o;
+        struct mg_snapshot_stats st = { .size = sizeof(st) };
+        struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = m, .length = len };
+        mg_snapshot_options_init(&o);
+        o.method = s->writer == BI_WRITER_BUFFERED ? MG_SNAPSHOT_BUFFERED : MG_SNAPSHOT_AUTO;
+        o.guard = a->g;
+        o.lock = lock_fn;
+        o.lock_userdata = a;
+        o.log = on_log;
+        o.log_userdata = a;
+        (void) mgt_cg_read(c->cgroup, "memory.high", high0, sizeof(high0));
+        pthread_mutex_lock(&a->mu);
+        a->peak_dirty = 0;
+        pthread_mutex_unlock(&a->mu);
+        atomic_store(&a->measuring, true);
+        uint64_t t1 = mgt_now_usec();
+        r = mg_snapshot_write(&src, c->dirfd, name, &o, &st);
+        uint64_t t2 = mgt_now_usec();
+        atomic_store(&a->measuring, false);
+        pthread_mutex_lock(&a->mu);
+        s->peak_dirty_bytes = a->peak_dirty;
+        pthread_mutex_unlock(&a->mu);
+        if (r < 0)
+                set_error(s, r, "mg_snapshot_write");
+        (void) mgt_cg_read(c->cgroup, "memory.high", high1, sizeof(high1));
+        if (strcmp(high0, high1) != 0 || high0[0] == '\0') {
+                s->flags |= BI_FLAG_HIGH;
+                if (s->what[0] == '\0')
+                        snprintf(s->what, sizeof(s->what), "memory.high %.*s -> %.*s", (int) strcspn(high0, "\n"),
+                                 high0, (int) strcspn(high1, "\n"), high1);
+        }
+        s->method = st.method;
+        s->lend_begin_usec = st.lend_begin_usec;
+        s->write_usec = st.write_usec;
+        s->sync_usec = st.sync_usec;
+        s->reclaim_usec = st.reclaim_usec;
+        s->lend_end_usec = st.lend_end_usec;
+        s->publish_usec = st.publish_usec;
+        s->snapshot_usec = r == 0 ? st.total_usec : t2 - t1;
+        s->window_bytes = st.window_bytes;
+        if (r == 0 && s->writer == BI_WRITER_MEMGUARD && s->peak_dirty_bytes > st.window_bytes + BI_PAGECACHE_TOLERANCE)
+                s->flags |= BI_FLAG_PAGECACHE;
+
+        /* teardown */
+        helper_kill(helper);
+        munmap(m, len);
+        uint64_t t3 = mgt_now_usec();
+        s->teardown_usec = t3 - t2;
+
+        /* resume */
+        if (r == 0) {
+                struct mg_snapshot_stats rs = { .size = sizeof(rs) };
+                struct mg_snapshot_options ro;
+                mg_snapshot_options_init(&ro);
+                ro.log = on_log;
+                ro.log_userdata = a;
+                m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (m == MAP_FAILED) {
+                        set_error(s, -errno, "mmap restore region");
+                } else {
+                        (void) madvise(m, len, MADV_NOHUGEPAGE);
+                        struct mg_snapshot_target t = { .kind = MG_SNAPSHOT_MEMORY, .addr = m, .length = len };
+                        r = mg_snapshot_restore(c->dirfd, name, &t, &ro, &rs);
+                        if (r < 0) {
+                                set_error(s, r, "mg_snapshot_restore");
+                        } else {
+                                s->restore_usec = rs.total_usec;
+                                for (unsigned k = 0; k < CHECK_PAGES; k++)
+                                        if (fnv1a(m + idx[k] * PAGE, PAGE) != sums[k]) {
+                                                s->flags |= BI_FLAG_VERIFY;
+                                                if (s->what[0] == '\0')
+                                                        snprintf(s->what, sizeof(s->what),
+                                                                 "restored page %" PRIu64 " differs", idx[k]);
+                                                break;
+                                        }
+                        }
+                        munmap(m, len);
+                }
+        }
+        s->downtime_usec = mgt_now_usec() - t1;
+        if (unlinkat(c->dirfd, name, 0) < 0 && errno != ENOENT)
+                set_error(s, -errno, "unlink snapshot");
+
+        int del = bi_count_deleted_fds();
+        if (del != 0) {
+                s->flags |= BI_FLAG_DELETED_FD;
+                if (s->what[0] == '\0')
+                        snprintf(s->what, sizeof(s->what), "%d fds of deleted files open", del);
+        }
+        s->end_usec = mgt_now_usec();
+}
+
+/* EOF (or an error) on the control pipe: the main process wants us gone. */
+static bool asked_to_stop(int fd) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        return poll(&p, 1, 0) != 0;
+}
+
+_Noreturn void bi_actor_main(const struct bi_actor_config *c) {
+        struct actor a = { .c = c };
+        struct mg_guard_options go;
+        struct bi_sample s;
+        int r;
+
+        pthread_mutex_init(&a.mu, NULL);
+        mg_guard_options_init(&go, c->actor_bytes);
+        go.on_event = on_event;
+        go.userdata = &a;
+        go.log = on_log;
+        go.log_userdata = &a;
+        r = mg_set_new(NULL, &a.set);
+        if (r == 0)
+                r = mg_set_add(a.set, c->cgroup, &go, &a.g);
+        if (r == 0 && pthread_create(&a.th, NULL, ticker, &a) != 0)
+                r = -EAGAIN;
+        if (r < 0) {
+                s = (struct bi_sample) { .actor = c->id, .end_usec = mgt_now_usec() };
+                set_error(&s, r, "guard setup");
+                (void) !write(c->sample_fd, &s, sizeof(s));
+                _exit(1);
+        }
+        for (uint32_t n = 0; !asked_to_stop(c->control_fd); n++) {
+                cycle(&a, n, &s);
+                pthread_mutex_lock(&a.mu);
+                unsigned kills = atomic_exchange(&a.kills, 0), errors = atomic_exchange(&a.errors, 0);
+                if ((kills || errors) && s.what[0] == '\0')
+                        snprintf(s.what, sizeof(s.what), "guard: %s", a.what);
+                a.what[0] = '\0';
+                pthread_mutex_unlock(&a.mu);
+                if (kills)
+                        s.flags |= BI_FLAG_KILL;
+                if (errors)
+                        s.flags |= BI_FLAG_ERROR;
+                if (write(c->sample_fd, &s, sizeof(s)) != (ssize_t) sizeof(s))
+                        break;
+                if (s.error == -ENOSPC)
+                        break;  /* nothing more to learn from a full disk */
+        }
+        atomic_store(&a.stop, true);
+        pthread_join(a.th, NULL);
+        mg_set_free(a.set);
+        _exit(0);
+}
