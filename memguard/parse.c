@@ -5,18 +5,24 @@
 
 #include "parse.h"
 
-/* Reads a decimal u64 at *p (no sign, no spaces); advances *p. */
+/* Reads a decimal u64 at *p (no sign, no spaces); advances *p.  Up to 19
+ * digits cannot overflow, so only longer numbers pay for the check. */
 static int parse_digits(const char **p, const char *end, uint64_t *ret) {
-        const char *s = *p;
+        const char *s = *p, *start = *p;
         uint64_t v = 0;
 
-        if (s >= end || *s < '0' || *s > '9')
+        while (s < end && (unsigned) (*s - '0') < 10)
+                v = v * 10 + (unsigned) (*s++ - '0');
+        if (s == start)
                 return -EBADMSG;
-        for (; s < end && *s >= '0' && *s <= '9'; s++) {
-                unsigned d = (unsigned) (*s - '0');
-                if (v > (UINT64_MAX - d) / 10)
-                        return -EBADMSG;
-                v = v * 10 + d;
+        if (s - start > 19) {
+                v = 0;
+                for (const char *c = start; c < s; c++) {
+                        unsigned d = (unsigned) (*c - '0');
+                        if (v > (UINT64_MAX - d) / 10)
+                                return -EBADMSG;
+                        v = v * 10 + d;
+                }
         }
         *p = s;
         *ret = v;
@@ -47,19 +53,25 @@ int mg_parse_u64_value(const char *buf, size_t len, uint64_t *ret) {
  * the value lands at the key's offset in the caller's struct of u64. */
 struct kv_key {
         const char *name;
-        size_t offset;
+        size_t len, offset;
 };
+#define KV_KEY(name, offset) { name, sizeof(name) - 1, offset }
 
 static const struct kv_key *kv_lookup(const struct kv_key *keys, size_t n, const char *k, size_t klen) {
         size_t lo = 0, hi = n;
 
         while (lo < hi) {
                 size_t mid = (lo + hi) / 2;
-                int c = strncmp(keys[mid].name, k, klen);
-                if (c == 0 && keys[mid].name[klen] != '\0')
-                        c = 1; /* table key is longer: it sorts after k */
+                const struct kv_key *key = &keys[mid];
+                /* the first byte settles most steps without a call */
+                int c = (unsigned char) key->name[0] - (unsigned char) k[0];
+                if (c == 0) {
+                        c = memcmp(key->name, k, key->len < klen ? key->len : klen);
+                        if (c == 0)
+                                c = (key->len > klen) - (key->len < klen);
+                }
                 if (c == 0)
-                        return &keys[mid];
+                        return key;
                 if (c < 0)
                         lo = mid + 1;
                 else
@@ -111,7 +123,7 @@ static int kv_parse(const char *buf, size_t len, const struct kv_key *keys, size
         return 0;
 }
 
-#define MS(f) { #f, offsetof(struct mg_memstat, f) }
+#define MS(f) KV_KEY(#f, offsetof(struct mg_memstat, f))
 /* Sorted by name (strcmp order). */
 static const struct kv_key memstat_keys[] = {
         MS(active_anon), MS(active_file), MS(anon), MS(file), MS(file_dirty), MS(file_mapped),
@@ -154,7 +166,7 @@ int mg_parse_memstat(const char *buf, size_t len, struct mg_memstat *ret) {
         return 0;
 }
 
-#define ME(f) { #f, offsetof(struct mg_mem_events, f) }
+#define ME(f) KV_KEY(#f, offsetof(struct mg_mem_events, f))
 static const struct kv_key events_keys[] = {
         ME(high), ME(low), ME(max), ME(oom), ME(oom_group_kill), ME(oom_kill),
 };
@@ -174,7 +186,7 @@ int mg_parse_mem_events(const char *buf, size_t len, struct mg_mem_events *ret) 
 }
 
 static const struct kv_key cpu_keys[] = {
-        { "usage_usec", 0 },
+        KV_KEY("usage_usec", 0),
 };
 
 int mg_parse_cpu_usage(const char *buf, size_t len, uint64_t *ret_usage_usec) {
@@ -196,8 +208,8 @@ struct cgroup_events {
         uint64_t frozen, populated;
 };
 static const struct kv_key cgroup_events_keys[] = {
-        { "frozen", offsetof(struct cgroup_events, frozen) },
-        { "populated", offsetof(struct cgroup_events, populated) },
+        KV_KEY("frozen", offsetof(struct cgroup_events, frozen)),
+        KV_KEY("populated", offsetof(struct cgroup_events, populated)),
 };
 
 int mg_parse_populated(const char *buf, size_t len, int *ret_populated) {
