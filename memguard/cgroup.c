@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
@@ -41,6 +46,59 @@ static int io_openat(const struct mg_io *io, int dirfd, const char *name, int fl
         return openat(dirfd, name, flags);
 }
 
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/* struct open_how, version 0 (24 bytes), without needing 5.6 headers. */
+struct mg_open_how {
+        uint64_t flags, mode, resolve;
+};
+
+/* openat2 (5.6+) with MG_RESOLVE; -1 and ENOSYS where the kernel lacks it. */
+static int sys_openat2(int dirfd, const char *name, int flags) {
+        /* Remembered per process: a kernel does not grow openat2 later. */
+        static atomic_bool missing;
+        struct mg_open_how how = { .flags = (uint64_t) flags, .resolve = MG_RESOLVE };
+        int fd;
+
+        if (atomic_load_explicit(&missing, memory_order_relaxed)) {
+                errno = ENOSYS;
+                return -1;
+        }
+        fd = (int) syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+        if (fd < 0 && errno == ENOSYS)
+                atomic_store_explicit(&missing, true, memory_order_relaxed);
+        return fd;
+}
+
+/*
+ * Opens one name below dirfd without following a symlink anywhere.  The
+ * names are single components, so on the openat fallback O_NOFOLLOW covers
+ * the one component there is; RESOLVE_NO_XDEV additionally refuses a file
+ * something was mounted over.  Returns the fd or a negative errno.
+ */
+static int open_beneath(const struct mg_io *io, int dirfd, const char *name, int flags) {
+        int fd = -1;
+
+        if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                return -EINVAL;
+        flags |= O_CLOEXEC | O_NOFOLLOW;
+        for (int i = 0; i < MG_EINTR_RETRIES; i++) {
+                if (io && io->openat2)
+                        fd = io->openat2(io->userdata, dirfd, name, flags, MG_RESOLVE);
+                else if (!io || !io->openat)
+                        fd = sys_openat2(dirfd, name, flags);
+                else
+                        fd = io_openat(io, dirfd, name, flags);
+                if (fd < 0 && errno == ENOSYS)
+                        fd = io_openat(io, dirfd, name, flags);
+                if (fd >= 0 || errno != EINTR)
+                        break;
+        }
+        return fd < 0 ? -errno : fd;
+}
+
 static ssize_t io_pread(const struct mg_io *io, int fd, void *buf, size_t len) {
         if (io && io->pread)
                 return io->pread(io->userdata, fd, buf, len, 0);
@@ -53,6 +111,38 @@ static ssize_t io_pwrite(const struct mg_io *io, int fd, const void *buf, size_t
         return pwrite(fd, buf, len, 0);
 }
 
+/* The actor's directory itself: a path from the caller, so not beneath
+ * anything; its last component must not be a symlink.  A trailing slash
+ * would make the kernel follow a symlink despite O_NOFOLLOW, so trailing
+ * slashes are dropped first ("/" stays). */
+static int open_dir(const struct mg_io *io, const char *path) {
+        char buf[PATH_MAX];
+        size_t len = strlen(path);
+        int fd = -1;
+
+        if (len == 0)
+                return -ENOENT;
+        if (len >= sizeof(buf))
+                return -ENAMETOOLONG;
+        memcpy(buf, path, len + 1);
+        while (len > 1 && buf[len - 1] == '/')
+                buf[--len] = '\0';
+        for (int i = 0; i < MG_EINTR_RETRIES; i++) {
+                fd = io_openat(io, AT_FDCWD, buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd >= 0 || errno != EINTR)
+                        break;
+        }
+        if (fd < 0 && errno == ENOTDIR) {
+                /* O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR; say
+                 * what it is (for the message only: nothing is opened). */
+                struct stat st;
+                if (fstatat(AT_FDCWD, buf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                        return -ELOOP;
+                errno = ENOTDIR;
+        }
+        return fd < 0 ? -errno : fd;
+}
+
 int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const struct mg_io *io) {
         struct statfs sfs;
         int r;
@@ -61,9 +151,10 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
         for (int i = 0; i < MG_CG_N; i++)
                 cg->fd[i] = -1;
 
-        cg->dirfd = io_openat(io, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (cg->dirfd < 0)
-                return -errno;
+        r = open_dir(io, path);
+        if (r < 0)
+                return r;
+        cg->dirfd = r;
         if (!(flags & MG_CGROUP_ANY_FS)) {
                 if (fstatfs(cg->dirfd, &sfs) < 0) {
                         r = -errno;
@@ -75,9 +166,11 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
                 }
         }
         for (int i = 0; i < MG_CG_N; i++) {
-                int fd = io_openat(io, cg->dirfd, files[i].name, files[i].flags | O_CLOEXEC | O_NOFOLLOW);
+                if ((flags & MG_CGROUP_HIGH_ONLY) && i != MG_CG_HIGH)
+                        continue;
+                int fd = open_beneath(io, cg->dirfd, files[i].name, files[i].flags);
                 if (fd < 0) {
-                        r = -errno;
+                        r = fd;
                         /* Older kernels lack memory.events.local, cgroup.kill;
                          * a kernel booted without PSI lacks memory.pressure. */
                         if (r == -ENOENT && !files[i].required)
@@ -90,6 +183,12 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
 fail:
         mg_cgroup_close(cg);
         return r;
+}
+
+int mg_cgroup_open_file(struct mg_cgroup *cg, const char *name, int flags) {
+        if (cg->dirfd < 0)
+                return -EBADF;
+        return open_beneath(cg->io, cg->dirfd, name, flags);
 }
 
 void mg_cgroup_close(struct mg_cgroup *cg) {
@@ -112,9 +211,11 @@ ssize_t mg_cgroup_read(struct mg_cgroup *cg, enum mg_cgfile f, char *buf, size_t
                 return -EOPNOTSUPP;
         /* Each pread at offset 0 makes kernfs format the file anew, so one
          * call returns one consistent snapshot; a retry after EINTR too. */
-        do
+        for (int i = 0;; i++) {
                 n = io_pread(cg->io, cg->fd[f], buf, size - 1);
-        while (n < 0 && errno == EINTR);
+                if (n >= 0 || errno != EINTR || i + 1 >= MG_EINTR_RETRIES)
+                        break;
+        }
         if (n < 0)
                 return -errno;
         if ((size_t) n >= size - 1) {
@@ -130,6 +231,17 @@ int mg_cgroup_read_u64(struct mg_cgroup *cg, enum mg_cgfile f, uint64_t *ret) {
         ssize_t n = mg_cgroup_read(cg, f, buf, sizeof(buf));
         if (n < 0)
                 return (int) n;
+        if (n == 0 || buf[n - 1] != '\n') {
+                /* The kernel ends the value with a newline: this read may
+                 * have been cut short ("2411" of "241172480\n").  Trusted only
+                 * if a second read gives the same bytes. */
+                char again[sizeof(buf)];
+                ssize_t m = mg_cgroup_read(cg, f, again, sizeof(again));
+                if (m < 0)
+                        return (int) m;
+                if (m != n || memcmp(buf, again, (size_t) n) != 0)
+                        return -EBADMSG;
+        }
         return mg_parse_u64_value(buf, (size_t) n, ret);
 }
 
@@ -141,10 +253,44 @@ int mg_cgroup_write(struct mg_cgroup *cg, enum mg_cgfile f, const char *s) {
                 return -EINVAL;
         if (cg->fd[f] < 0)
                 return -EOPNOTSUPP;
-        do
+        for (int i = 0;; i++) {
                 n = io_pwrite(cg->io, cg->fd[f], s, len);
-        while (n < 0 && errno == EINTR);
+                if (n >= 0 || errno != EINTR || i + 1 >= MG_EINTR_RETRIES)
+                        break;
+        }
         if (n < 0)
                 return -errno;
         return (size_t) n == len ? 0 : -EIO;
+}
+
+ssize_t mg_cgroup_get_xattr(struct mg_cgroup *cg, const char *name, void *buf, size_t size) {
+        const struct mg_io *io = cg->io;
+        ssize_t n;
+
+        if (cg->dirfd < 0)
+                return -EBADF;
+        n = io && io->fgetxattr ? io->fgetxattr(io->userdata, cg->dirfd, name, buf, size)
+                                : fgetxattr(cg->dirfd, name, buf, size);
+        return n < 0 ? -errno : n;
+}
+
+int mg_cgroup_set_xattr(struct mg_cgroup *cg, const char *name, const void *value, size_t size, int flags) {
+        const struct mg_io *io = cg->io;
+        int r;
+
+        if (cg->dirfd < 0)
+                return -EBADF;
+        r = io && io->fsetxattr ? io->fsetxattr(io->userdata, cg->dirfd, name, value, size, flags)
+                                : fsetxattr(cg->dirfd, name, value, size, flags);
+        return r < 0 ? -errno : 0;
+}
+
+int mg_cgroup_remove_xattr(struct mg_cgroup *cg, const char *name) {
+        const struct mg_io *io = cg->io;
+        int r;
+
+        if (cg->dirfd < 0)
+                return -EBADF;
+        r = io && io->fremovexattr ? io->fremovexattr(io->userdata, cg->dirfd, name) : fremovexattr(cg->dirfd, name);
+        return r < 0 ? -errno : 0;
 }

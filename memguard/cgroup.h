@@ -13,6 +13,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#endif
+#ifndef RESOLVE_BENEATH /* headers before 5.6 */
+#define RESOLVE_NO_XDEV 0x01
+#define RESOLVE_NO_MAGICLINKS 0x02
+#define RESOLVE_NO_SYMLINKS 0x04
+#define RESOLVE_BENEATH 0x08
+#endif
+
 enum mg_cgfile {
         MG_CG_CURRENT,          /* memory.current */
         MG_CG_STAT,             /* memory.stat */
@@ -28,14 +38,36 @@ enum mg_cgfile {
         MG_CG_N,
 };
 
-/* The seam for fault injection and call counting; NULL members fall back
- * to the system calls. */
+/*
+ * The seam for fault injection and call counting; NULL members fall back
+ * to the system calls.  Each behaves like its system call: -1 and errno on
+ * failure.
+ *
+ * Every file below the actor's directory is opened by one name, never
+ * following a symlink: openat2() with MG_RESOLVE (RESOLVE_BENEATH,
+ * RESOLVE_NO_SYMLINKS, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_XDEV), or openat()
+ * with O_NOFOLLOW where openat2 fails with ENOSYS (before 5.6).  A seam
+ * with .openat2 gets those opens with the resolve flags (ENOSYS from it
+ * takes the openat fallback); a seam with only .openat gets them as openat
+ * with O_NOFOLLOW, so counting seams see every open either way.
+ */
 struct mg_io {
         int (*openat)(void *ud, int dirfd, const char *name, int flags);
         ssize_t (*pread)(void *ud, int fd, void *buf, size_t len, off_t off);
         ssize_t (*pwrite)(void *ud, int fd, const void *buf, size_t len, off_t off);
         void *userdata;
+        int (*openat2)(void *ud, int dirfd, const char *name, int flags, uint64_t resolve);
+        /* The lend record (a user.* xattr on the actor's directory). */
+        ssize_t (*fgetxattr)(void *ud, int fd, const char *name, void *buf, size_t size);
+        int (*fsetxattr)(void *ud, int fd, const char *name, const void *value, size_t size, int flags);
+        int (*fremovexattr)(void *ud, int fd, const char *name);
 };
+
+/* openat2 resolve flags for every file below the actor's directory. */
+#define MG_RESOLVE ((uint64_t) (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV))
+
+/* A persistent EINTR must not spin a guard's thread: retried this often. */
+#define MG_EINTR_RETRIES 8
 
 struct mg_cgroup {
         int dirfd;
@@ -45,23 +77,44 @@ struct mg_cgroup {
 };
 
 enum {
-        MG_CGROUP_ANY_FS = 1 << 0, /* fixture trees in temp dirs: skip the cgroup2 check */
+        MG_CGROUP_ANY_FS = 1 << 0,   /* fixture trees in temp dirs: skip the cgroup2 check */
+        MG_CGROUP_HIGH_ONLY = 1 << 1, /* open memory.high only (mg_guard_recover) */
 };
 
 const char *mg_cgfile_name(enum mg_cgfile f);
 
-/* Returns 0, -ENOTSUP if path is not a cgroup2 directory, -ENOENT if it or
- * memory.current/memory.stat is missing (no memory controller), or another
- * negative errno of open. */
+/*
+ * Opens path (its last component must not be a symlink: O_NOFOLLOW, with
+ * trailing slashes removed so they cannot force a follow) and the files
+ * below it through the seam, without following symlinks.  Returns 0,
+ * -ENOTSUP if path is not a cgroup2 directory, -ENOENT if it or
+ * memory.current/memory.stat is missing (no memory controller), -ELOOP if
+ * the directory or one of its files is a symlink, -EXDEV if a file is on
+ * another mount, or another negative errno of open.
+ */
 int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const struct mg_io *io);
+/* Opens one more file below the open directory (a PSI trigger) the same
+ * way; name is one component.  Returns the fd or a negative errno. */
+int mg_cgroup_open_file(struct mg_cgroup *cg, const char *name, int flags);
 void mg_cgroup_close(struct mg_cgroup *cg);
 
 /* Reads the whole file into buf (NUL-terminated, size - 1 bytes usable).
  * Returns the length, -EOPNOTSUPP for a file this kernel lacks, -ENOBUFS if
  * the file did not fit (buf then holds what did), -ENODEV/-ENOENT once the cgroup is gone, or the
- * read's errno.  EINTR is retried. */
+ * read's errno.  EINTR is retried MG_EINTR_RETRIES times, then returned. */
 ssize_t mg_cgroup_read(struct mg_cgroup *cg, enum mg_cgfile f, char *buf, size_t size);
-/* Reads and parses a one-value file ("max" = MG_UNLIMITED). */
+/* Reads and parses a one-value file ("max" = MG_UNLIMITED).  The kernel
+ * ends the value with a newline; a read without one may have been cut
+ * short, and is read again: -EBADMSG unless both say the same (rather than
+ * a value with digits missing). */
 int mg_cgroup_read_u64(struct mg_cgroup *cg, enum mg_cgfile f, uint64_t *ret);
-/* Writes s to the file at offset 0.  Returns 0 or a negative errno. */
+/* Writes s to the file at offset 0.  Returns 0 or a negative errno
+ * (-EIO for a short write; EINTR is retried MG_EINTR_RETRIES times). */
 int mg_cgroup_write(struct mg_cgroup *cg, enum mg_cgfile f, const char *s);
+
+/* Extended attributes of the actor's directory, through the seam.
+ * get returns the length (-ENODATA if absent, -ERANGE if it does not fit);
+ * set and remove return 0; all return a negative errno on failure. */
+ssize_t mg_cgroup_get_xattr(struct mg_cgroup *cg, const char *name, void *buf, size_t size);
+int mg_cgroup_set_xattr(struct mg_cgroup *cg, const char *name, const void *value, size_t size, int flags);
+int mg_cgroup_remove_xattr(struct mg_cgroup *cg, const char *name);

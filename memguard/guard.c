@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <time.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "guard.h"
@@ -21,6 +22,14 @@ uint64_t mg_now_usec(void) {
 }
 
 static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret);
+static int read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret);
+static void lend_adopt(mg_guard *g);
+
+uint64_t mg_boottime_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_BOOTTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
 
 static uint64_t default_clock(void *userdata) {
         (void) userdata;
@@ -32,8 +41,14 @@ uint64_t mg_guard_now(const mg_guard *g) {
 }
 
 void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata) {
+        uint64_t old = mg_guard_now(g);
+        uint64_t left = g->lent && g->lend.deadline_usec > old ? g->lend.deadline_usec - old : 0;
+
         g->clock = clock ? clock : default_clock;
         g->clock_userdata = userdata;
+        /* a lend adopted at mg_guard_new() keeps the time it had left */
+        if (g->lent)
+                g->lend.deadline_usec = mg_guard_now(g) + left;
 }
 
 __attribute__((format(printf, 3, 4))) static void glog(const mg_guard *g, int level, const char *fmt, ...) {
@@ -69,6 +84,8 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         g->cg.dirfd = -1;
         for (int i = 0; i < MG_CG_N; i++)
                 g->cg.fd[i] = -1;
+        /* before anything can fail: mg_guard_free() closes them */
+        g->trigger_fd[0] = g->trigger_fd[1] = -1;
         r = mg_options_resolve(o, &g->opt);
         if (r < 0)
                 goto fail;
@@ -92,9 +109,12 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
          * existed are not news. */
         if (read_parsed(g, MG_CG_EVENTS_LOCAL, &g->last_events) >= 0)
                 g->have_last_events = true;
+        /* The keys this kernel prints in memory.stat, so that a read cut
+         * short at a line boundary is told from a kernel without them. */
+        (void) read_parsed(g, MG_CG_STAT, &(struct mg_memstat) {});
         g->heap_index = SIZE_MAX;
         g->last_restores = g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
-        g->trigger_fd[0] = g->trigger_fd[1] = -1;
+        lend_adopt(g);
         *ret = g;
         return 0;
 fail:
@@ -135,7 +155,7 @@ static void triggers_open(mg_guard *g) {
         snprintf(spec, sizeof(spec), "some %" PRIu64 " 2000000",
                  (uint64_t) g->opt.stall_pressure_permyriad * 2000000 / 10000);
         for (int i = 0; i < 2; i++) {
-                int fd = openat(g->cg.dirfd, files[i], O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+                int fd = mg_cgroup_open_file(&g->cg, files[i], O_RDWR | O_NONBLOCK);
                 if (fd < 0)
                         continue;
                 if (write(fd, spec, strlen(spec) + 1) < 0) {
@@ -200,52 +220,105 @@ bool mg_guard_is_lent(const mg_guard *g) {
         return g->lent;
 }
 
-/* A read or parse error is reported once per streak, never acted on.  A
- * cgroup that was removed makes every open file return ENODEV (kernfs
- * deactivates the node), so that one ends the guard. */
+/* A removed cgroup makes every open file return ENODEV (kernfs deactivates
+ * the node); ENOENT is taken the same way.  Either ends the guard. */
+static bool gone_errno(int err) {
+        return err == -ENODEV || err == -ENOENT;
+}
+
+static int cgroup_gone(mg_guard *g, const char *what) {
+        if (g->state != MG_GUARD_GONE) {
+                g->state = MG_GUARD_GONE;
+                g->lent = false; /* nothing left to restore */
+                glog(g, MG_LOG_INFO, "%s: cgroup is gone", g->path);
+                emit(g, &(struct mg_event) { .type = MG_EVENT_GONE, .what = what });
+        }
+        return -ENODEV;
+}
+
+/* An error is reported once per streak of it on the same file or action
+ * (slot: enum mg_cgfile or MG_ERR_*), never acted on.  The log says
+ * "<verb> <what>: <error>", or "<what> failed: <error>" without a verb.
+ * Returns err. */
+static int report_error(mg_guard *g, unsigned slot, int level, const char *verb, const char *what, int err) {
+        if (g->error_streak[slot] != err) {
+                g->error_streak[slot] = err;
+                if (verb)
+                        glog(g, level, "%s: %s %s: %s", g->path, verb, what, strerror(-err));
+                else
+                        glog(g, level, "%s: %s failed: %s", g->path, what, strerror(-err));
+                emit(g, &(struct mg_event) { .type = MG_EVENT_ERROR, .error = err, .what = what });
+        }
+        return err;
+}
+
+static void clear_error(mg_guard *g, unsigned slot) {
+        g->error_streak[slot] = 0;
+}
+
+/* A read or parse error of a file the decision needs: reported, and the
+ * window starts over (a gap in it says nothing). */
 static int read_failed(mg_guard *g, enum mg_cgfile f, int err) {
-        if (err == -ENODEV || err == -ENOENT) {
-                if (g->state != MG_GUARD_GONE) {
-                        g->state = MG_GUARD_GONE;
-                        g->lent = false; /* nothing left to restore */
-                        glog(g, MG_LOG_INFO, "%s: cgroup is gone", g->path);
-                        emit(g, &(struct mg_event) { .type = MG_EVENT_GONE, .what = mg_cgfile_name(f) });
-                }
-                return -ENODEV;
-        }
-        if (err != g->last_error) {
-                g->last_error = err;
-                glog(g, MG_LOG_WARNING, "%s: reading %s: %s", g->path, mg_cgfile_name(f), strerror(-err));
-                emit(g, &(struct mg_event) { .type = MG_EVENT_ERROR, .error = err, .what = mg_cgfile_name(f) });
-        }
+        if (gone_errno(err))
+                return cgroup_gone(g, mg_cgfile_name(f));
+        report_error(g, f, MG_LOG_WARNING, "reading", mg_cgfile_name(f), err);
         mg_policy_reset(&g->policy);
         return err;
 }
 
+static int read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret) {
+        int r = mg_cgroup_read_u64(&g->cg, f, ret);
+        if (r >= 0)
+                clear_error(g, f);
+        return r;
+}
+
 /* Reads memory.current; returns 0 or the (reported) error. */
 static int read_current(mg_guard *g, uint64_t *ret) {
-        int r = mg_cgroup_read_u64(&g->cg, MG_CG_CURRENT, ret);
+        int r = read_u64(g, MG_CG_CURRENT, ret);
         return r < 0 ? read_failed(g, MG_CG_CURRENT, r) : 0;
+}
+
+/* The kernel prints the same keys every time; a read with fewer than an
+ * earlier one had was cut short at a line boundary (it still parses: the
+ * lost lines would read as 0, and counters that drop and come back look
+ * like working-set loss or new OOM kills). */
+static int check_keys(uint64_t *known, uint64_t keys) {
+        if ((keys & *known) != *known)
+                return -EBADMSG;
+        *known |= keys;
+        return 0;
 }
 
 static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
         char *buf = f == MG_CG_STAT ? g->stat_buf : g->small_buf;
         size_t size = f == MG_CG_STAT ? sizeof(g->stat_buf) : sizeof(g->small_buf);
         ssize_t n = mg_cgroup_read(&g->cg, f, buf, size);
+        struct mg_memstat st;
+        struct mg_mem_events ev;
+        uint64_t keys;
         int r;
 
         if (n < 0)
                 return (int) n;
         switch (f) {
         case MG_CG_STAT:
-                r = mg_parse_memstat(buf, (size_t) n, ret);
+                r = mg_parse_memstat_keys(buf, (size_t) n, &st, &keys);
+                if (r >= 0)
+                        r = check_keys(&g->stat_keys, keys);
+                if (r >= 0)
+                        *(struct mg_memstat *) ret = st;
                 break;
         case MG_CG_PRESSURE:
         case MG_CG_IO_PRESSURE:
                 r = mg_parse_psi(buf, (size_t) n, ret);
                 break;
         case MG_CG_EVENTS_LOCAL:
-                r = mg_parse_mem_events(buf, (size_t) n, ret);
+                r = mg_parse_mem_events_keys(buf, (size_t) n, &ev, &keys);
+                if (r >= 0)
+                        r = check_keys(&g->events_keys, keys);
+                if (r >= 0)
+                        *(struct mg_mem_events *) ret = ev;
                 break;
         case MG_CG_EVENTS:
                 r = mg_parse_populated(buf, (size_t) n, ret);
@@ -256,6 +329,8 @@ static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
         default:
                 r = -EINVAL;
         }
+        if (r >= 0)
+                clear_error(g, f);
         return r;
 }
 
@@ -328,13 +403,20 @@ static int read_slow(mg_guard *g, uint64_t current, bool all, struct mg_report *
                         return read_failed(g, MG_CG_IO_PRESSURE, r);
         }
         if (all || x->time_usec < g->throttle_until_usec) {
-                /* Optional: without them there is no throttle diagnosis. */
-                if (mg_cgroup_read_u64(&g->cg, MG_CG_HIGH, &x->high_bytes) >= 0 &&
-                    read_parsed(g, MG_CG_CPU_STAT, &x->cpu_usec) >= 0)
+                /* Optional: without them there is no throttle diagnosis.  An
+                 * error is reported all the same, but the window goes on. */
+                enum mg_cgfile f = MG_CG_HIGH;
+                r = read_u64(g, f, &x->high_bytes);
+                if (r >= 0)
+                        r = read_parsed(g, f = MG_CG_CPU_STAT, &x->cpu_usec);
+                if (r >= 0)
                         x->have_throttle = true;
+                else if (gone_errno(r))
+                        return read_failed(g, f, r);
+                else if (r != -EOPNOTSUPP)
+                        report_error(g, f, MG_LOG_WARNING, "reading", mg_cgfile_name(f), r);
                 rep->high_bytes = x->high_bytes;
         }
-        g->last_error = 0;
         return 0;
 }
 
@@ -374,9 +456,9 @@ void mg_guard_events_changed(mg_guard *g) {
 
 /* Reads the limit files for a report; optional, so errors leave "max". */
 static void read_limits(mg_guard *g, struct mg_report *rep) {
-        if (mg_cgroup_read_u64(&g->cg, MG_CG_HIGH, &rep->high_bytes) < 0)
+        if (read_u64(g, MG_CG_HIGH, &rep->high_bytes) < 0)
                 rep->high_bytes = MG_UNLIMITED;
-        if (mg_cgroup_read_u64(&g->cg, MG_CG_MAX, &rep->max_bytes) < 0)
+        if (read_u64(g, MG_CG_MAX, &rep->max_bytes) < 0)
                 rep->max_bytes = MG_UNLIMITED;
 }
 
@@ -386,10 +468,12 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
 
         r = mg_cgroup_kill(&g->cg, &method);
         if (r < 0) {
-                glog(g, MG_LOG_ERR, "%s: kill failed: %s", g->path, strerror(-r));
-                emit(g, &(struct mg_event) { .type = MG_EVENT_ERROR, .error = r, .what = "kill" });
-                return r;
+                if (gone_errno(r))
+                        return cgroup_gone(g, "kill");
+                /* Once per streak: the verdict holds every tick until it works. */
+                return report_error(g, MG_ERR_KILL, MG_LOG_ERR, NULL, "kill", r);
         }
+        clear_error(g, MG_ERR_KILL);
         g->kill = (struct mg_kill_record) {
                 .reason = reason,
                 .method = method,
@@ -425,8 +509,19 @@ static int tick_killing(mg_guard *g, uint64_t now) {
         int populated, r;
 
         r = read_parsed(g, MG_CG_EVENTS, &populated);
-        if (r < 0)
-                return read_failed(g, MG_CG_EVENTS, r);
+        if (r < 0) {
+                r = read_failed(g, MG_CG_EVENTS, r);
+                if (g->state == MG_GUARD_GONE)
+                        return r;
+                /* Whether it emptied cannot be told: give up waiting at the
+                 * usual time instead of never delivering the record. */
+                if (now - g->kill.kill_usec >= g->opt.kill_wait_usec) {
+                        glog(g, MG_LOG_ERR, "%s: cgroup.events unreadable %" PRIu64 " ms after the kill", g->path,
+                             (now - g->kill.kill_usec) / 1000);
+                        finish_kill(g, now, true);
+                }
+                return r;
+        }
         if (!populated) {
                 finish_kill(g, now, false);
                 return 0;
@@ -442,15 +537,46 @@ static int tick_killing(mg_guard *g, uint64_t now) {
         return 0;
 }
 
-static int lend_restore(mg_guard *g) {
-        int r = mg_cgroup_write(&g->cg, MG_CG_HIGH, g->lend_old_high);
-        if (r == -ENODEV || r == -ENOENT) {
-                g->lent = false;
-                return read_failed(g, MG_CG_HIGH, r);
+/* The lend is over: its record goes.  A record that cannot be removed is
+ * harmless (restoring it again writes the value memory.high now has). */
+static void lend_record_remove(mg_guard *g) {
+        if (g->lend_recorded || g->lend_adopted) {
+                int r = mg_cgroup_remove_xattr(&g->cg, MG_LEND_XATTR);
+                if (r < 0 && r != -ENODATA)
+                        glog(g, MG_LOG_WARNING, "%s: removing the lend record: %s", g->path, strerror(-r));
         }
+        g->lend_recorded = g->lend_adopted = false;
+}
+
+static int lend_restore(mg_guard *g) {
+        uint64_t high;
+        int r;
+
+        if (g->lend_adopted) {
+                /* Another process's record: trust it only to lower
+                 * memory.high.  A lend raises it, so its restore never
+                 * raises it; a record that would is not one (or someone
+                 * lowered memory.high since), and is dropped. */
+                r = read_u64(g, MG_CG_HIGH, &high);
+                if (gone_errno(r))
+                        return read_failed(g, MG_CG_HIGH, r);
+                if (r < 0)
+                        return r;
+                if (g->lend.old_high_bytes > high) {
+                        glog(g, MG_LOG_WARNING, "%s: the adopted lend record would raise memory.high to %s: dropped",
+                             g->path, g->lend_old_high);
+                        g->lent = false;
+                        lend_record_remove(g);
+                        return 0;
+                }
+        }
+        r = mg_cgroup_write(&g->cg, MG_CG_HIGH, g->lend_old_high);
+        if (gone_errno(r))
+                return read_failed(g, MG_CG_HIGH, r);
         if (r < 0)
                 return r;
         g->lent = false;
+        lend_record_remove(g);
         /* Resume at once, with a window that starts now: what the lend let
          * the actor do is not evidence of a stall. */
         mg_policy_reset(&g->policy);
@@ -475,11 +601,13 @@ int mg_guard_tick(mg_guard *g) {
         if (g->lent && now >= g->lend.deadline_usec) {
                 r = lend_restore(g);
                 if (r < 0) {
-                        glog(g, MG_LOG_ERR, "%s: restoring memory.high after the lend deadline: %s", g->path,
-                             strerror(-r));
                         if (g->state == MG_GUARD_GONE)
                                 return r;
+                        /* Retried every tick; kills stay paused until it works. */
+                        report_error(g, MG_ERR_WRITE_HIGH, MG_LOG_ERR, "restoring after the lend deadline",
+                                     "memory.high", r);
                 } else {
+                        clear_error(g, MG_ERR_WRITE_HIGH);
                         glog(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high restored to %s", g->path,
                              g->lend_old_high);
                         emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_EXPIRED, .lend = &g->lend });
@@ -503,7 +631,6 @@ int mg_guard_tick(mg_guard *g) {
         if (mg_policy_fast(&g->params, current)) {
                 mg_policy_reset(&g->policy);
                 g->detect_usec = 0;
-                g->last_error = 0;
                 set_slow(g, false);
                 return acted;
         }
@@ -578,8 +705,10 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
 }
 
 int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec) {
-        char buf[32], newval[32];
-        uint64_t old, now;
+        struct mg_lend_record rec = {};
+        char buf[32], newval[32], text[MG_LEND_RECORD_MAX + 1];
+        uint64_t old, now, rel, bt;
+        bool recorded = false;
         ssize_t n;
         int r;
 
@@ -591,29 +720,76 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
                 return -EBUSY;
         n = mg_cgroup_read(&g->cg, MG_CG_HIGH, buf, sizeof(buf));
         if (n < 0)
-                return (int) n;
+                return gone_errno((int) n) ? cgroup_gone(g, "memory.high") : (int) n;
+        /* The kernel ends the value with a newline.  Without one the read
+         * may have been cut short, and "2411" of "241172480" would be what
+         * the end of the lend writes back: trusted only if a second read
+         * gives the same bytes. */
+        if (n > 0 && buf[n - 1] == '\n') {
+                buf[--n] = '\0';
+        } else {
+                char again[32];
+                ssize_t m = mg_cgroup_read(&g->cg, MG_CG_HIGH, again, sizeof(again));
+                if (m != n || memcmp(buf, again, (size_t) n) != 0)
+                        return m < 0 && gone_errno((int) m) ? cgroup_gone(g, "memory.high") : -EBADMSG;
+        }
         r = mg_parse_u64_value(buf, (size_t) n, &old);
         if (r < 0)
                 return r;
-        if (n > 0 && buf[n - 1] == '\n')
-                buf[--n] = '\0';
 
         if (extra_bytes == MG_UNLIMITED || old == MG_UNLIMITED || old > MG_UNLIMITED - 1 - extra_bytes)
                 snprintf(newval, sizeof(newval), "max");
         else
                 snprintf(newval, sizeof(newval), "%" PRIu64, old + extra_bytes);
-        r = mg_cgroup_write(&g->cg, MG_CG_HIGH, newval);
+        rel = deadline_usec ? deadline_usec : g->opt.lend_deadline_usec;
+
+        /* The record before memory.high is raised: a crash between the two
+         * leaves a record of the value memory.high still has, which
+         * restores nothing.  XATTR_CREATE: one lend per cgroup, whichever
+         * process makes it. */
+        memcpy(rec.old_high, buf, (size_t) n + 1);
+        rec.old_high_bytes = old;
+        bt = mg_boottime_usec();
+        rec.deadline_boottime_usec = rel > UINT64_MAX - bt ? UINT64_MAX : bt + rel;
+        rec.pid = (uint64_t) getpid();
+        r = mg_lend_record_format(&rec, text, sizeof(text));
         if (r < 0)
                 return r;
+        r = mg_cgroup_set_xattr(&g->cg, MG_LEND_XATTR, text, (size_t) r, XATTR_CREATE);
+        if (r == -EEXIST) {
+                glog(g, MG_LOG_WARNING, "%s: a lend record is already there (another lend, or a crashed one "
+                     "mg_guard_recover() has not ended)", g->path);
+                return -EBUSY;
+        }
+        if (r == -EOPNOTSUPP) {
+                /* No user xattrs: cgroupfs before 5.7 (tmpfs before 6.6 for
+                 * test trees).  The lend works, but dies with the process. */
+                glog(g, MG_LOG_WARNING, "%s: no user xattrs here: this lend is not recorded, a crash leaves "
+                     "memory.high raised", g->path);
+        } else if (gone_errno(r)) {
+                return cgroup_gone(g, MG_LEND_XATTR);
+        } else if (r < 0) {
+                return r;
+        } else {
+                recorded = true;
+        }
+        r = mg_cgroup_write(&g->cg, MG_CG_HIGH, newval);
+        if (r < 0) {
+                if (recorded)
+                        (void) mg_cgroup_remove_xattr(&g->cg, MG_LEND_XATTR);
+                return gone_errno(r) ? cgroup_gone(g, "memory.high") : r;
+        }
 
         now = mg_guard_now(g);
         memcpy(g->lend_old_high, buf, (size_t) n + 1);
         g->lend = (struct mg_lend_info) {
                 .old_high_bytes = old,
                 .new_high_bytes = strcmp(newval, "max") == 0 ? MG_UNLIMITED : old + extra_bytes,
-                .deadline_usec = now + (deadline_usec ? deadline_usec : g->opt.lend_deadline_usec),
+                .deadline_usec = now + rel,
         };
         g->lent = true;
+        g->lend_recorded = recorded;
+        g->lend_adopted = false;
         glog(g, MG_LOG_INFO, "%s: lent memory.high %s -> %s", g->path, g->lend_old_high, newval);
         emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_BEGIN, .time_usec = now, .lend = &g->lend });
         return 0;
@@ -629,9 +805,178 @@ int mg_guard_lend_end(mg_guard *g) {
         r = lend_restore(g);
         if (r < 0)
                 return r;
+        clear_error(g, MG_ERR_WRITE_HIGH);
         glog(g, MG_LOG_INFO, "%s: memory.high restored to %s", g->path, g->lend_old_high);
         emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_END, .lend = &g->lend });
         if (g->set)
                 mg_set_reschedule(g->set, g, mg_guard_now(g));
         return 0;
+}
+
+int mg_lend_record_format(const struct mg_lend_record *r, char *buf, size_t size) {
+        int n = snprintf(buf, size, "memguard-lend 1 high=%s deadline_boottime_usec=%" PRIu64 " pid=%" PRIu64 "\n",
+                         r->old_high, r->deadline_boottime_usec, r->pid);
+        return n < 0 || (size_t) n >= size ? -ENOBUFS : n;
+}
+
+/* "<key>=<decimal u64>" ending at a ' ' or the last '\n'; advances *p. */
+static bool record_field(const char **p, const char *end, const char *key, char stop, uint64_t *ret) {
+        size_t kl = strlen(key);
+        const char *v, *e;
+
+        if ((size_t) (end - *p) < kl || memcmp(*p, key, kl) != 0)
+                return false;
+        v = *p + kl;
+        e = memchr(v, stop, (size_t) (end - v));
+        /* digits only, no leading zero: "max" and "007" are not what we write */
+        if (!e || e == v || *v < '0' || *v > '9' || (*v == '0' && e - v > 1))
+                return false;
+        for (const char *c = v; c < e; c++)
+                if (*c < '0' || *c > '9')
+                        return false;
+        if (mg_parse_u64_value(v, (size_t) (e - v), ret) < 0)
+                return false;
+        *p = e + 1;
+        return true;
+}
+
+int mg_lend_record_parse(const char *buf, size_t len, struct mg_lend_record *ret) {
+        static const char head[] = "memguard-lend 1 high=";
+        struct mg_lend_record r = {};
+        const char *p, *end, *v, *e;
+
+        if (!buf || !ret)
+                return -EINVAL;
+        if (len > MG_LEND_RECORD_MAX || len < sizeof(head) - 1 || memcmp(buf, head, sizeof(head) - 1) != 0)
+                return -EBADMSG;
+        p = buf + sizeof(head) - 1;
+        end = buf + len;
+        v = p;
+        e = memchr(v, ' ', (size_t) (end - v));
+        if (!e || e == v || (size_t) (e - v) >= sizeof(r.old_high))
+                return -EBADMSG;
+        if (e - v == 3 && memcmp(v, "max", 3) == 0) {
+                r.old_high_bytes = MG_UNLIMITED;
+        } else {
+                /* as the kernel prints memory.high: digits, no leading zero */
+                if (*v == '0' && e - v > 1)
+                        return -EBADMSG;
+                for (const char *c = v; c < e; c++)
+                        if (*c < '0' || *c > '9')
+                                return -EBADMSG;
+                if (mg_parse_u64_value(v, (size_t) (e - v), &r.old_high_bytes) < 0 ||
+                    r.old_high_bytes == MG_UNLIMITED)
+                        return -EBADMSG;
+        }
+        memcpy(r.old_high, v, (size_t) (e - v));
+        p = e + 1;
+        if (!record_field(&p, end, "deadline_boottime_usec=", ' ', &r.deadline_boottime_usec) ||
+            !record_field(&p, end, "pid=", '\n', &r.pid) || p != end)
+                return -EBADMSG;
+        *ret = r;
+        return 0;
+}
+
+/*
+ * A lend record on the directory at mg_guard_new(): a lend some process
+ * began and has not ended (it crashed or was killed; or it still runs, in
+ * which case two guards watch one cgroup).  Not ignored: the guard takes
+ * the lend over as its own, kills paused, and restores memory.high at the
+ * record's deadline (MG_EVENT_LEND_EXPIRED), or at mg_guard_lend_end().
+ * The wait is cut to this guard's own lend deadline: whoever can write the
+ * directory's xattrs can write a record, and must not pause kills for long.
+ * A record that cannot be read or parsed is logged and left for
+ * mg_guard_recover() to report.
+ */
+static void lend_adopt(mg_guard *g) {
+        char buf[MG_LEND_RECORD_MAX + 1];
+        struct mg_lend_record rec;
+        uint64_t now_bt, left, high;
+        ssize_t n;
+
+        if (g->cg.fd[MG_CG_HIGH] < 0)
+                return; /* nothing to restore it into */
+        n = mg_cgroup_get_xattr(&g->cg, MG_LEND_XATTR, buf, sizeof(buf) - 1);
+        if (n == -ENODATA || n == -EOPNOTSUPP)
+                return;
+        if (n < 0 || mg_lend_record_parse(buf, (size_t) n, &rec) < 0) {
+                glog(g, MG_LOG_WARNING, "%s: a lend record is there but %s; left for mg_guard_recover()", g->path,
+                     n < 0 ? strerror((int) -n) : "malformed");
+                return;
+        }
+        now_bt = mg_boottime_usec();
+        left = rec.deadline_boottime_usec > now_bt ? rec.deadline_boottime_usec - now_bt : 0;
+        if (left > g->opt.lend_deadline_usec)
+                left = g->opt.lend_deadline_usec;
+        if (read_u64(g, MG_CG_HIGH, &high) < 0)
+                high = MG_UNLIMITED;
+        memcpy(g->lend_old_high, rec.old_high, sizeof(rec.old_high));
+        g->lend = (struct mg_lend_info) {
+                .old_high_bytes = rec.old_high_bytes,
+                .new_high_bytes = high,
+                .deadline_usec = mg_guard_now(g) + left,
+        };
+        g->lent = g->lend_adopted = true;
+        g->lend_recorded = false;
+        glog(g, MG_LOG_WARNING,
+             "%s: found the open lend of pid %" PRIu64 " (memory.high to go back to %s): taken over, kills "
+             "paused, restored in %" PRIu64 " ms",
+             g->path, rec.pid, rec.old_high, left / 1000);
+}
+
+int mg_guard_recover(const char *cgroup_path, unsigned flags) {
+        return mg_guard_recover_internal(cgroup_path, flags, 0, NULL);
+}
+
+int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flags, const struct mg_io *io) {
+        char buf[MG_LEND_RECORD_MAX + 1];
+        struct mg_lend_record rec;
+        struct mg_cgroup cg;
+        uint64_t high;
+        ssize_t n;
+        int r;
+
+        if (!path || (flags & ~(unsigned) MG_RECOVER_EXPIRED))
+                return -EINVAL;
+        r = mg_cgroup_open(&cg, path, cg_flags | MG_CGROUP_HIGH_ONLY, io);
+        if (r < 0)
+                return r;
+        n = mg_cgroup_get_xattr(&cg, MG_LEND_XATTR, buf, sizeof(buf) - 1);
+        if (n == -ENODATA || n == -EOPNOTSUPP) {
+                r = 0; /* no record, or no xattrs at all */
+                goto out;
+        }
+        if (n < 0) {
+                r = n == -ERANGE ? -EBADMSG : (int) n; /* longer than any record */
+                goto out;
+        }
+        r = mg_lend_record_parse(buf, (size_t) n, &rec);
+        if (r < 0)
+                goto out;
+        if ((flags & MG_RECOVER_EXPIRED) && rec.deadline_boottime_usec > mg_boottime_usec()) {
+                r = -EBUSY;
+                goto out;
+        }
+        if (cg.fd[MG_CG_HIGH] < 0) {
+                r = -EOPNOTSUPP;
+                goto out;
+        }
+        r = mg_cgroup_read_u64(&cg, MG_CG_HIGH, &high);
+        if (r < 0)
+                goto out;
+        /* A lend only raises memory.high: a record above the present value
+         * is not a lend to end (someone lowered memory.high since, or wrote
+         * the record to raise it); it is dropped, memory.high left alone. */
+        if (rec.old_high_bytes <= high) {
+                r = mg_cgroup_write(&cg, MG_CG_HIGH, rec.old_high);
+                if (r < 0)
+                        goto out;
+                r = 1;
+        }
+        /* After the restore: if this fails, the record stays and the next
+         * recovery writes the same value again. */
+        (void) mg_cgroup_remove_xattr(&cg, MG_LEND_XATTR);
+out:
+        mg_cgroup_close(&cg);
+        return r;
 }

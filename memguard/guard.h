@@ -16,6 +16,47 @@ enum mg_guard_state {
 
 typedef uint64_t (*mg_clock_fn)(void *userdata);
 
+/* What an error is reported against, once per streak each: the read of a
+ * file (enum mg_cgfile), or an action. */
+enum {
+        MG_ERR_WRITE_HIGH = MG_CG_N,    /* restoring memory.high */
+        MG_ERR_KILL,                    /* cgroup.kill, or the pidfd fallback */
+        MG_ERR_N,
+};
+
+/*
+ * The lend record: the user.memguard.lend xattr of the actor's cgroup
+ * directory, written before memory.high is raised and removed after it is
+ * restored, so a lend outlives the process that made it (a crash, a
+ * SIGKILL) and mg_guard_recover() or the next mg_guard_new() can end it.
+ * One line:
+ *   "memguard-lend 1 high=<memory.high as read> deadline_boottime_usec=<N> pid=<N>\n"
+ * The deadline is CLOCK_BOOTTIME: one clock for every process of the boot,
+ * never stepped by NTP or settimeofday, counting suspend like the lend's
+ * own deadline should; and cgroupfs is in memory, so no record outlives the
+ * boot its clock belongs to.
+ */
+#define MG_LEND_XATTR "user.memguard.lend"
+#define MG_LEND_RECORD_MAX 128  /* longest: a 20-digit high, deadline and pid */
+
+struct mg_lend_record {
+        char old_high[24];              /* "max" or decimal digits, no newline */
+        uint64_t old_high_bytes;        /* MG_UNLIMITED for "max" */
+        uint64_t deadline_boottime_usec;
+        uint64_t pid;                   /* of the lender, for the log only */
+};
+
+/* Formats r; returns the length (< size) or -ENOBUFS. */
+int mg_lend_record_format(const struct mg_lend_record *r, char *buf, size_t size);
+/* Parses exactly what mg_lend_record_format() writes (anyone who can write
+ * the directory's xattrs can write one: see docs/security.md).  Returns 0
+ * or -EBADMSG; *ret is written only on success. */
+int mg_lend_record_parse(const char *buf, size_t len, struct mg_lend_record *ret);
+uint64_t mg_boottime_usec(void);
+
+/* mg_guard_recover() with cgroup flags and an I/O seam, for tests. */
+int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flags, const struct mg_io *io);
+
 struct mg_guard {
         char *path;
         struct mg_guard_options opt;
@@ -31,6 +72,9 @@ struct mg_guard {
         bool lent;
         char lend_old_high[32];         /* memory.high as read, written back verbatim */
         struct mg_lend_info lend;
+        bool lend_recorded;             /* our lend record is on the directory */
+        bool lend_adopted;              /* the lend came from a record found at mg_guard_new() */
+        uint64_t stat_keys, events_keys;/* keys memory.stat / memory.events.local had: fewer is a cut read */
 
         struct mg_mem_events last_events;
         bool have_last_events;
@@ -42,7 +86,7 @@ struct mg_guard {
         bool slow;                      /* on the slow path (at its limit) since the last tick */
         int trigger_fd[2];              /* PSI triggers on memory and io.pressure while slow, in a set */
         struct mg_throttle_info throttle;
-        int last_error;                 /* reported once per streak */
+        int error_streak[MG_ERR_N];     /* the error last reported for each; 0 once it works again */
 
         mg_clock_fn clock;
         void *clock_userdata;

@@ -141,6 +141,10 @@ static uint64_t memstat_bit(const char *name) {
 }
 
 int mg_parse_memstat(const char *buf, size_t len, struct mg_memstat *ret) {
+        return mg_parse_memstat_keys(buf, len, ret, NULL);
+}
+
+int mg_parse_memstat_keys(const char *buf, size_t len, struct mg_memstat *ret, uint64_t *ret_keys) {
         struct mg_memstat st = {};
         uint64_t seen;
         int r;
@@ -163,6 +167,8 @@ int mg_parse_memstat(const char *buf, size_t len, struct mg_memstat *ret) {
                 st.kernel_derived = true;
         }
         *ret = st;
+        if (ret_keys)
+                *ret_keys = seen;
         return 0;
 }
 
@@ -172,6 +178,10 @@ static const struct kv_key events_keys[] = {
 };
 
 int mg_parse_mem_events(const char *buf, size_t len, struct mg_mem_events *ret) {
+        return mg_parse_mem_events_keys(buf, len, ret, NULL);
+}
+
+int mg_parse_mem_events_keys(const char *buf, size_t len, struct mg_mem_events *ret, uint64_t *ret_keys) {
         struct mg_mem_events ev = {};
         uint64_t seen;
         int r;
@@ -182,6 +192,8 @@ int mg_parse_mem_events(const char *buf, size_t len, struct mg_mem_events *ret) 
         if (r < 0)
                 return r;
         *ret = ev;
+        if (ret_keys)
+                *ret_keys = seen;
         return 0;
 }
 
@@ -246,20 +258,25 @@ static int parse_centi(const char **p, const char *end, uint32_t *ret) {
         if (end - *p < 3 || (*p)[0] != '.' || (*p)[1] < '0' || (*p)[1] > '9' || (*p)[2] < '0' ||
             (*p)[2] > '9' || ip > 100)
                 return -EBADMSG;
-        *ret = (uint32_t) (ip * 100 + (uint64_t) ((*p)[1] - '0') * 10 + (uint64_t) ((*p)[2] - '0'));
+        uint64_t v = ip * 100 + (uint64_t) ((*p)[1] - '0') * 10 + (uint64_t) ((*p)[2] - '0');
+        if (v > 10000)
+                return -EBADMSG; /* a share of time: at most 100.00 */
+        *ret = (uint32_t) v;
         *p += 3;
         return 0;
 }
 
-static int parse_psi_line(const char **p, const char *end, struct mg_psi_line *ret) {
+/* One line, "some" or "full" (word) included; the line bound is the one
+ * kv_parse applies: without its newline, shorter than MG_PARSE_MAX_LINE. */
+static int parse_psi_line(const char **p, const char *end, const char *word, struct mg_psi_line *ret) {
         struct mg_psi_line l;
         const char *start = *p;
 
-        if (!skip_word(p, end, " avg10=") || parse_centi(p, end, &l.avg10_centipct) < 0 ||
+        if (!skip_word(p, end, word) || !skip_word(p, end, " avg10=") || parse_centi(p, end, &l.avg10_centipct) < 0 ||
             !skip_word(p, end, " avg60=") || parse_centi(p, end, &l.avg60_centipct) < 0 ||
             !skip_word(p, end, " avg300=") || parse_centi(p, end, &l.avg300_centipct) < 0 ||
             !skip_word(p, end, " total=") || parse_digits(p, end, &l.total_usec) < 0 ||
-            !skip_word(p, end, "\n") || *p - start >= MG_PARSE_MAX_LINE)
+            !skip_word(p, end, "\n") || *p - 1 - start >= MG_PARSE_MAX_LINE)
                 return -EBADMSG;
         *ret = l;
         return 0;
@@ -271,10 +288,10 @@ int mg_parse_psi(const char *buf, size_t len, struct mg_psi *ret) {
 
         if (!buf || !ret)
                 return -EINVAL;
-        if (!skip_word(&p, end, "some") || parse_psi_line(&p, end, &psi.some) < 0)
+        if (parse_psi_line(&p, end, "some", &psi.some) < 0)
                 return -EBADMSG;
         if (p < end) {
-                if (!skip_word(&p, end, "full") || parse_psi_line(&p, end, &psi.full) < 0 || p != end)
+                if (parse_psi_line(&p, end, "full", &psi.full) < 0 || p != end)
                         return -EBADMSG;
                 psi.has_full = true;
         }

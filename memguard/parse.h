@@ -27,6 +27,13 @@ int mg_parse_psi(const char *buf, size_t len, struct mg_psi *ret);
 /* memory.events / memory.events.local: all keys optional, unknown ignored. */
 int mg_parse_mem_events(const char *buf, size_t len, struct mg_mem_events *ret);
 
+/* The same two, also giving the set of known keys the buffer had (a bit per
+ * key of the parser's table; ret_keys may be NULL).  A caller that saw a key
+ * before can tell a read cut short at a line boundary, which still parses,
+ * from a kernel without the key: the kernel prints a fixed set every time. */
+int mg_parse_memstat_keys(const char *buf, size_t len, struct mg_memstat *ret, uint64_t *ret_keys);
+int mg_parse_mem_events_keys(const char *buf, size_t len, struct mg_mem_events *ret, uint64_t *ret_keys);
+
 /* cpu.stat: "usage_usec" is required (the core cgroup prints it always). */
 int mg_parse_cpu_usage(const char *buf, size_t len, uint64_t *ret_usage_usec);
 

@@ -184,7 +184,13 @@ int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes);
 /*
  * Opens the actor's cgroup v2 directory (absolute path, or relative to the
  * working directory), checks it is cgroup2, keeps the files it reads open.
- * Returns 0, -ENOTSUP (not cgroup2), -ENOENT, -EACCES, -EINVAL, -E2BIG, -ENOMEM.
+ * Neither the directory (its last component) nor any file below it may be a
+ * symlink.  A lend record left on the directory (see mg_guard_recover()) is
+ * taken over: the guard starts lent, kills paused, and restores memory.high
+ * at the record's deadline, at most its own lend deadline away
+ * (MG_EVENT_LEND_EXPIRED); the log says so.
+ * Returns 0, -ENOTSUP (not cgroup2), -ENOENT, -ELOOP (a symlink), -EACCES,
+ * -EINVAL, -E2BIG, -ENOMEM.
  */
 int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret);
 mg_guard *mg_guard_free(mg_guard *g);  /* accepts NULL; returns NULL */
@@ -222,6 +228,31 @@ int mg_guard_lend_end(mg_guard *g);
 bool mg_guard_is_lent(const mg_guard *g);
 
 /*
+ * A lend outlives the process that made it: mg_guard_lend_begin() writes a
+ * record (the user.memguard.lend xattr of the cgroup directory: the
+ * memory.high text it read and a CLOCK_BOOTTIME deadline) before it raises
+ * memory.high, and the end of the lend removes it after the restore.  A
+ * lend whose process died (a crash, SIGKILL) leaves its record.  Without
+ * user xattrs (cgroupfs before 5.7) lends are not recorded, and the log
+ * says so at each one.
+ *
+ * mg_guard_recover() ends such a lend: it writes the recorded memory.high
+ * back and removes the record.  A worker runs it on each of its cgroups at
+ * start-up, before making guards; `memguard watch` runs it on each cgroup
+ * it is given.  It never raises memory.high: a record above the present
+ * value is removed and nothing written.
+ * flags: MG_RECOVER_EXPIRED only ends a lend whose deadline has passed
+ * (-EBUSY otherwise: a live process may still be lending).
+ * Returns 1 if it restored memory.high, 0 if there was no record (or one it
+ * dropped), -EBADMSG for a record it cannot read, -ENOTSUP (not cgroup2),
+ * -ENOENT, -ELOOP, -EINVAL, or the errno of the read or write.
+ */
+enum {
+        MG_RECOVER_EXPIRED = 1 << 0,
+};
+int mg_guard_recover(const char *cgroup_path, unsigned flags);
+
+/*
  * A guard set: many guards, one thread, one fd.  Poll mg_set_get_fd() for
  * reading (EPOLLIN), or sleep until mg_set_get_timeout(), then call
  * mg_set_process().
@@ -252,6 +283,28 @@ const char *mg_event_type_to_string(enum mg_event_type t);
 /* Formats a kill record as a short OOM-style report (no trailing newline).
  * Returns the length it needed, like snprintf. */
 int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len);
+
+/*
+ * Confines the calling thread, and threads it starts afterwards, to the
+ * system calls guards need once running: reading and writing the files
+ * they hold, opening files below a cgroup directory (PSI triggers, new
+ * guards, mg_guard_recover()), lends and their records, kills (cgroup.kill,
+ * pidfd_open, pidfd_send_signal), a set's epoll and timerfd, poll, clocks,
+ * and libc's memory, locks and exit.  Any other call fails with EPERM: a
+ * mistake in the list is an error the guard reports, not a crash.  Sets
+ * no_new_privs first.  Make sets before (mg_set_new() needs epoll_create1
+ * and timerfd_create); guards may still be added and removed.  It cannot
+ * be undone.  See docs/security.md for the list and why.
+ * flags: MG_CONFINE_SUPERVISOR also allows wait4, waitid, kill, access and
+ * rmdir, for a process that runs a command in a cgroup it made
+ * (`memguard run`).
+ * Returns 0, -EOPNOTSUPP if built without libseccomp, -EINVAL, or the
+ * errno of loading the filter.
+ */
+enum {
+        MG_CONFINE_SUPERVISOR = 1 << 0,
+};
+int mg_confine_thread(unsigned flags);
 
 #ifdef __cplusplus
 }

@@ -702,6 +702,8 @@ static const struct {
         { "snapshot-baseline", t_snapshot_baseline },
         { "snapshot-faults", t_snapshot_faults },
         { "snapshot-cycles", t_snapshot_cycles },
+        { "lend-crash", t_lend_crash },
+        { "confined-guard", t_confined_guard },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 

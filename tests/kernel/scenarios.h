@@ -28,3 +28,7 @@ int t_snapshot_write(void);
 int t_snapshot_baseline(void);
 int t_snapshot_faults(void);
 int t_snapshot_cycles(void);
+
+/* harden.c: crash-safe lends, least privilege */
+int t_lend_crash(void);
+int t_confined_guard(void);

@@ -3,6 +3,7 @@
 
 /* The subcommands of the memguard tool and what they share. */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Exit statuses, as memguard(1) documents them. */
@@ -39,3 +40,17 @@ int mgt_size_arg(const char *cmd, const char *opt, const char *val, uint64_t bas
 char *mgt_find_workload(void);
 /* This binary's own path (/proc/self/exe), malloc'd. */
 char *mgt_self_exe(void);
+
+/*
+ * After set-up (cgroups opened, guards made, a child started): drops every
+ * capability, the bounding set too where CAP_SETPCAP allows (libcap-ng),
+ * keeping CAP_KILL only if keep_kill and it was held; sets no_new_privs;
+ * confines the thread with mg_confine_thread(confine_flags).  Returns 0,
+ * or a negative errno with *ret_what naming the step that failed.
+ * -EOPNOTSUPP from the confinement alone means a build without libseccomp.
+ */
+int mgt_drop_privileges(bool keep_kill, unsigned confine_flags, const char **ret_what);
+/* Does every cgroup of cgs have cgroup.kill (5.14+)?  Without it the kill
+ * falls back to pidfd_send_signal, which needs CAP_KILL for processes of
+ * other users. */
+bool mgt_all_have_cgroup_kill(char *const *cgs, int n);

@@ -13,10 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
+
+#if MG_HAVE_CAPNG
+#include <cap-ng.h>
+#endif
 
 #include "cli.h"
 #include "json.h"
+#include "memguard/memguard.h"
 #include "memguard-tool-config.h"
 #include "size.h"
 
@@ -138,6 +144,65 @@ char *mgt_find_workload(void) {
         }
         free(self);
         return p;
+}
+
+bool mgt_all_have_cgroup_kill(char *const *cgs, int n) {
+        for (int i = 0; i < n; i++) {
+                char p[PATH_MAX];
+                snprintf(p, sizeof(p), "%s/cgroup.kill", cgs[i]);
+                if (access(p, F_OK) < 0)
+                        return false;
+        }
+        return true;
+}
+
+/*
+ * What the tool keeps after set-up, and why (docs/security.md):
+ *  - no capability to read and write the cgroup files: the guards hold them
+ *    open, and kernfs checks permission at open time; delegated cgroups are
+ *    owned by the user the tool runs as, root-owned ones by root, whose uid
+ *    stays 0.  Files opened later (PSI triggers at the limit) need write
+ *    access as that owner; where it is refused, ticks alone do the work.
+ *  - cgroup.kill (5.14+) is a write: no capability.  The fallback signals
+ *    each pid through a pidfd, which needs CAP_KILL for another user's
+ *    processes: kept only for cgroups without cgroup.kill.
+ *  - PSI triggers with a window other than a multiple of 2 s need
+ *    CAP_SYS_RESOURCE; the guard uses 2 s windows: dropped.
+ */
+int mgt_drop_privileges(bool keep_kill, unsigned confine_flags, const char **ret_what) {
+        int r;
+
+#if MG_HAVE_CAPNG
+        capng_get_caps_process();
+        if (capng_have_capabilities(CAPNG_SELECT_CAPS) != CAPNG_NONE) {
+                bool kill_held = capng_have_capability(CAPNG_PERMITTED, CAP_KILL);
+                capng_clear(CAPNG_SELECT_BOTH);
+                if (keep_kill && kill_held &&
+                    capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_KILL) < 0) {
+                        *ret_what = "keeping CAP_KILL";
+                        return -EINVAL;
+                }
+                /* The bounding set needs CAP_SETPCAP; without it (a
+                 * process given a few capabilities) drop what it can, and
+                 * no_new_privs stops anything being gained by exec. */
+                if (capng_apply(CAPNG_SELECT_BOTH) < 0 && capng_apply(CAPNG_SELECT_CAPS) < 0) {
+                        *ret_what = "dropping capabilities";
+                        return -EPERM;
+                }
+        }
+#else
+        (void) keep_kill;
+#endif
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+                *ret_what = "setting no_new_privs";
+                return -errno;
+        }
+        r = mg_confine_thread(confine_flags);
+        if (r < 0) {
+                *ret_what = "confining the thread (seccomp)";
+                return r;
+        }
+        return 0;
 }
 
 /* Debug subcommands for the tests: the pure parsers, through the binary. */

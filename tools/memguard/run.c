@@ -299,6 +299,16 @@ int mgt_cmd_run(int argc, char **argv) {
                 mgt_error(&r.out, "run", r.pid, "starting %s in %s", r.cmd[0], r.cg);
                 goto out;
         }
+        /* CMD has its own credentials now; from here on memguard only
+         * guards, waits, forwards signals and cleans up. */
+        const char *what = NULL;
+        e = mgt_drop_privileges(!mgt_all_have_cgroup_kill(&r.cg, 1), MG_CONFINE_SUPERVISOR, &what);
+        if (e == -EOPNOTSUPP)
+                mgt_note(&r.out, "memguard: built without libseccomp: the thread is not confined");
+        else if (e < 0) {
+                mgt_error(&r.out, "run", e, "%s", what);
+                goto out;
+        }
         (void) supervise(&r);
         drain(&r);
 

@@ -28,6 +28,9 @@ int mgt_cmd_watch(int argc, char **argv) {
         struct mgt_out out = {};
         const char *limit_s = NULL;
         mg_set *set = NULL;
+        char **cgs = NULL;
+        int n_cgs = 0;
+        const char *what = NULL;
         uint64_t limit;
         int c, e, sigfd, ret = MGT_EXIT_FAIL;
         char lim[32];
@@ -57,6 +60,11 @@ int mgt_cmd_watch(int argc, char **argv) {
                 return MGT_EXIT_FAIL;
         }
         out.remove_gone_from = set;
+        cgs = calloc((size_t) (argc - optind), sizeof(*cgs));
+        if (!cgs) {
+                mgt_error(&out, "watch", -ENOMEM, "setting up");
+                goto out;
+        }
         for (int i = optind; i < argc; i++) {
                 struct mg_guard_options o;
                 char *cg;
@@ -70,6 +78,16 @@ int mgt_cmd_watch(int argc, char **argv) {
                         mgt_error(&out, "watch", e, "%s", argv[i]);
                         goto out;
                 }
+                /* A lend whose process died left memory.high raised: end
+                 * it if its deadline has passed; one still running is
+                 * taken over by the guard and ended at its deadline. */
+                e = mg_guard_recover(cg, MG_RECOVER_EXPIRED);
+                if (e == 1)
+                        mgt_note(&out, "memguard: %s: ended a lend its process left open (memory.high restored)", cg);
+                else if (e == -EBUSY)
+                        mgt_note(&out, "memguard: %s: a lend is open; the guard takes it over until its deadline", cg);
+                else if (e < 0)
+                        mgt_error(&out, "watch", e, "%s: the lend record", cg);
                 mg_guard_options_init(&o, limit);
                 o.on_event = mgt_on_event;
                 o.userdata = &out;
@@ -81,9 +99,20 @@ int mgt_cmd_watch(int argc, char **argv) {
                                   e == -ENOENT ? " (no memory controller: enable +memory in its parent)" : "");
                 else
                         mgt_note(&out, "memguard: watching %s, limit %s", cg, mgt_size_format(limit, lim, sizeof(lim)));
-                free(cg);
-                if (e < 0)
+                if (e < 0) {
+                        free(cg);
                         goto out;
+                }
+                cgs[n_cgs++] = cg;
+        }
+
+        /* Set up: from here on only the guards' own work. */
+        e = mgt_drop_privileges(!mgt_all_have_cgroup_kill(cgs, n_cgs), 0, &what);
+        if (e == -EOPNOTSUPP)
+                mgt_note(&out, "memguard: built without libseccomp: the thread is not confined");
+        else if (e < 0) {
+                mgt_error(&out, "watch", e, "%s", what);
+                goto out;
         }
 
         for (;;) {
@@ -109,5 +138,8 @@ int mgt_cmd_watch(int argc, char **argv) {
         }
 out:
         mg_set_free(set); /* restores lent memory.high */
+        for (int i = 0; i < n_cgs; i++)
+                free(cgs[i]);
+        free(cgs);
         return ret;
 }

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* memory.stat: mg_parse_memstat() against the reference, field by field. */
+#include <stddef.h>
+
+#include "fuzz.h"
+#include "kv.h"
+#include "memguard/parse.h"
+#include "memguard/policy.h"
+
+#define K(f) { #f, offsetof(struct mg_memstat, f) }
+static const struct kv_ref_key keys[] = {
+        K(anon), K(file), K(kernel), K(kernel_stack), K(pagetables), K(sec_pagetables), K(percpu), K(sock),
+        K(vmalloc), K(shmem), K(file_mapped), K(file_dirty), K(file_writeback), K(slab), K(slab_reclaimable),
+        K(slab_unreclaimable), K(active_anon), K(inactive_anon), K(active_file), K(inactive_file), K(unevictable),
+        K(workingset_refault_anon), K(workingset_refault_file), K(workingset_activate_anon),
+        K(workingset_activate_file), K(workingset_restore_anon), K(workingset_restore_file), K(pgscan), K(pgsteal),
+        K(pgfault), K(pgmajfault),
+};
+#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+
+static int reference(const uint8_t *data, size_t size, struct mg_memstat *ret) {
+        struct mg_memstat st = {};
+        uint64_t seen;
+        int r = kv_ref_parse(data, size, keys, N_KEYS, &st, &seen);
+
+        if (r < 0)
+                return r;
+        if (!(seen & 1)) /* anon */
+                return -EBADMSG;
+        if (!(seen & 4)) { /* no "kernel" line (before 5.18): its parts */
+                st.kernel = st.kernel_stack + st.pagetables + st.sec_pagetables + st.percpu + st.vmalloc + st.slab;
+                if (st.slab == 0)
+                        st.kernel += st.slab_reclaimable + st.slab_unreclaimable;
+                st.kernel_derived = true;
+        }
+        *ret = st;
+        return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        struct mg_memstat a = {}, b = {};
+        uint64_t keys_seen = 0;
+        int ra = mg_parse_memstat((const char *) data, size, &a);
+        int rb = reference(data, size, &b);
+        int rk = mg_parse_memstat_keys((const char *) data, size, &a, &keys_seen);
+
+        FUZZ_CHECK(ra == rb);
+        FUZZ_CHECK(rk == ra);
+        if (ra < 0)
+                return 0;
+        for (size_t i = 0; i < N_KEYS; i++)
+                FUZZ_CHECK(memcmp((const char *) &a + keys[i].offset, (const char *) &b + keys[i].offset, 8) == 0);
+        FUZZ_CHECK(a.kernel == b.kernel && a.kernel_derived == b.kernel_derived);
+        FUZZ_CHECK(keys_seen != 0);
+        (void) mg_used_bytes(&a);
+        return 0;
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Hardening scenarios on a real cgroup v2: what the guard's least-privilege
+ * and crash-safety rely on, and that they hold.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "ktest.h"
+#include "memguard/guard.h"
+#include "scenarios.h"
+
+static int xattr_path(const char *cg, char *buf, size_t size) {
+        ssize_t n = getxattr(cg, MG_LEND_XATTR, buf, size - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        return (int) n;
+}
+
+/* ---- lend-crash: a lend outlives the process that made it ---------------
+ *
+ * Tree: <base>/lend-crash-<n>, memory.high 48 MiB (50331648), nothing in it.
+ * A forked child makes a guard, lends memory.high (MG_UNLIMITED, deadline
+ * 60 s) and waits; the parent SIGKILLs it mid-lend.
+ * Expect: memory.high still "max" and the user.memguard.lend record on the
+ * directory holding "high=50331648"; a new guard takes the lend over (lent,
+ * memory.high untouched); mg_guard_recover(MG_RECOVER_EXPIRED) says -EBUSY
+ * (deadline ahead); mg_guard_recover(0) returns 1, memory.high reads
+ * "50331648" again and the record is gone; a second recover returns 0.
+ * Also the kernel facts the record and the path checks rely on: cgroupfs
+ * takes user.* xattrs (5.7+, kernfs KERNFS_ROOT_SUPPORT_USER_XATTR), and
+ * refuses symlinks and fifos inside a cgroup directory.
+ */
+int t_lend_crash(void) {
+        char buf[256], rec[MG_LEND_RECORD_MAX + 1], p[600];
+        int pfd[2];
+        const char *cg = kt_cg_new("lend-crash");
+        KT_CHECK(cg, "setup");
+
+        /* the facts */
+        if (setxattr(cg, "user.memguard.test", "1", 1, 0) < 0) {
+                KT_CHECK(errno == EOPNOTSUPP, "setxattr on cgroupfs: %s", strerror(errno));
+                snprintf(kt_skip_reason, sizeof(kt_skip_reason), "cgroupfs has no user xattrs (before 5.7)");
+                return KT_SKIP;
+        }
+        KT_CHECK(removexattr(cg, "user.memguard.test") == 0, "removexattr: %s", strerror(errno));
+        snprintf(p, sizeof(p), "%s/memory.current2", cg);
+        KT_CHECK(symlink("memory.current", p) < 0, "cgroupfs took a symlink");
+        kt_note("symlink in a cgroup: %s", strerror(errno));
+        KT_CHECK(mkfifo(p, 0600) < 0, "cgroupfs took a fifo");
+
+        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
+        KT_CHECK(pipe(pfd) == 0, "pipe");
+        pid_t child = fork();
+        KT_CHECK(child >= 0, "fork: %s", strerror(errno));
+        if (child == 0) {
+                struct mg_guard_options o;
+                mg_guard *g;
+                char ok = 1;
+                close(pfd[0]);
+                if (mg_guard_options_init(&o, 64 * MIB) < 0 || mg_guard_new(cg, &o, &g) < 0 ||
+                    mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC) < 0)
+                        ok = 0;
+                (void) !write(pfd[1], &ok, 1);
+                for (;;)
+                        pause(); /* mid-lend until SIGKILL */
+        }
+        close(pfd[1]);
+        struct pollfd pl = { .fd = pfd[0], .events = POLLIN };
+        char ok = 0;
+        KT_CHECK(poll(&pl, 1, 10000) == 1 && read(pfd[0], &ok, 1) == 1, "the child did not report");
+        close(pfd[0]);
+        KT_CHECK(kill(child, SIGKILL) == 0, "kill");
+        int st = kt_wait(child, 10 * SEC);
+        KT_CHECK(ok == 1, "the child could not lend");
+        KT_CHECK(is_sigkill_status(st), "child status %d", st);
+
+        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
+        KT_CHECK(strcmp(buf, "max\n") == 0, "after the crash memory.high is %s", buf);
+        KT_CHECK(xattr_path(cg, rec, sizeof(rec)) > 0, "no lend record after the crash");
+        kt_note("record: %.*s", (int) strcspn(rec, "\n"), rec);
+        KT_CHECK(strstr(rec, "high=50331648 ") != NULL, "record %s", rec);
+
+        /* a guard made now takes the lend over, and changes nothing yet */
+        struct mg_guard_options o;
+        mg_guard *g;
+        KT_CHECK(mg_guard_options_init(&o, 64 * MIB) == 0 && mg_guard_new(cg, &o, &g) == 0, "guard");
+        KT_CHECK(mg_guard_is_lent(g), "mg_guard_new ignored the record");
+        mg_guard_free(g);
+        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "max\n") == 0, "high %s", buf);
+
+        int r = mg_guard_recover(cg, MG_RECOVER_EXPIRED);
+        KT_CHECK(r == -EBUSY, "recover(EXPIRED) before the deadline: %d", r);
+        r = mg_guard_recover(cg, 0);
+        KT_CHECK(r == 1, "recover: %d (%s)", r, r < 0 ? strerror(-r) : "");
+        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
+        kt_note("memory.high after recover: %.*s", (int) strcspn(buf, "\n"), buf);
+        KT_CHECK(strcmp(buf, "50331648\n") == 0, "recovered memory.high is %s", buf);
+        r = xattr_path(cg, rec, sizeof(rec));
+        KT_CHECK(r == -ENODATA, "the record is still there (%d): %s", r, rec);
+        KT_CHECK(mg_guard_recover(cg, 0) == 0, "a second recover found something");
+        return KT_PASS;
+}
+
+/* ---- confined-guard: the seccomp allowlist on a real cgroup v2 ----------
+ *
+ * Tree: <base>/confined-<n> and <base>/confined-pidfd-<n>, no memory.max,
+ * guard limit 64 MiB; in each, the workload grows anon to 160 MiB and holds.
+ * In a forked child: a guard set with both guards (the second one without
+ * cgroup.kill, as before 5.14: the pidfd fallback), the workloads started,
+ * then mg_confine_thread(0) (the steady-state list, no supervisor calls).
+ * Expect, confined: socket() fails with EPERM; both actors are killed
+ * (cgroup.kill; pidfd_open + pidfd_send_signal), the records delivered once
+ * each cgroup is empty (epoll on kernfs), PSI triggers opened at the limit
+ * (openat2 below the directory) without an error event.
+ */
+static int confined_child(const char *a, const char *b) {
+        struct kt_events ea = {}, eb = {};
+        mg_guard *gb;
+        mg_set *s = kt_set_new();
+        int bits = 0;
+
+        if (!s || kt_guard(s, a, 64 * MIB, &ea, NULL) < 0 || kt_guard(s, b, 64 * MIB, &eb, &gb) < 0)
+                return 0;
+        close(gb->cg.fd[MG_CG_KILL]); /* what a kernel before 5.14 looks like to the guard */
+        gb->cg.fd[MG_CG_KILL] = -1;
+        if (kt_spawn(a, (const char *[]) { "anon", "160", "256", "-1", NULL }) < 0 ||
+            kt_spawn(b, (const char *[]) { "anon", "160", "256", "-1", NULL }) < 0)
+                return 0;
+        if (mg_confine_thread(0) == 0)
+                bits |= 1;
+        if (socket(AF_INET, SOCK_STREAM, 0) < 0 && errno == EPERM)
+                bits |= 2;
+        uint64_t end = kt_now() + 60 * SEC;
+        while (kt_now() < end && !(killed_any(&ea) && killed_any(&eb)))
+                kt_run(s, 100 * MS, NULL, NULL, NULL);
+        if (killed_any(&ea) && ea.kill.method == MG_KILL_CGROUP_KILL && !ea.kill.empty_timed_out)
+                bits |= 4;
+        if (killed_any(&eb) && eb.kill.method == MG_KILL_PIDFD && !eb.kill.empty_timed_out)
+                bits |= 8;
+        if (ea.n[MG_EVENT_ERROR] == 0 && eb.n[MG_EVENT_ERROR] == 0)
+                bits |= 16;
+        mg_set_free(s);
+        return bits;
+}
+
+int t_confined_guard(void) {
+        const char *a = kt_cg_new("confined"), *b = kt_cg_new("confined-pidfd");
+        KT_CHECK(a && b, "setup");
+        fflush(stdout);
+        pid_t child = fork();
+        KT_CHECK(child >= 0, "fork");
+        if (child == 0)
+                _exit(confined_child(a, b));
+        int st = kt_wait(child, 90 * SEC);
+        KT_CHECK(st >= 0 && WIFEXITED(st), "confined child status %d", st);
+        int bits = WEXITSTATUS(st);
+        kt_note("confined child: confined=%d socket_eperm=%d cgroup.kill=%d pidfd=%d no_errors=%d", bits & 1,
+                !!(bits & 2), !!(bits & 4), !!(bits & 8), !!(bits & 16));
+        KT_CHECK(bits & 1, "mg_confine_thread failed");
+        KT_CHECK(bits & 2, "socket() was allowed");
+        KT_CHECK(bits & 4, "no kill through cgroup.kill while confined");
+        KT_CHECK(bits & 8, "no kill through the pidfd fallback while confined");
+        KT_CHECK(bits & 16, "the confined guards reported errors (see above)");
+        return KT_PASS;
+}

@@ -1,0 +1,999 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A hostile or failing file system under the guard, on fixture trees.
+ *
+ * paths:  symlinks where the actor's directory or its files should be, and
+ *         the openat2 seam with its openat fallback.
+ * faults: through struct mg_io, every file operation the guard does (the
+ *         opens, each read of the fast and slow paths, the lend's read and
+ *         writes, the kill, the wait for the kill) fails with EINTR, EAGAIN,
+ *         EIO, ENOMEM, ENOENT or ENODEV, once, three times or for good, or
+ *         a read returns fewer bytes than the file has (cut mid-line, at a
+ *         line boundary, or empty).  Expected every time: no kill because of
+ *         an error (cgroup.kill never written), no crash (CI runs this under
+ *         ASan+UBSan), each error reported once per streak as
+ *         MG_EVENT_ERROR (ENODEV/ENOENT: MG_EVENT_GONE), and a true
+ *         overshoot acted on once the fault clears.
+ *
+ * The actor in the fault runs sits at its limit with everything the slow
+ * path reads in play: restores and memory.high events rise every tick, so
+ * all seven files are read each tick, but no kill criterion holds.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "memguard/guard.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define MS UINT64_C(1000)
+
+static struct fixture fx;
+static struct {
+        int n[16];
+        int last_error;
+        const char *last_what;
+        struct mg_kill_record kill;
+} seen;
+
+static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
+        (void) g;
+        (void) ud;
+        seen.n[ev->type]++;
+        if (ev->type == MG_EVENT_ERROR) {
+                seen.last_error = ev->error;
+                seen.last_what = ev->what;
+        }
+        if (ev->type == MG_EVENT_KILL)
+                seen.kill = *ev->kill;
+}
+
+/* ---- the fault seam: wraps the fixture's seam (which counts, and writes
+ * like kernfs) and fails what the armed fault says -------------------------- */
+
+enum fop { FOP_OPEN, FOP_READ, FOP_WRITE, FOP_GETXATTR, FOP_SETXATTR, FOP_REMOVEXATTR };
+enum shortmode { SHORT_NONE, SHORT_MID, SHORT_LINE, SHORT_EMPTY };
+#define ANY_FILE (-1)
+#define PERSISTENT (-1)
+
+static struct {
+        enum fop op;
+        int file;               /* enum mg_cgfile, ANY_FILE */
+        int err;
+        int times;              /* failures left; PERSISTENT; 0: disarmed */
+        enum shortmode shortmode;
+        unsigned hits;
+        unsigned writes_of[MG_CG_N];
+        unsigned openat2_calls;
+        bool openat2_enosys;
+} flt;
+static struct mg_io fio;
+
+static int file_of_fd(int fd) {
+        for (int i = 0; i < MG_CG_N; i++)
+                if (fx.fd_of[i] == fd && fd >= 0)
+                        return i;
+        return ANY_FILE;
+}
+
+static int file_of_name(const char *name) {
+        for (int i = 0; i < MG_CG_N; i++)
+                if (strcmp(mg_cgfile_name((enum mg_cgfile) i), name) == 0)
+                        return i;
+        return ANY_FILE;
+}
+
+static bool hit(enum fop op, int file) {
+        if (flt.times == 0 || flt.op != op || (flt.file != ANY_FILE && flt.file != file))
+                return false;
+        if (flt.times > 0)
+                flt.times--;
+        flt.hits++;
+        return true;
+}
+
+static void arm(enum fop op, int file, int err, int times, enum shortmode sm) {
+        flt.op = op;
+        flt.file = file;
+        flt.err = err;
+        flt.times = times;
+        flt.shortmode = sm;
+        flt.hits = 0;
+}
+
+static void disarm(void) {
+        flt.times = 0;
+}
+
+static int ft_openat(void *ud, int dirfd, const char *name, int flags) {
+        (void) ud;
+        if (hit(FOP_OPEN, file_of_name(name))) {
+                errno = flt.err;
+                return -1;
+        }
+        return fx.io.openat(fx.io.userdata, dirfd, name, flags);
+}
+
+/* The resolving open, as the kernel does it, or ENOSYS like a kernel
+ * before 5.6 when asked. */
+static int ft_openat2(void *ud, int dirfd, const char *name, int flags, uint64_t resolve) {
+        struct { uint64_t flags, mode, resolve; } how = { (uint64_t) flags, 0, resolve };
+        (void) ud;
+        flt.openat2_calls++;
+        cr_expect_eq(resolve, MG_RESOLVE, "every file below the actor is opened with MG_RESOLVE");
+        cr_expect(flags & O_NOFOLLOW);
+        cr_expect(flags & O_CLOEXEC);
+        if (flt.openat2_enosys) {
+                errno = ENOSYS;
+                return -1;
+        }
+        if (hit(FOP_OPEN, file_of_name(name))) {
+                errno = flt.err;
+                return -1;
+        }
+        fx.opens++;
+        return (int) syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+}
+
+static ssize_t ft_pread(void *ud, int fd, void *buf, size_t len, off_t off) {
+        int f = file_of_fd(fd);
+        ssize_t n;
+        (void) ud;
+
+        if (flt.shortmode == SHORT_NONE && hit(FOP_READ, f)) {
+                errno = flt.err;
+                return -1;
+        }
+        n = fx.io.pread(fx.io.userdata, fd, buf, len, off);
+        if (flt.shortmode != SHORT_NONE && n > 0 && hit(FOP_READ, f)) {
+                char *c = buf;
+                if (flt.shortmode == SHORT_EMPTY)
+                        n = 0;
+                else if (flt.shortmode == SHORT_MID)
+                        n = n / 2 > 0 ? n / 2 : 0;
+                else {
+                        /* at the last line boundary in the first half (0 if none) */
+                        ssize_t cut = n / 2;
+                        while (cut > 0 && c[cut - 1] != '\n')
+                                cut--;
+                        n = cut;
+                }
+        }
+        return n;
+}
+
+static ssize_t ft_pwrite(void *ud, int fd, const void *buf, size_t len, off_t off) {
+        int f = file_of_fd(fd);
+        (void) ud;
+        if (hit(FOP_WRITE, f)) {
+                errno = flt.err;
+                return -1;
+        }
+        if (f >= 0)
+                flt.writes_of[f]++;
+        return fx.io.pwrite(fx.io.userdata, fd, buf, len, off);
+}
+
+static ssize_t ft_fgetxattr(void *ud, int fd, const char *name, void *buf, size_t size) {
+        (void) ud;
+        if (hit(FOP_GETXATTR, ANY_FILE)) {
+                errno = flt.err;
+                return -1;
+        }
+        return fgetxattr(fd, name, buf, size);
+}
+
+static int ft_fsetxattr(void *ud, int fd, const char *name, const void *value, size_t size, int flags) {
+        (void) ud;
+        if (hit(FOP_SETXATTR, ANY_FILE)) {
+                errno = flt.err;
+                return -1;
+        }
+        return fsetxattr(fd, name, value, size, flags);
+}
+
+static int ft_fremovexattr(void *ud, int fd, const char *name) {
+        (void) ud;
+        if (hit(FOP_REMOVEXATTR, ANY_FILE)) {
+                errno = flt.err;
+                return -1;
+        }
+        return fremovexattr(fd, name);
+}
+
+static void setup(void) {
+        memset(&seen, 0, sizeof(seen));
+        memset(&flt, 0, sizeof(flt));
+        fixture_init(&fx);
+        fio = (struct mg_io) {
+                .openat = ft_openat,
+                .pread = ft_pread,
+                .pwrite = ft_pwrite,
+                .fgetxattr = ft_fgetxattr,
+                .fsetxattr = ft_fsetxattr,
+                .fremovexattr = ft_fremovexattr,
+        };
+}
+
+static void teardown(void) {
+        fixture_cleanup(&fx);
+}
+
+static mg_guard *new_guard(void) {
+        struct mg_guard_options o;
+        mg_guard *g = NULL;
+        cr_assert_eq(mg_guard_options_init(&o, 256 * MIB), 0);
+        o.on_event = on_event;
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g), 0);
+        mg_guard_set_clock(g, fixture_clock, &fx);
+        fixture_map_fds(&fx, &g->cg);
+        fixture_reset_counts(&fx);
+        return g;
+}
+
+static unsigned open_fds(void) {
+        unsigned n = 0;
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *de;
+        if (!d)
+                return 0;
+        while ((de = readdir(d)))
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n;
+}
+
+/* At the limit, nothing to kill: 250 MiB current, 200 MiB used, memory.high
+ * 230 MiB; each call moves the counters so every slow-path file is read. */
+static unsigned step;
+static void at_limit(void) {
+        step++;
+        fixture_current(&fx, 250 * MIB);
+        fx.restore_file = step * 10;
+        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_events(&fx, step * 17, 0, 0);
+        fixture_psi(&fx, "memory.pressure", step * 5 * MS); /* 2 %: no stall */
+        fixture_psi(&fx, "io.pressure", step * 5 * MS);
+}
+
+static void overshoot(void) {
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+}
+
+static int tick(mg_guard *g) {
+        fx.now_usec += 250 * MS;
+        return mg_guard_tick(g);
+}
+
+static bool killed(void) {
+        const char *k = fixture_read(&fx, "cgroup.kill");
+        return k && strcmp(k, "1") == 0;
+}
+
+/* ---- paths ------------------------------------------------------------------- */
+
+TestSuite(paths, .init = setup, .fini = teardown);
+
+Test(paths, symlinked_file_refused) {
+        struct mg_guard_options o;
+        mg_guard *g = NULL;
+        char target[512], link[512];
+        mg_guard_options_init(&o, 256 * MIB);
+
+        /* memory.current pointing elsewhere (here: a file the guard may read) */
+        snprintf(target, sizeof(target), "%s/elsewhere", fx.dir);
+        fixture_write(&fx, "elsewhere", "1\n");
+        snprintf(link, sizeof(link), "%s/memory.current", fx.dir);
+        cr_assert_eq(unlink(link), 0);
+        cr_assert_eq(symlink(target, link), 0);
+        unsigned fds = open_fds();
+        /* openat2 with RESOLVE_NO_SYMLINKS (no seam: the system call) */
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, NULL, &g), -ELOOP);
+        cr_expect_null(g);
+        /* the fixture's counting seam: openat with O_NOFOLLOW */
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -ELOOP);
+        /* the fallback where openat2 is missing */
+        flt.openat2_enosys = true;
+        fio.openat2 = ft_openat2;
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g), -ELOOP);
+        cr_expect_eq(open_fds(), fds, "no fd left behind");
+
+        /* an optional file too: a symlink is refused, not taken as absent */
+        cr_assert_eq(unlink(link), 0);
+        fixture_current(&fx, 16 * MIB);
+        snprintf(link, sizeof(link), "%s/cgroup.kill", fx.dir);
+        cr_assert_eq(unlink(link), 0);
+        cr_assert_eq(symlink("/dev/null", link), 0);
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, NULL, &g), -ELOOP);
+        cr_assert_eq(unlink(link), 0);
+        fixture_write(&fx, "cgroup.kill", "");
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, NULL, &g), 0);
+        mg_guard_free(g);
+}
+
+Test(paths, symlinked_directory_refused) {
+        struct mg_guard_options o;
+        mg_guard *g = NULL;
+        char link[512], slash[520];
+        mg_guard_options_init(&o, 256 * MIB);
+
+        snprintf(link, sizeof(link), "%s-link", fx.dir);
+        cr_assert_eq(symlink(fx.dir, link), 0);
+        cr_expect_eq(mg_guard_new_internal(link, &o, MG_CGROUP_ANY_FS, NULL, &g), -ELOOP);
+        cr_expect_eq(mg_guard_new_internal(link, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -ELOOP);
+        /* a trailing slash would make the kernel follow it despite O_NOFOLLOW */
+        snprintf(slash, sizeof(slash), "%s//", link);
+        cr_expect_eq(mg_guard_new_internal(slash, &o, MG_CGROUP_ANY_FS, NULL, &g), -ELOOP);
+        cr_expect_eq(mg_guard_recover_internal(link, 0, MG_CGROUP_ANY_FS, NULL), -ELOOP);
+        cr_expect_null(g);
+        /* the real directory, with a trailing slash, is fine */
+        snprintf(slash, sizeof(slash), "%s/", fx.dir);
+        cr_expect_eq(mg_guard_new_internal(slash, &o, MG_CGROUP_ANY_FS, NULL, &g), 0);
+        mg_guard_free(g);
+        unlink(link);
+}
+
+Test(paths, not_cgroup2_refused) {
+        struct mg_guard_options o;
+        mg_guard *g = NULL;
+        mg_guard_options_init(&o, 256 * MIB);
+        /* the fixture is ext4 or tmpfs, not cgroup2 */
+        cr_expect_eq(mg_guard_new(fx.dir, &o, &g), -ENOTSUP);
+        cr_expect_eq(mg_guard_recover(fx.dir, 0), -ENOTSUP);
+        cr_expect_null(g);
+}
+
+Test(paths, every_open_goes_through_openat2) {
+        mg_guard *g;
+        struct mg_guard_options o;
+        mg_guard_options_init(&o, 256 * MIB);
+        fio.openat2 = ft_openat2;
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g), 0);
+        /* the directory by path (openat), then the 11 files below it */
+        cr_expect_eq(flt.openat2_calls, MG_CG_N);
+        cr_expect_eq(fx.opens, 1 + MG_CG_N, "opens still counted: %u", fx.opens);
+        mg_guard_free(g);
+
+        /* ENOSYS: every file falls back to openat (O_NOFOLLOW), counted too */
+        flt.openat2_enosys = true;
+        flt.openat2_calls = 0;
+        fixture_reset_counts(&fx);
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g), 0);
+        cr_expect_eq(flt.openat2_calls, MG_CG_N);
+        cr_expect_eq(fx.opens, 1 + MG_CG_N);
+        mg_guard_free(g);
+}
+
+Test(paths, file_names_are_one_component) {
+        struct mg_cgroup cg;
+        cr_assert_eq(mg_cgroup_open(&cg, fx.dir, MG_CGROUP_ANY_FS, NULL), 0);
+        cr_expect_eq(mg_cgroup_open_file(&cg, "../etc", O_RDONLY), -EINVAL);
+        cr_expect_eq(mg_cgroup_open_file(&cg, "..", O_RDONLY), -EINVAL);
+        cr_expect_eq(mg_cgroup_open_file(&cg, "", O_RDONLY), -EINVAL);
+        int fd = mg_cgroup_open_file(&cg, "memory.pressure", O_RDONLY);
+        cr_expect_geq(fd, 0);
+        close(fd);
+        mg_cgroup_close(&cg);
+}
+
+/* ---- faults ------------------------------------------------------------------ */
+
+TestSuite(faults, .init = setup, .fini = teardown);
+
+static const int errnos[] = { EINTR, EAGAIN, EIO, ENOMEM, ENOENT, ENODEV };
+static const int read_files[] = { MG_CG_CURRENT, MG_CG_STAT, MG_CG_EVENTS_LOCAL, MG_CG_PRESSURE,
+                                  MG_CG_IO_PRESSURE, MG_CG_HIGH, MG_CG_CPU_STAT };
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static bool gone_errno(int e) {
+        return e == ENOENT || e == ENODEV;
+}
+
+/* A fresh tree and guard for one combination; returns the guard. */
+static mg_guard *fresh(void) {
+        fixture_cleanup(&fx);
+        setup();
+        step = 0;
+        return new_guard();
+}
+
+Test(faults, slow_path_reads_all_seven_files) {
+        mg_guard *g = new_guard();
+        /* the first slow tick has nothing to compare restores and high
+         * events with: PSI, memory.high and cpu.stat join from the second */
+        at_limit();
+        cr_expect_eq(tick(g), 0);
+        fixture_reset_counts(&fx);
+        for (int i = 0; i < 3; i++) {
+                at_limit();
+                cr_expect_eq(tick(g), 0);
+        }
+        for (size_t i = 0; i < N(read_files); i++)
+                cr_expect_eq(fx.reads_of[read_files[i]], 3, "%s read %u times", mg_cgfile_name(read_files[i]),
+                             fx.reads_of[read_files[i]]);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR] + seen.n[MG_EVENT_KILL] + seen.n[MG_EVENT_GONE], 0);
+        mg_guard_free(g);
+}
+
+/* times: 1 or 3 (transient) or PERSISTENT; after the fault, a true overshoot. */
+static void run_read_fault(int file, int err, int times) {
+        mg_guard *g = fresh();
+        const char *name = mg_cgfile_name((enum mg_cgfile) file);
+        bool eintr_absorbed = err == EINTR && times != PERSISTENT && times < MG_EINTR_RETRIES;
+
+        arm(FOP_READ, file, err, times, SHORT_NONE);
+        for (int i = 0; i < 12; i++) {
+                at_limit();
+                (void) tick(g);
+        }
+        cr_expect(flt.hits > 0, "%s %s x%d: fault never hit", name, strerror(err), times);
+        cr_expect(!killed(), "%s %s x%d: killed because of an error", name, strerror(err), times);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        if (gone_errno(err)) {
+                cr_expect_eq(seen.n[MG_EVENT_GONE], 1, "%s %s x%d: gone %d", name, strerror(err), times,
+                             seen.n[MG_EVENT_GONE]);
+                cr_expect_eq(seen.n[MG_EVENT_ERROR], 0);
+        } else if (eintr_absorbed) {
+                cr_expect_eq(seen.n[MG_EVENT_ERROR], 0, "%s: EINTR x%d is retried, not reported", name, times);
+        } else {
+                cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "%s %s x%d: %d error events", name, strerror(err), times,
+                             seen.n[MG_EVENT_ERROR]);
+                cr_expect_eq(seen.last_error, -err);
+                cr_expect(seen.last_what && strcmp(seen.last_what, name) == 0, "what: %s", seen.last_what);
+        }
+
+        disarm();
+        overshoot();
+        int r1 = tick(g), r2 = r1 == 1 ? 1 : tick(g);
+        if (gone_errno(err)) {
+                cr_expect_eq(r1, -ENODEV, "a gone guard stays gone");
+                cr_expect(!killed());
+        } else {
+                cr_expect(r1 == 1 || r2 == 1, "%s %s x%d: no recovery (%d, %d)", name, strerror(err), times, r1, r2);
+                cr_expect(killed(), "%s %s x%d: the overshoot was not acted on", name, strerror(err), times);
+        }
+        mg_guard_free(g);
+}
+
+Test(faults, reads_transient_and_persistent) {
+        static const int times[] = { 1, 3, MG_EINTR_RETRIES, PERSISTENT };
+        for (size_t f = 0; f < N(read_files); f++)
+                for (size_t e = 0; e < N(errnos); e++)
+                        for (size_t t = 0; t < N(times); t++)
+                                run_read_fault(read_files[f], errnos[e], times[t]);
+}
+
+/* Short reads: what a pread that returned fewer bytes leaves in the buffer
+ * must never read as a (smaller, larger, or missing) value. */
+static void run_short_read(int file, enum shortmode sm, int times) {
+        static const char *const modes[] = { "", "mid-line", "at a line boundary", "empty" };
+        mg_guard *g = fresh();
+        const char *name = mg_cgfile_name((enum mg_cgfile) file);
+
+        /* warm up: a few good slow ticks, so the guard knows the files */
+        for (int i = 0; i < 3; i++) {
+                at_limit();
+                (void) tick(g);
+        }
+        arm(FOP_READ, file, 0, times, sm);
+        for (int i = 0; i < 12; i++) {
+                at_limit();
+                (void) tick(g);
+        }
+        cr_expect(!killed(), "%s cut %s: killed", name, modes[sm]);
+        cr_expect_eq(seen.n[MG_EVENT_KERNEL_OOM], 0, "%s cut %s: a kernel OOM kill made up", name, modes[sm]);
+        cr_expect_leq(seen.n[MG_EVENT_ERROR], 1, "%s cut %s: %d error events", name, modes[sm],
+                      seen.n[MG_EVENT_ERROR]);
+        disarm();
+        overshoot();
+        (void) tick(g);
+        if (!killed())
+                (void) tick(g);
+        cr_expect(killed(), "%s cut %s: no recovery", name, modes[sm]);
+        mg_guard_free(g);
+}
+
+Test(faults, short_reads) {
+        for (size_t f = 0; f < N(read_files); f++)
+                for (int sm = SHORT_MID; sm <= SHORT_EMPTY; sm++) {
+                        run_short_read(read_files[f], (enum shortmode) sm, 1);
+                        run_short_read(read_files[f], (enum shortmode) sm, PERSISTENT);
+                }
+}
+
+/* A memory.stat cut at a line boundary still parses; the lines it lost
+ * read as 0.  If that sample is the oldest of the window, the working-set
+ * restores the actor made long ago look like a loss across the window, and
+ * a writer stalled on writeback at its limit (limit events, pressure, no
+ * restores) is killed as a stall.  It must be an error instead. */
+Test(faults, truncated_stat_is_not_a_working_set_loss) {
+        mg_guard *g = new_guard();
+        fx.restore_file = 1000; /* restores from long ago, none now */
+        fixture_current(&fx, 255 * MIB);
+        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
+        for (int i = 1; i <= 40; i++) {
+                /* limit events rise, so PSI is read from the second tick */
+                fixture_events(&fx, (uint64_t) i * 17, (uint64_t) i * 3, 0);
+                fixture_psi(&fx, "memory.pressure", (uint64_t) i * 150 * MS); /* 60 % */
+                fixture_psi(&fx, "io.pressure", (uint64_t) i * 150 * MS);
+                if (i == 3)
+                        arm(FOP_READ, MG_CG_STAT, 0, 1, SHORT_LINE);
+                int r = tick(g);
+                cr_expect(r == 0 || (i == 3 && r == -EBADMSG), "tick %d: %d", i, r);
+        }
+        cr_expect(!killed(), "a truncated memory.stat made a stall");
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "the cut read is reported");
+        mg_guard_free(g);
+}
+
+/* The same for memory.events.local: a cut that loses oom_kill must not make
+ * the next full read look like new kernel OOM kills. */
+Test(faults, truncated_events_are_not_kernel_ooms) {
+        mg_guard *g;
+        fixture_events(&fx, 0, 0, 4); /* four OOM kills before the guard */
+        g = new_guard();
+        fixture_current(&fx, 250 * MIB);
+        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
+        arm(FOP_READ, MG_CG_EVENTS_LOCAL, 0, 1, SHORT_LINE);
+        for (int i = 0; i < 4; i++)
+                cr_expect_geq(tick(g), -EBADMSG);
+        cr_expect_eq(seen.n[MG_EVENT_KERNEL_OOM], 0, "old OOM kills reported as new");
+        mg_guard_free(g);
+}
+
+Test(faults, opens_fail_cleanly) {
+        static const int files[] = { MG_CG_CURRENT, MG_CG_STAT, MG_CG_EVENTS, MG_CG_HIGH, MG_CG_KILL,
+                                     MG_CG_EVENTS_LOCAL, MG_CG_PRESSURE };
+        struct mg_guard_options o;
+        mg_guard_options_init(&o, 256 * MIB);
+        unsigned fds = open_fds();
+        for (size_t f = 0; f < N(files); f++)
+                for (size_t e = 0; e < N(errnos); e++)
+                        for (int persistent = 0; persistent < 2; persistent++) {
+                                mg_guard *g = NULL;
+                                bool required = files[f] == MG_CG_CURRENT || files[f] == MG_CG_STAT ||
+                                                files[f] == MG_CG_EVENTS;
+                                int err = errnos[e];
+                                arm(FOP_OPEN, files[f], err, persistent ? PERSISTENT : 1, SHORT_NONE);
+                                int r = mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g);
+                                const char *name = mg_cgfile_name((enum mg_cgfile) files[f]);
+                                if (err == EINTR && !persistent)
+                                        cr_expect_eq(r, 0, "%s: one EINTR on open is retried", name);
+                                else if (err == ENOENT && !required)
+                                        cr_expect_eq(r, 0, "%s: absent optional file", name);
+                                else
+                                        cr_expect_eq(r, -err, "%s %s: %d", name, strerror(err), r);
+                                cr_expect((r == 0) == (g != NULL));
+                                if (g && err == ENOENT && !required && persistent)
+                                        cr_expect_lt(g->cg.fd[files[f]], 0);
+                                mg_guard_free(g);
+                                disarm();
+                        }
+        cr_expect_eq(open_fds(), fds, "fds leaked by failed opens");
+}
+
+/* The kill: cgroup.kill fails.  Reported once per streak, not each tick;
+ * the kill happens once the fault clears; ENODEV ends the guard. */
+Test(faults, kill_write_fails) {
+        for (size_t e = 0; e < N(errnos); e++) {
+                int err = errnos[e];
+                mg_guard *g = fresh();
+                overshoot();
+                arm(FOP_WRITE, MG_CG_KILL, err, PERSISTENT, SHORT_NONE);
+                for (int i = 0; i < 10; i++)
+                        (void) tick(g);
+                cr_expect(!killed());
+                if (gone_errno(err)) {
+                        cr_expect_eq(seen.n[MG_EVENT_GONE], 1, "kill %s", strerror(err));
+                        cr_expect_eq(seen.n[MG_EVENT_ERROR], 0);
+                } else {
+                        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "kill %s: %d reports in 10 ticks", strerror(err),
+                                     seen.n[MG_EVENT_ERROR]);
+                        cr_expect_eq(seen.last_error, -err);
+                }
+                disarm();
+                int r = tick(g);
+                cr_expect_eq(r, gone_errno(err) ? -ENODEV : 1, "kill %s: after the fault %d", strerror(err), r);
+                cr_expect_eq(killed(), !gone_errno(err));
+                mg_guard_free(g);
+        }
+}
+
+/* The pidfd fallback (no cgroup.kill): cgroup.procs cannot be read. */
+Test(faults, fallback_kill_read_fails) {
+        fixture_remove(&fx, "cgroup.kill");
+        mg_guard *g = new_guard();
+        overshoot();
+        arm(FOP_READ, MG_CG_PROCS, EIO, PERSISTENT, SHORT_NONE);
+        for (int i = 0; i < 10; i++)
+                cr_expect_eq(tick(g), -EIO);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "%d reports", seen.n[MG_EVENT_ERROR]);
+        disarm();
+        cr_expect_eq(tick(g), 1, "the fallback kill works once cgroup.procs reads");
+        mg_guard_free(g);
+}
+
+/* After the kill, cgroup.events cannot be read: the guard still gives up
+ * after kill_wait and delivers the record (timed out), instead of waiting
+ * for ever; the error is reported once. */
+Test(faults, killing_events_unreadable) {
+        mg_guard *g = new_guard();
+        overshoot();
+        arm(FOP_READ, MG_CG_EVENTS, EIO, PERSISTENT, SHORT_NONE);
+        cr_expect_eq(tick(g), 1);
+        cr_expect(killed());
+        for (int i = 0; i < 12; i++)
+                (void) tick(g); /* 3 s > kill_wait (2 s) */
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 1, "no kill record while cgroup.events fails");
+        cr_expect(seen.kill.empty_timed_out);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1);
+        cr_expect_not(mg_guard_is_killing(g));
+        mg_guard_free(g);
+}
+
+/* Lend: the read of memory.high and the write that raises it. */
+Test(faults, lend_begin_fails_cleanly) {
+        for (size_t e = 0; e < N(errnos); e++)
+                for (int op = FOP_READ; op <= FOP_WRITE; op++) {
+                        int err = errnos[e];
+                        mg_guard *g = fresh();
+                        fixture_write(&fx, "memory.high", "241172480\n");
+                        arm((enum fop) op, MG_CG_HIGH, err, PERSISTENT, SHORT_NONE);
+                        int r = mg_guard_lend_begin(g, 64 * MIB, 0);
+                        const char *what = op == FOP_READ ? "read" : "write";
+                        cr_expect_eq(r, gone_errno(err) ? -ENODEV : -err, "lend %s %s: %d", what, strerror(err), r);
+                        cr_expect_not(mg_guard_is_lent(g));
+                        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480\n", "memory.high changed");
+                        char rec[256];
+                        cr_expect_lt(getxattr(fx.dir, "user.memguard.lend", rec, sizeof(rec)), 0,
+                                     "a lend record left behind (%s %s)", what, strerror(err));
+                        cr_expect_eq(seen.n[MG_EVENT_GONE], gone_errno(err) ? 1 : 0);
+                        disarm();
+                        if (!gone_errno(err)) {
+                                cr_expect_eq(mg_guard_lend_begin(g, 64 * MIB, 0), 0, "lend after the fault");
+                                cr_expect_eq(mg_guard_lend_end(g), 0);
+                                cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+                        }
+                        mg_guard_free(g);
+                }
+}
+
+/* A short read of memory.high must not become the value written back. */
+Test(faults, lend_short_read_of_high) {
+        for (int sm = SHORT_MID; sm <= SHORT_EMPTY; sm++) {
+                mg_guard *g = fresh();
+                fixture_write(&fx, "memory.high", "241172480\n");
+                arm(FOP_READ, MG_CG_HIGH, 0, 1, (enum shortmode) sm);
+                int r = mg_guard_lend_begin(g, 64 * MIB, 0);
+                cr_expect_eq(r, -EBADMSG, "cut %d: lend_begin %d", sm, r);
+                cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480\n");
+                if (r == 0) {
+                        (void) mg_guard_lend_end(g);
+                        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480", "restored a cut value");
+                }
+                mg_guard_free(g);
+        }
+}
+
+Test(faults, lend_end_write_fails) {
+        for (size_t e = 0; e < N(errnos); e++) {
+                int err = errnos[e];
+                mg_guard *g = fresh();
+                fixture_write(&fx, "memory.high", "241172480\n");
+                cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+                arm(FOP_WRITE, MG_CG_HIGH, err, PERSISTENT, SHORT_NONE);
+                int r = mg_guard_lend_end(g);
+                cr_expect_eq(r, gone_errno(err) ? -ENODEV : -err, "lend_end %s: %d", strerror(err), r);
+                disarm();
+                if (gone_errno(err)) {
+                        cr_expect_not(mg_guard_is_lent(g));
+                        cr_expect_eq(seen.n[MG_EVENT_GONE], 1);
+                } else {
+                        cr_expect(mg_guard_is_lent(g), "the lend stays open until memory.high is back");
+                        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+                        cr_expect_eq(mg_guard_lend_end(g), 0, "lend_end after the fault");
+                        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+                }
+                mg_guard_free(g);
+        }
+}
+
+/* The deadline's restore fails for a while: reported once, retried each
+ * tick, kills stay paused until memory.high is back, then the overshoot is
+ * acted on. */
+Test(faults, lend_deadline_restore_fails) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS), 0);
+        arm(FOP_WRITE, MG_CG_HIGH, EIO, PERSISTENT, SHORT_NONE);
+        overshoot();
+        for (int i = 0; i < 12; i++)
+                (void) tick(g);
+        cr_expect(!killed(), "kills are paused while the lend is open");
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "%d reports of the failing restore", seen.n[MG_EVENT_ERROR]);
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 0);
+        disarm();
+        (void) tick(g);
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        if (!killed())
+                (void) tick(g);
+        cr_expect(killed(), "the overshoot after the restore");
+        mg_guard_free(g);
+}
+
+/* ---- the lend record ------------------------------------------------------------
+ * user.memguard.lend on the actor's directory: written before memory.high
+ * is raised, removed after it is restored; a lend whose process died is
+ * ended by mg_guard_recover() or taken over by the next mg_guard_new(). */
+
+TestSuite(lend, .init = setup, .fini = teardown);
+
+static char record[MG_LEND_RECORD_MAX + 1];
+static bool record_at_raise;
+
+/* Skips where the fixture's file system has no user xattrs (tmpfs before
+ * 6.6); the fixture is on ext4 or a newer tmpfs otherwise. */
+static void need_user_xattrs(void) {
+        if (setxattr(fx.dir, "user.memguard.test", "1", 1, 0) < 0) {
+                if (errno == ENOTSUP)
+                        cr_skip_test("%s has no user xattrs (tmpfs before 6.6?): lend records cannot be tested "
+                                     "here", fx.dir);
+                cr_assert_fail("setxattr: %s", strerror(errno));
+        }
+        removexattr(fx.dir, "user.memguard.test");
+}
+
+static ssize_t get_record(void) {
+        ssize_t n = getxattr(fx.dir, MG_LEND_XATTR, record, sizeof(record) - 1);
+        record[n > 0 ? n : 0] = '\0';
+        return n;
+}
+
+/* pwrite that notes whether the record exists when memory.high is raised */
+static ssize_t pwrite_checks_record(void *ud, int fd, const void *buf, size_t len, off_t off) {
+        if (file_of_fd(fd) == MG_CG_HIGH && len >= 3 && memcmp(buf, "max", 3) == 0)
+                record_at_raise = get_record() > 0;
+        return ft_pwrite(ud, fd, buf, len, off);
+}
+
+Test(lend, record_before_raise_removed_after_restore) {
+        need_user_xattrs();
+        fio.pwrite = pwrite_checks_record;
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        uint64_t bt = mg_boottime_usec();
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * 1000 * MS), 0);
+        cr_expect(record_at_raise, "memory.high was raised before the record existed");
+        cr_assert_gt(get_record(), 0);
+        struct mg_lend_record rec;
+        cr_assert_eq(mg_lend_record_parse(record, strlen(record), &rec), 0, "%s", record);
+        cr_expect_str_eq(rec.old_high, "241172480");
+        cr_expect_eq(rec.old_high_bytes, 241172480);
+        cr_expect_eq(rec.pid, (uint64_t) getpid());
+        cr_expect_geq(rec.deadline_boottime_usec, bt + 60 * 1000 * MS);
+        cr_expect_leq(rec.deadline_boottime_usec, mg_boottime_usec() + 60 * 1000 * MS);
+        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_lt(get_record(), 0, "record left after the lend: %s", record);
+        cr_expect_eq(errno, ENODATA);
+        /* the deadline's restore removes it too */
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS), 0);
+        cr_expect_gt(get_record(), 0);
+        cr_expect_eq(tick(g), 0);
+        cr_expect_eq(tick(g), 0);
+        cr_expect_eq(tick(g), 0);
+        cr_expect_eq(tick(g), 1);
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        cr_expect_lt(get_record(), 0);
+        mg_guard_free(g);
+}
+
+/* The process that lent is gone (mg_guard_free without lend_end is what a
+ * crash leaves): memory.high is still raised; recover restores the exact
+ * value and removes the record; a second recover finds nothing. */
+Test(lend, recover_after_a_crash) {
+        need_user_xattrs();
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        mg_guard_free(g);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, MG_RECOVER_EXPIRED, MG_CGROUP_ANY_FS, &fio), -EBUSY,
+                     "deadline ahead: a live lender may still end it");
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_lt(get_record(), 0);
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), 0, "no record: 0");
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 4, MG_CGROUP_ANY_FS, &fio), -EINVAL);
+        /* an expired record, with MG_RECOVER_EXPIRED */
+        const char *old = "memguard-lend 1 high=300000000 deadline_boottime_usec=1 pid=1\n";
+        fixture_write(&fx, "memory.high", "max\n");
+        cr_assert_eq(setxattr(fx.dir, MG_LEND_XATTR, old, strlen(old), 0), 0);
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, MG_RECOVER_EXPIRED, MG_CGROUP_ANY_FS, &fio), 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "300000000");
+}
+
+/* A record is only as trustworthy as whoever can write the directory's
+ * xattrs.  Restoring never raises memory.high; malformed records are
+ * reported, never acted on. */
+Test(lend, hostile_records) {
+        need_user_xattrs();
+        static const char *const bad[] = {
+                "memguard-lend 1 high=max deadline_boottime_usec=1 pid=1",     /* no newline */
+                "memguard-lend 2 high=1 deadline_boottime_usec=1 pid=1\n",     /* version */
+                "memguard-lend 1 high=0123 deadline_boottime_usec=1 pid=1\n",  /* leading zero */
+                "memguard-lend 1 high=-1 deadline_boottime_usec=1 pid=1\n",
+                "memguard-lend 1 high=18446744073709551615 deadline_boottime_usec=1 pid=1\n",
+                "memguard-lend 1 high=1 deadline_boottime_usec=max pid=1\n",
+                "memguard-lend 1 high=1 pid=1 deadline_boottime_usec=1\n",
+                "memguard-lend 1 high=1 deadline_boottime_usec=1 pid=1\nx",
+                "memguard-lend 1 high=1\n deadline_boottime_usec=1 pid=1\n",
+                "",
+        };
+        for (size_t i = 0; i < N(bad); i++) {
+                struct mg_lend_record rec;
+                cr_expect_eq(mg_lend_record_parse(bad[i], strlen(bad[i]), &rec), -EBADMSG, "accepted: %s", bad[i]);
+                cr_assert_eq(setxattr(fx.dir, MG_LEND_XATTR, bad[i], strlen(bad[i]), 0), 0);
+                cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), -EBADMSG);
+                mg_guard *g = new_guard();
+                cr_expect_not(mg_guard_is_lent(g), "adopted a malformed record: %s", bad[i]);
+                mg_guard_free(g);
+        }
+        char big[300];
+        memset(big, '1', sizeof(big));
+        cr_assert_eq(setxattr(fx.dir, MG_LEND_XATTR, big, sizeof(big), 0), 0);
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), -EBADMSG, "too long");
+
+        /* a record that would raise memory.high: dropped, nothing written */
+        const char *raise = "memguard-lend 1 high=max deadline_boottime_usec=1 pid=1\n";
+        fixture_write(&fx, "memory.high", "100000000\n");
+        cr_assert_eq(setxattr(fx.dir, MG_LEND_XATTR, raise, strlen(raise), 0), 0);
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "100000000\n");
+        cr_expect_lt(get_record(), 0, "the record is removed");
+
+        /* the same record adopted by a new guard: dropped at its deadline */
+        cr_assert_eq(setxattr(fx.dir, MG_LEND_XATTR, raise, strlen(raise), 0), 0);
+        mg_guard *g = new_guard();
+        cr_expect(mg_guard_is_lent(g));
+        (void) tick(g);
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "100000000\n");
+        cr_expect_lt(get_record(), 0);
+        mg_guard_free(g);
+}
+
+/* mg_guard_new() does not ignore a record: it takes the lend over, kills
+ * paused, and restores memory.high at the record's deadline, cut to its own
+ * lend deadline (a forged record cannot pause kills for long). */
+Test(lend, new_guard_takes_the_lend_over) {
+        need_user_xattrs();
+        char text[MG_LEND_RECORD_MAX + 1];
+        struct mg_lend_record rec = { .old_high = "241172480", .old_high_bytes = 241172480, .pid = 4242 };
+        rec.deadline_boottime_usec = mg_boottime_usec() + 3600 * 1000 * MS; /* an hour */
+        cr_assert_gt(mg_lend_record_format(&rec, text, sizeof(text)), 0);
+        cr_assert_eq(setxattr(fx.dir, MG_LEND_XATTR, text, strlen(text), 0), 0);
+        fixture_write(&fx, "memory.high", "max\n");
+
+        mg_guard *g = new_guard();
+        cr_assert(mg_guard_is_lent(g));
+        /* cut to 15 s (less the moment between mg_guard_new and the clock switch) */
+        cr_expect_leq(g->lend.deadline_usec - fx.now_usec, g->opt.lend_deadline_usec);
+        cr_expect_gt(g->lend.deadline_usec - fx.now_usec, g->opt.lend_deadline_usec - 200 * MS);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0), -EBUSY);
+        overshoot();
+        for (int i = 0; i < 59; i++)
+                cr_expect_eq(tick(g), 0, "tick %d", i);
+        cr_expect(!killed(), "kills are paused during the adopted lend");
+        cr_expect_eq(tick(g), 1, "restored at the deadline");
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_lt(get_record(), 0);
+        (void) tick(g);
+        cr_expect(killed(), "the overshoot is acted on after the lend");
+        mg_guard_free(g);
+
+        /* lend_end on an adopted lend restores at once */
+        fixture_write(&fx, "cgroup.kill", "");
+        fixture_write(&fx, "memory.high", "max\n");
+        cr_assert_eq(setxattr(fx.dir, MG_LEND_XATTR, text, strlen(text), 0), 0);
+        g = new_guard();
+        cr_assert(mg_guard_is_lent(g));
+        cr_expect_eq(mg_guard_lend_end(g), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_lt(get_record(), 0);
+        mg_guard_free(g);
+}
+
+/* One lend per cgroup, whichever process makes it: XATTR_CREATE. */
+Test(lend, one_lend_per_cgroup) {
+        need_user_xattrs();
+        mg_guard *a = new_guard(), *b = new_guard();
+        cr_assert_eq(mg_guard_lend_begin(a, 64 * MIB, 0), 0);
+        cr_expect_eq(mg_guard_lend_begin(b, 64 * MIB, 0), -EBUSY);
+        cr_expect_not(mg_guard_is_lent(b));
+        cr_assert_eq(mg_guard_lend_end(a), 0);
+        cr_expect_eq(mg_guard_lend_begin(b, 64 * MIB, 0), 0);
+        cr_expect_eq(mg_guard_lend_end(b), 0);
+        mg_guard_free(a);
+        mg_guard_free(b);
+}
+
+/* The record's own operations fail. */
+Test(lend, record_faults) {
+        need_user_xattrs();
+        static const int errs[] = { EIO, ENOMEM, ENOSPC, EACCES, EINTR };
+        for (size_t e = 0; e < N(errs); e++) {
+                mg_guard *g = fresh();
+                fixture_write(&fx, "memory.high", "241172480\n");
+                arm(FOP_SETXATTR, ANY_FILE, errs[e], 1, SHORT_NONE);
+                cr_expect_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), -errs[e], "setxattr %s", strerror(errs[e]));
+                cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480\n", "raised without a record");
+                cr_expect_not(mg_guard_is_lent(g));
+                mg_guard_free(g);
+        }
+        /* no user xattrs (cgroupfs before 5.7): the lend goes on, unrecorded */
+        mg_guard *g = fresh();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        arm(FOP_SETXATTR, ANY_FILE, EOPNOTSUPP, PERSISTENT, SHORT_NONE);
+        cr_expect_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_expect_lt(get_record(), 0);
+        cr_expect_eq(mg_guard_lend_end(g), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        disarm();
+        /* the record cannot be removed: the lend still ends; a later
+         * recover writes the same value again, harmlessly */
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        arm(FOP_REMOVEXATTR, ANY_FILE, EIO, PERSISTENT, SHORT_NONE);
+        cr_expect_eq(mg_guard_lend_end(g), 0);
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        disarm();
+        cr_expect_gt(get_record(), 0);
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        /* the record cannot be read at mg_guard_new: logged, not adopted;
+         * recover reports the error */
+        mg_guard_free(g);
+        cr_assert_eq(mg_guard_lend_begin(g = new_guard(), MG_UNLIMITED, 0), 0);
+        mg_guard_free(g);
+        arm(FOP_GETXATTR, ANY_FILE, EIO, PERSISTENT, SHORT_NONE);
+        g = new_guard();
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), -EIO);
+        disarm();
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), 1);
+        mg_guard_free(g);
+}
+
+Test(lend, record_format_round_trip) {
+        struct mg_lend_record r = { .old_high = "max", .old_high_bytes = MG_UNLIMITED,
+                                    .deadline_boottime_usec = UINT64_MAX, .pid = 4194304 }, back;
+        char buf[MG_LEND_RECORD_MAX + 1];
+        int n = mg_lend_record_format(&r, buf, sizeof(buf));
+        cr_assert_gt(n, 0);
+        cr_assert_eq(mg_lend_record_parse(buf, (size_t) n, &back), 0, "%s", buf);
+        cr_expect_str_eq(back.old_high, "max");
+        cr_expect_eq(back.deadline_boottime_usec, UINT64_MAX);
+        strcpy(r.old_high, "18446744073709551614");
+        r.old_high_bytes = UINT64_MAX - 1;
+        n = mg_lend_record_format(&r, buf, sizeof(buf));
+        cr_assert_gt(n, 0);
+        cr_expect_leq(n, MG_LEND_RECORD_MAX, "the longest record fits");
+        cr_assert_eq(mg_lend_record_parse(buf, (size_t) n, &back), 0);
+        cr_expect_eq(back.old_high_bytes, UINT64_MAX - 1);
+        cr_expect_eq(mg_lend_record_format(&r, buf, 20), -ENOBUFS);
+}
