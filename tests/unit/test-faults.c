@@ -14,6 +14,11 @@
  *         ASan+UBSan), each error reported once per streak as
  *         MG_EVENT_ERROR (ENODEV/ENOENT: MG_EVENT_GONE), and a true
  *         overshoot acted on once the fault clears.
+ * lend:   the lend record (user.memguard.lend): written before memory.high
+ *         is raised, removed after the restore, ended by mg_guard_recover()
+ *         or taken over by mg_guard_new() after a "crash" (a guard freed
+ *         mid-lend), hostile records, and faults of the xattr calls.  Skips
+ *         where the fixture's file system has no user xattrs.
  *
  * The actor in the fault runs sits at its limit with everything the slow
  * path reads in play: restores and memory.high events rise every tick, so

@@ -41,16 +41,24 @@ char *mgt_find_workload(void);
 /* This binary's own path (/proc/self/exe), malloc'd. */
 char *mgt_self_exe(void);
 
+/* Capabilities mgt_drop_privileges() may keep, where they are held. */
+enum {
+        MGT_KEEP_KILL = 1 << 0,         /* the pidfd fallback kill of other users' processes */
+        MGT_KEEP_DAC_OVERRIDE = 1 << 1, /* run: rmdir its cgroup in a parent only root may write */
+};
 /*
  * After set-up (cgroups opened, guards made, a child started): drops every
- * capability, the bounding set too where CAP_SETPCAP allows (libcap-ng),
- * keeping CAP_KILL only if keep_kill and it was held; sets no_new_privs;
- * confines the thread with mg_confine_thread(confine_flags).  Returns 0,
- * or a negative errno with *ret_what naming the step that failed.
- * -EOPNOTSUPP from the confinement alone means a build without libseccomp.
+ * capability but those of keep (MGT_KEEP_*) that are held, the bounding set
+ * too where CAP_SETPCAP allows (libcap-ng); sets no_new_privs; confines the
+ * thread with mg_confine_thread(confine_flags).  Returns 0, or a negative
+ * errno with *ret_what naming the step that failed.  -EOPNOTSUPP from the
+ * confinement alone means a build without libseccomp.
  */
-int mgt_drop_privileges(bool keep_kill, unsigned confine_flags, const char **ret_what);
+int mgt_drop_privileges(unsigned keep, unsigned confine_flags, const char **ret_what);
 /* Does every cgroup of cgs have cgroup.kill (5.14+)?  Without it the kill
  * falls back to pidfd_send_signal, which needs CAP_KILL for processes of
  * other users. */
 bool mgt_all_have_cgroup_kill(char *const *cgs, int n);
+/* May this process create and remove entries in dir by its permission bits
+ * alone, without CAP_DAC_OVERRIDE?  (The cgroup2 root is mode 0555.) */
+bool mgt_dir_writable_without_caps(const char *dir);

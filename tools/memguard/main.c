@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #if MG_HAVE_CAPNG
@@ -156,6 +157,24 @@ bool mgt_all_have_cgroup_kill(char *const *cgs, int n) {
         return true;
 }
 
+bool mgt_dir_writable_without_caps(const char *dir) {
+        struct stat st;
+        gid_t groups[64];
+        int n;
+
+        if (stat(dir, &st) < 0)
+                return false;
+        if (st.st_uid == geteuid())
+                return (st.st_mode & (S_IWUSR | S_IXUSR)) == (S_IWUSR | S_IXUSR);
+        bool in_group = st.st_gid == getegid();
+        n = getgroups(sizeof(groups) / sizeof(groups[0]), groups);
+        for (int i = 0; i < n && !in_group; i++)
+                in_group = groups[i] == st.st_gid;
+        if (in_group)
+                return (st.st_mode & (S_IWGRP | S_IXGRP)) == (S_IWGRP | S_IXGRP);
+        return (st.st_mode & (S_IWOTH | S_IXOTH)) == (S_IWOTH | S_IXOTH);
+}
+
 /*
  * What the tool keeps after set-up, and why (docs/security.md):
  *  - no capability to read and write the cgroup files: the guards hold them
@@ -168,20 +187,32 @@ bool mgt_all_have_cgroup_kill(char *const *cgs, int n) {
  *    processes: kept only for cgroups without cgroup.kill.
  *  - PSI triggers with a window other than a multiple of 2 s need
  *    CAP_SYS_RESOURCE; the guard uses 2 s windows: dropped.
+ *  - run removes the cgroup it made when CMD ends: nothing where the parent
+ *    is delegated to us, but the cgroup2 root directory is mode 0555 and
+ *    root writes it through CAP_DAC_OVERRIDE: kept only then.
  */
-int mgt_drop_privileges(bool keep_kill, unsigned confine_flags, const char **ret_what) {
+int mgt_drop_privileges(unsigned keep, unsigned confine_flags, const char **ret_what) {
         int r;
 
 #if MG_HAVE_CAPNG
         capng_get_caps_process();
         if (capng_have_capabilities(CAPNG_SELECT_CAPS) != CAPNG_NONE) {
-                bool kill_held = capng_have_capability(CAPNG_PERMITTED, CAP_KILL);
+                static const struct {
+                        unsigned keep, cap;
+                } kept[] = {
+                        { MGT_KEEP_KILL, CAP_KILL },
+                        { MGT_KEEP_DAC_OVERRIDE, CAP_DAC_OVERRIDE },
+                };
+                bool held[sizeof(kept) / sizeof(kept[0])];
+                for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+                        held[i] = capng_have_capability(CAPNG_PERMITTED, kept[i].cap);
                 capng_clear(CAPNG_SELECT_BOTH);
-                if (keep_kill && kill_held &&
-                    capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_KILL) < 0) {
-                        *ret_what = "keeping CAP_KILL";
-                        return -EINVAL;
-                }
+                for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+                        if ((keep & kept[i].keep) && held[i] &&
+                            capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED, kept[i].cap) < 0) {
+                                *ret_what = "keeping a capability";
+                                return -EINVAL;
+                        }
                 /* The bounding set needs CAP_SETPCAP; without it (a
                  * process given a few capabilities) drop what it can, and
                  * no_new_privs stops anything being gained by exec. */
@@ -191,7 +222,7 @@ int mgt_drop_privileges(bool keep_kill, unsigned confine_flags, const char **ret
                 }
         }
 #else
-        (void) keep_kill;
+        (void) keep;
 #endif
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
                 *ret_what = "setting no_new_privs";

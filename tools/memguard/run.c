@@ -302,7 +302,9 @@ int mgt_cmd_run(int argc, char **argv) {
         /* CMD has its own credentials now; from here on memguard only
          * guards, waits, forwards signals and cleans up. */
         const char *what = NULL;
-        e = mgt_drop_privileges(!mgt_all_have_cgroup_kill(&r.cg, 1), MG_CONFINE_SUPERVISOR, &what);
+        unsigned keep = (mgt_all_have_cgroup_kill(&r.cg, 1) ? 0 : MGT_KEEP_KILL) |
+                        (mgt_dir_writable_without_caps(r.parent) ? 0 : MGT_KEEP_DAC_OVERRIDE);
+        e = mgt_drop_privileges(keep, MG_CONFINE_SUPERVISOR, &what);
         if (e == -EOPNOTSUPP)
                 mgt_note(&r.out, "memguard: built without libseccomp: the thread is not confined");
         else if (e < 0) {

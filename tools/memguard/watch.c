@@ -107,7 +107,7 @@ int mgt_cmd_watch(int argc, char **argv) {
         }
 
         /* Set up: from here on only the guards' own work. */
-        e = mgt_drop_privileges(!mgt_all_have_cgroup_kill(cgs, n_cgs), 0, &what);
+        e = mgt_drop_privileges(mgt_all_have_cgroup_kill(cgs, n_cgs) ? 0 : MGT_KEEP_KILL, 0, &what);
         if (e == -EOPNOTSUPP)
                 mgt_note(&out, "memguard: built without libseccomp: the thread is not confined");
         else if (e < 0) {
