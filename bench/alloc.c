@@ -12,11 +12,13 @@
 
 #ifndef BENCH_NO_ALLOC_COUNT
 
+/* NOLINTBEGIN(bugprone-reserved-identifier): glibc's own allocator, which the counting one forwards to */
 extern void *__libc_malloc(size_t size);
 extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *p, size_t size);
 extern void *__libc_memalign(size_t align, size_t size);
 extern void __libc_free(void *p);
+/* NOLINTEND(bugprone-reserved-identifier) */
 
 static uint64_t n_allocs, n_frees, n_bytes;
 

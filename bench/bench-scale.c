@@ -150,9 +150,12 @@ int main(int argc, char **argv) {
                 return 1;
         }
         holders = calloc(slow + 1, sizeof(*holders));
-        guards = calloc(n, sizeof(*guards));
-        if (!holders || !guards)
+        guards = calloc(n, sizeof(*guards)); /* NOLINT(bugprone-sizeof-expression): an array of guard pointers */
+        if (!holders || !guards) {
+                free(holders);
+                free(guards);
                 return 1;
+        }
 
         /* The actors; the slow ones spread evenly. */
         uint64_t t_make = bench_now_ns();
@@ -162,17 +165,23 @@ int main(int argc, char **argv) {
                 if (mkdir(dir, 0755) < 0 || bench_cg_write(dir, "cgroup.subtree_control", "+memory") < 0) {
                         fprintf(stderr, "bench-scale: cgroup %s: %s\n", dir, strerror(errno));
                         (void) rmdir(dir);
+                        free(holders);
+                        free(guards);
                         return 1;
                 }
         } else if (fixture) {
                 snprintf(dir, sizeof(dir), "%s", fixture);
                 if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
                         fprintf(stderr, "bench-scale: %s: %s\n", dir, strerror(errno));
+                        free(holders);
+                        free(guards);
                         return 1;
                 }
         } else {
                 if (bench_tmpdir_new(dir, sizeof(dir), "scale") < 0) {
                         fprintf(stderr, "bench-scale: temp dir: %s\n", strerror(errno));
+                        free(holders);
+                        free(guards);
                         return 1;
                 }
                 own_dir = true;

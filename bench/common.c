@@ -80,8 +80,10 @@ uint64_t bench_rss_bytes(void) {
         if (!f)
                 return 0;
         while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "VmRSS: %" SCNu64, &kib) == 1)
+                if (strncmp(line, "VmRSS:", 6) == 0) {
+                        kib = strtoull(line + 6, NULL, 10);
                         break;
+                }
         fclose(f);
         return kib * 1024;
 }
@@ -284,9 +286,13 @@ void bench_cg_destroy(const char *cg) {
                 snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
                 f = fopen(path, "re");
                 if (f) {
-                        int pid;
-                        while (fscanf(f, "%d", &pid) == 1)
-                                kill(pid, SIGKILL);
+                        char line[32];
+                        while (fgets(line, sizeof(line), f)) {
+                                char *end;
+                                long pid = strtol(line, &end, 10);
+                                if (end != line && pid > 0) /* never kill(0) or kill(-1) */
+                                        kill((pid_t) pid, SIGKILL);
+                        }
                         fclose(f);
                 }
         }

@@ -284,10 +284,11 @@ static int parse_psi_line(const char **p, const char *end, const char *word, str
 
 int mg_parse_psi(const char *buf, size_t len, struct mg_psi *ret) {
         struct mg_psi psi = {};
-        const char *p = buf, *end = buf + len;
+        const char *p = buf, *end;
 
         if (!buf || !ret)
                 return -EINVAL;
+        end = buf + len; /* not before the check: NULL + len is undefined */
         if (parse_psi_line(&p, end, "some", &psi.some) < 0)
                 return -EBADMSG;
         if (p < end) {

@@ -140,7 +140,9 @@ bool mg_policy_throttled(const struct mg_policy_params *p, const struct mg_polic
         if (!o || !o->have_throttle || !x->have_throttle || !o->have_pressure || !x->have_pressure)
                 return false;
         span = x->time_usec - o->time_usec;
-        if (delta(x->high_events, o->high_events) == 0 || x->high_bytes == MG_UNLIMITED ||
+        /* two samples of one instant (an injected clock, or a tick and a
+         * wake-up in the same microsecond) give no rates, and a division by 0 */
+        if (span == 0 || delta(x->high_events, o->high_events) == 0 || x->high_bytes == MG_UNLIMITED ||
             x->current_bytes <= x->high_bytes)
                 return false;
         uint64_t some = delta(x->mem_some_usec, o->mem_some_usec), cpu = delta(x->cpu_usec, o->cpu_usec);

@@ -62,7 +62,7 @@ int mg_snap_options_resolve(const struct mg_snapshot_options *o, struct mg_snaps
         if (r.window_bytes && r.window_bytes < MG_SNAP_MIN_WINDOW)
                 return -EINVAL;
         if (r.min_hole_bytes == 0)
-                r.min_hole_bytes = 64 * 1024;
+                r.min_hole_bytes = 64 * UINT64_C(1024);
         if (r.min_hole_bytes > UINT64_MAX / 2)
                 return -EINVAL;
         r.min_hole_bytes = (r.min_hole_bytes + page - 1) / page * page;

@@ -67,7 +67,7 @@ uint64_t mg_snap_index_bytes(const struct mg_snap_header *h) {
 
 void mg_snap_header_encode(const struct mg_snap_header *h, uint8_t out[MG_SNAP_HEADER_BYTES]) {
         memset(out, 0, MG_SNAP_HEADER_BYTES);
-        memcpy(out + OFF_MAGIC, MG_SNAP_MAGIC, MG_SNAP_MAGIC_LEN);
+        memcpy(out + OFF_MAGIC, MG_SNAP_MAGIC, MG_SNAP_MAGIC_LEN); /* NOLINT(bugprone-not-null-terminated-result): bytes, not a string */
         put32(out + OFF_VERSION, MG_SNAP_VERSION);
         put32(out + OFF_HEADER_BYTES, MG_SNAP_HEADER_BYTES);
         put32(out + OFF_PAGE_SIZE, h->page_size);

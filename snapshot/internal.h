@@ -17,7 +17,7 @@
  * layer keeps several requests in flight for one O_DIRECT call, small
  * enough to bound the bounce buffer charged to the actor. */
 #define MG_SNAP_IO_BYTES (4 * MG_SNAP_MIB)
-#define MG_SNAP_MIN_WINDOW (256 * 1024)
+#define MG_SNAP_MIN_WINDOW (UINT64_C(256) * 1024)
 #define MG_SNAP_TMP_PREFIX ".mgsnap-tmp-"
 /* A temporary file nobody holds a lock on and that has not been written for
  * this long belongs to a writer that died (see cleanup_stale in write.c). */

@@ -315,9 +315,10 @@ int mg_snapshot_restore(int dirfd, const char *name, const struct mg_snapshot_ta
         rd.io_bytes = (size_t) (MG_SNAP_IO_BYTES < rd.o.window_bytes / 2 ? MG_SNAP_IO_BYTES : rd.o.window_bytes / 2);
         rd.io_bytes = rd.io_bytes / rd.page * rd.page;
 
-        rd.fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-        if (rd.fd < 0)
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
                 return -errno;
+        rd.fd = fd;
         r = load_index(&rd, name);
         if (r < 0)
                 goto out;

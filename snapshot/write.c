@@ -790,7 +790,7 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
 
         if (w.o.window_bytes == 0)
                 w.o.window_bytes = default_window(g);
-        w.o.window_bytes = w.o.window_bytes / (2 * w.page) * (2 * w.page);
+        w.o.window_bytes = w.o.window_bytes / (2 * (uint64_t) w.page) * (2 * (uint64_t) w.page);
         w.io_bytes = (size_t) (MG_SNAP_IO_BYTES < w.o.window_bytes / 2 ? MG_SNAP_IO_BYTES : w.o.window_bytes / 2);
         w.data_offset = w.page > 4096 ? w.page : 4096;
         w.n_chunks = src->length / w.o.chunk_bytes + (src->length % w.o.chunk_bytes != 0);
@@ -801,9 +801,10 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
                 .window_bytes = w.o.window_bytes,
         };
 
-        w.dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (w.dfd < 0)
+        int dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
                 return -errno;
+        w.dfd = dfd;
         w.crcs = calloc((size_t) w.n_chunks, sizeof(*w.crcs));
         /* Touched only if used: a memory source needs none. */
         w.buf = mmap(NULL, 2 * w.io_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -78,6 +78,7 @@ int kt_cg_write(const char *cg, const char *file, const char *fmt, ...) {
 
 ssize_t kt_cg_read(const char *cg, const char *file, char *buf, size_t size) {
         char path[600];
+        buf[0] = '\0'; /* callers may scan it after a failure */
         snprintf(path, sizeof(path), "%s/%s", cg, file);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
@@ -172,7 +173,7 @@ int kt_cg_destroy(const char *cg) {
                         return 0;
                 if (errno != EBUSY)
                         break;
-                struct timespec ts = { 0, 10 * 1000 * 1000 }; /* a dying task lingers briefly */
+                struct timespec ts = { 0, 10L * 1000 * 1000 }; /* a dying task lingers briefly */
                 nanosleep(&ts, NULL);
         }
         kt_note("cleanup: rmdir %s: %s", cg, strerror(errno));

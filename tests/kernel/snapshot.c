@@ -18,6 +18,7 @@
  * memory.high back to the exact bytes it had; every restore byte for byte.
  * The buffered baseline and a plain O_DIRECT copy are measured, not judged.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -184,12 +185,9 @@ static int home_cgroup(char *ret, size_t size) {
                 if (strncmp(line, "0::", 3) == 0) {
                         line[strcspn(line, "\n")] = '\0';
                         const char *rel = strcmp(line + 3, "/") == 0 ? "" : line + 3;
-                        size_t a = strlen(root), b = strlen(rel);
                         fclose(f);
-                        if (a + b >= size)
+                        if ((size_t) snprintf(ret, size, "%s%s", root, rel) >= size)
                                 return -ENAMETOOLONG;
-                        memcpy(ret, root, a);
-                        memcpy(ret + a, rel, b + 1);
                         return 0;
                 }
         }
@@ -465,7 +463,7 @@ static int write_inner(struct actor *a) {
 }
 
 int t_snapshot_write(void) {
-        struct actor a;
+        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = write_inner(&a);
         actor_stop(&a);
         unlink_disk("snap-anon-auto");
@@ -503,7 +501,7 @@ static int baseline_inner(struct actor *a) {
 }
 
 int t_snapshot_baseline(void) {
-        struct actor a;
+        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = baseline_inner(&a);
         actor_stop(&a);
         unlink_disk("snap-buffered");
@@ -527,14 +525,16 @@ static int count_deleted_fds(void) {
 }
 
 static int entries(const char *dir) {
+        DIR *d = opendir(dir);
+        struct dirent *de;
         int n = 0;
-        char cmd[600];
-        snprintf(cmd, sizeof(cmd), "ls -A '%s' | grep -v '^lost+found$' | wc -l", dir);
-        FILE *f = popen(cmd, "r");
-        if (!f || fscanf(f, "%d", &n) != 1)
-                n = -1;
-        if (f)
-                pclose(f);
+        if (!d)
+                return -1;
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+                    strcmp(de->d_name, "lost+found") != 0)
+                        n++;
+        closedir(d);
         return n;
 }
 
@@ -550,7 +550,9 @@ static uint64_t free_bytes(const char *dir) {
 }
 
 static int faults_inner(struct actor *a) {
-        const char *small = getenv("MEMGUARD_TEST_SMALL") ? getenv("MEMGUARD_TEST_SMALL") : "/mnt/small";
+        const char *small = getenv("MEMGUARD_TEST_SMALL");
+        if (!small)
+                small = "/mnt/small";
         KT_CHECK(actor_start(a, "snap-fault", true) == 0, "setup");
 
         struct statfs sfs;
@@ -643,7 +645,7 @@ static int faults_inner(struct actor *a) {
 }
 
 int t_snapshot_faults(void) {
-        struct actor a;
+        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = faults_inner(&a);
         actor_stop(&a);
         unlink_disk("snap-small");
@@ -672,7 +674,7 @@ static int cycles_inner(struct actor *a) {
         static const uint32_t m[] = { MG_SNAPSHOT_AUTO, MG_SNAPSHOT_WINDOWED, MG_SNAPSHOT_BUFFERED };
         for (int i = 0; i < 100; i++) {
                 for (uint64_t p = 0; p < len / PAGE; p++) {
-                        if ((p * PAGE / (512 * 1024)) % 2)
+                        if ((p * PAGE / (512 * UINT64_C(1024))) % 2)
                                 memset(img + p * PAGE, 0, PAGE);
                         else
                                 fill(img + p * PAGE, p, (uint64_t) i + 100);
@@ -723,7 +725,7 @@ static int cycles_inner(struct actor *a) {
 }
 
 int t_snapshot_cycles(void) {
-        struct actor a;
+        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = cycles_inner(&a);
         actor_stop(&a);
         return r;

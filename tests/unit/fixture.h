@@ -27,6 +27,8 @@ struct fixture {
 /* Makes a cgroup dir with plausible files for a 256 MiB actor at rest. */
 void fixture_init(struct fixture *f);
 void fixture_cleanup(struct fixture *f);
+/* rm -rf without a shell: 0 (also when dir is already gone), or -1 with errno. */
+int fixture_remove_tree(const char *dir);
 void fixture_write(struct fixture *f, const char *file, const char *content);
 /* Reads a file back (static buffer). */
 const char *fixture_read(struct fixture *f, const char *file);

@@ -41,6 +41,7 @@
 
 #define MIB (UINT64_C(1) << 20)
 #define MS UINT64_C(1000)
+#define SEC UINT64_C(1000000)
 
 static struct fixture fx;
 static struct {
@@ -145,8 +146,12 @@ static int ft_openat2(void *ud, int dirfd, const char *name, int flags, uint64_t
                 errno = flt.err;
                 return -1;
         }
-        fx.opens++;
-        return (int) syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+        int fd = (int) syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+        /* A system without openat2 (before 5.6; valgrind 3.19 does not know
+         * it either): the library falls back to openat, which counts. */
+        if (!(fd < 0 && errno == ENOSYS))
+                fx.opens++;
+        return fd;
 }
 
 static ssize_t ft_pread(void *ud, int fd, void *buf, size_t len, off_t off) {
@@ -259,7 +264,7 @@ static unsigned open_fds(void) {
 
 /* At the limit, nothing to kill: 250 MiB current, 200 MiB used, memory.high
  * 230 MiB; each call moves the counters so every slow-path file is read. */
-static unsigned step;
+static uint64_t step;
 static void at_limit(void) {
         step++;
         fixture_current(&fx, 250 * MIB);
@@ -779,7 +784,7 @@ Test(lend, record_before_raise_removed_after_restore) {
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
         uint64_t bt = mg_boottime_usec();
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * 1000 * MS), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC), 0);
         cr_expect(record_at_raise, "memory.high was raised before the record existed");
         cr_assert_gt(get_record(), 0);
         struct mg_lend_record rec;
@@ -787,8 +792,8 @@ Test(lend, record_before_raise_removed_after_restore) {
         cr_expect_str_eq(rec.old_high, "241172480");
         cr_expect_eq(rec.old_high_bytes, 241172480);
         cr_expect_eq(rec.pid, (uint64_t) getpid());
-        cr_expect_geq(rec.deadline_boottime_usec, bt + 60 * 1000 * MS);
-        cr_expect_leq(rec.deadline_boottime_usec, mg_boottime_usec() + 60 * 1000 * MS);
+        cr_expect_geq(rec.deadline_boottime_usec, bt + 60 * SEC);
+        cr_expect_leq(rec.deadline_boottime_usec, mg_boottime_usec() + 60 * SEC);
         cr_assert_eq(mg_guard_lend_end(g), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_lt(get_record(), 0, "record left after the lend: %s", record);
@@ -888,7 +893,7 @@ Test(lend, new_guard_takes_the_lend_over) {
         need_user_xattrs();
         char text[MG_LEND_RECORD_MAX + 1];
         struct mg_lend_record rec = { .old_high = "241172480", .old_high_bytes = 241172480, .pid = 4242 };
-        rec.deadline_boottime_usec = mg_boottime_usec() + 3600 * 1000 * MS; /* an hour */
+        rec.deadline_boottime_usec = mg_boottime_usec() + 3600 * SEC; /* an hour */
         cr_assert_gt(mg_lend_record_format(&rec, text, sizeof(text)), 0);
         cr_assert_eq(setxattr(fx.dir, MG_LEND_XATTR, text, strlen(text), 0), 0);
         fixture_write(&fx, "memory.high", "max\n");

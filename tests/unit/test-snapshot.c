@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,18 +62,17 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        char cmd[300];
+        char path[300];
         memset(&mg_snap_test, 0, sizeof(mg_snap_test));
         if (dfd >= 0)
                 close(dfd);
         dfd = -1;
         /* mounts of a test that failed half-way */
-        snprintf(cmd, sizeof(cmd), "%s/small", dir);
-        (void) umount2(cmd, MNT_DETACH);
-        snprintf(cmd, sizeof(cmd), "%s/ro", dir);
-        (void) umount2(cmd, MNT_DETACH);
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
+        snprintf(path, sizeof(path), "%s/small", dir);
+        (void) umount2(path, MNT_DETACH);
+        snprintf(path, sizeof(path), "%s/ro", dir);
+        (void) umount2(path, MNT_DETACH);
+        if (fixture_remove_tree(dir) < 0)
                 abort();
 }
 
@@ -144,7 +144,7 @@ static int count_entries(void) {
         struct dirent *de;
         cr_assert_not_null(d);
         while ((de = readdir(d)))
-                if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
                         n++;
         closedir(d);
         return n;
@@ -156,6 +156,14 @@ static bool has_entry(const char *name) {
 
 /* Criterion keeps its shared-memory arena open after unlinking it: fds on
  * deleted files open before the test are not ours. */
+/* The fd a /proc/self/fd entry names; -1 for anything else ("." and ".."). */
+static int fd_number(const char *name) {
+        char *end;
+        errno = 0;
+        long v = strtol(name, &end, 10);
+        return end != name && *end == '\0' && errno == 0 && v >= 0 && v <= INT_MAX ? (int) v : -1;
+}
+
 static int ignored_fds[16], n_ignored;
 
 static bool fd_ignored(int fd) {
@@ -176,7 +184,7 @@ static void note_preexisting_fds(void) {
                 if (k > 0 && n_ignored < 16) {
                         target[k] = '\0';
                         if (strstr(target, "(deleted)"))
-                                ignored_fds[n_ignored++] = atoi(de->d_name);
+                                ignored_fds[n_ignored++] = fd_number(de->d_name);
                 }
         }
         if (d)
@@ -199,7 +207,7 @@ static int deleted_fds(int *ret_total) {
                         continue;
                 target[k] = '\0';
                 total++;
-                if (strstr(target, "(deleted)") && !fd_ignored(atoi(de->d_name)))
+                if (strstr(target, "(deleted)") && !fd_ignored(fd_number(de->d_name)))
                         n++;
         }
         closedir(d);
@@ -290,7 +298,7 @@ static struct mg_snap_header good_header(void) {
                 .data_offset = 4096,
                 .index_offset = 4096 + 8 * MIB,
                 .n_ranges = 2,
-                .data_bytes = 3 * 4096,
+                .data_bytes = 3 * UINT64_C(4096),
         };
         return h;
 }
@@ -404,7 +412,7 @@ Test(snapformat, header_hostile_fields) {
         cr_expect_eq(mg_snap_header_parse(buf, sizeof(buf), file_of(&h), 4096, &out, &why), -EBADMSG);
         /* bad magic */
         mg_snap_header_encode(&h, buf);
-        memcpy(buf, "MGSNAP\0\0", 8);
+        memcpy(buf, "MGSNAP\0\0", 8); /* NOLINT(bugprone-not-null-terminated-result): 8 bytes of a binary header */
         cr_expect_eq(mg_snap_header_parse(buf, sizeof(buf), file_of(&h), 4096, &out, &why), -EBADMSG);
         cr_expect(strstr(why, "magic"), "%s", why);
 }

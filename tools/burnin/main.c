@@ -130,9 +130,10 @@ static int parse_u32(const char *s, uint32_t max, uint32_t *ret) {
 
 static void parse_ladder(const char *arg, struct options *o) {
         char buf[1024];
-        if (strlen(arg) >= sizeof(buf))
+        size_t len = strlen(arg);
+        if (len >= sizeof(buf))
                 usage_error("--ladder %s: too long", arg);
-        strcpy(buf, arg);
+        memcpy(buf, arg, len + 1);
         for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
                 char *colon = strchr(tok, ':');
                 if (o->n_steps == MAX_STEPS)
@@ -458,7 +459,7 @@ static void loop(struct run_state *s) {
         const struct options *o = s->o;
         for (;;) {
                 uint64_t now = mgt_now_usec();
-                bool done;
+                bool done = false; /* stays unset when interrupted */
                 uint32_t want = interrupted ? 0 : desired_actors(o, now - s->start_usec, &done);
                 done = done || interrupted;
 
@@ -503,6 +504,13 @@ static void loop(struct run_state *s) {
         progress(s, mgt_now_usec(), true);
 }
 
+/* Set-up failed (the reason already printed): what main() had made. */
+static int setup_failed(struct run_state *s, char *parent) {
+        free(parent);
+        close(s->dirfd);
+        return EXIT_SETUP;
+}
+
 static uint64_t disk_used(int dirfd, int *ret_err) {
         struct statfs f;
         if (fstatfs(dirfd, &f) < 0) {
@@ -521,29 +529,30 @@ int main(int argc, char **argv) {
 
         parse_args(argc, argv, &o);
 
-        s.dirfd = open(o.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (s.dirfd < 0) {
+        int dirfd = open(o.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0) {
                 fprintf(stderr, "memguard-burnin: --dir %s: %s\n", o.dir, strerror(errno));
                 return EXIT_SETUP;
         }
+        s.dirfd = dirfd;
         if (o.parent) {
                 r = mgt_cg_resolve(o.parent, &parent);
                 if (r < 0) {
                         fprintf(stderr, "memguard-burnin: --parent %s: %s\n", o.parent,
                                 r == -ENOTSUP ? "not a cgroup v2 directory" : strerror(-r));
-                        return EXIT_SETUP;
+                        return setup_failed(&s, parent);
                 }
         } else {
                 r = mgt_cg_is_cgroup2(MGT_CGROUP_ROOT);
                 if (r <= 0) {
                         fprintf(stderr, "memguard-burnin: %s is not cgroup v2\n", MGT_CGROUP_ROOT);
-                        return EXIT_SETUP;
+                        return setup_failed(&s, parent);
                 }
                 r = mgt_cg_make_child(MGT_CGROUP_ROOT, "memguard-burnin", &parent);
                 if (r < 0) {
                         fprintf(stderr, "memguard-burnin: cannot create a cgroup under %s: %s\n", MGT_CGROUP_ROOT,
                                 strerror(-r));
-                        return EXIT_SETUP;
+                        return setup_failed(&s, parent);
                 }
                 own_parent = true;
         }
@@ -553,7 +562,7 @@ int main(int argc, char **argv) {
                         r == -ENOTSUP ? "not available there" : strerror(-r));
                 if (own_parent)
                         (void) mgt_cg_rmdir(parent, 1000000);
-                return EXIT_SETUP;
+                return setup_failed(&s, parent);
         }
         s.parent = parent;
 

@@ -136,7 +136,7 @@ int bi_write_csv(const struct bi_run *r, const char *path) {
                 char what[sizeof(x->what)];
                 size_t k = 0;
                 for (const char *c = x->what; *c && k + 1 < sizeof(what); c++)
-                        what[k++] = *c == ',' || *c == '"' || *c == '\n' ? ' ' : *c;
+                        what[k++] = (char) (*c == ',' || *c == '"' || *c == '\n' ? ' ' : *c);
                 what[k] = '\0';
                 fprintf(f, "%.3f,%" PRIu32 ",%" PRIu32 ",%s,%s,%" PRIu32 ",%" PRId32,
                         (double) (x->end_usec - r->start_usec) / 1e6, x->actor, x->cycle,

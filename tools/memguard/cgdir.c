@@ -40,10 +40,14 @@ int mgt_cg_is_cgroup2(const char *path) {
 }
 
 static int join(const char *dir, const char *rel, char **ret) {
+        char *p;
+
         while (*rel == '/')
                 rel++;
-        if (asprintf(ret, "%s%s%s", dir, *rel ? "/" : "", rel) < 0)
+        /* *ret is not written on failure (asprintf leaves p undefined then) */
+        if (asprintf(&p, "%s%s%s", dir, *rel ? "/" : "", rel) < 0)
                 return -ENOMEM;
+        *ret = p;
         return 0;
 }
 
@@ -103,6 +107,7 @@ int mgt_cg_default_parent(char **ret) {
         r = mgt_cg_self(&self);
         if (r < 0)
                 return r;
+        /* NOLINTNEXTLINE(clang-analyzer-core.CallAndMessage): set when r >= 0; the analyzer lets fopen() fail with errno 0 */
         slash = strrchr(self, '/');
         if (strcmp(self, MGT_CGROUP_ROOT) != 0 && slash && slash - self >= (ptrdiff_t) strlen(MGT_CGROUP_ROOT))
                 *slash = '\0';
@@ -115,7 +120,9 @@ static int open_in(const char *cg, const char *file, int flags) {
         if ((size_t) snprintf(path, sizeof(path), "%s/%s", cg, file) >= sizeof(path))
                 return -ENAMETOOLONG;
         int fd = open(path, flags | O_CLOEXEC);
-        return fd < 0 ? -errno : fd;
+        if (fd < 0)
+                return -errno;
+        return fd;
 }
 
 ssize_t mgt_cg_read(const char *cg, const char *file, char *buf, size_t size) {
@@ -295,12 +302,12 @@ int mgt_cg_rmdir(const char *cg, uint64_t timeout_usec) {
 
 int mgt_cg_destroy(const char *cg, uint64_t timeout_usec) {
         uint64_t end = mgt_now_usec() + timeout_usec;
-        int fd, r;
+        int fd;
 
         if (access(cg, F_OK) < 0)
                 return 0;
         fd = mgt_cg_open_events(cg);
-        while ((r = mgt_cg_populated(cg)) > 0 && mgt_now_usec() < end) {
+        while (mgt_cg_populated(cg) > 0 && mgt_now_usec() < end) {
                 (void) mgt_cg_kill_all(cg);
                 struct pollfd p = { .fd = fd, .events = POLLPRI };
                 (void) poll(&p, fd >= 0 ? 1 : 0, 50);

@@ -107,10 +107,10 @@ int demo_vm(const char *kernel, const char *why) {
         close(fds[0]);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
-        if (WIFEXITED(status) && WEXITSTATUS(status) <= 1)
+        /* 0 or 1: the demo's verdict; 130 or 143: vmrun got SIGINT or SIGTERM */
+        if (WIFEXITED(status) &&
+            (WEXITSTATUS(status) <= 1 || WEXITSTATUS(status) == 130 || WEXITSTATUS(status) == 143))
                 ret = WEXITSTATUS(status);
-        else if (WIFEXITED(status) && (WEXITSTATUS(status) == 130 || WEXITSTATUS(status) == 143))
-                ret = WEXITSTATUS(status); /* vmrun got SIGINT / SIGTERM */
         else
                 mgt_error(NULL, "demo", 0,
                           "the VM harness failed (%s %d; 124 timeout, 125 host problem, 126 guest died)",

@@ -57,7 +57,7 @@ __attribute__((format(printf, 2, 3))) static void expect_failed(struct row *w, c
 
         w->ok = false;
         if (len && len + 2 < sizeof(w->why)) {
-                strcpy(w->why + len, "; ");
+                memcpy(w->why + len, "; ", 3);
                 len += 2;
         }
         va_start(ap, fmt);
@@ -194,8 +194,9 @@ static void s_page_cache(struct demo *d, struct row *w) {
                                  demo_status(&p[0], b2, sizeof(b2)), demo_status(&p[1], b3, sizeof(b3)), oom);
                         expect_failed(w, "%s: expected both to finish untouched", who);
                 }
-                step(d, "%s: %s (%" PRIu64 " ms; reader: %s)", who, cell, ms,
-                     p[1].len ? strtok(p[1].text, "\n") : "-");
+                if (p[1].len)
+                        p[1].text[strcspn(p[1].text, "\n")] = '\0'; /* its first line */
+                step(d, "%s: %s (%" PRIu64 " ms; reader: %s)", who, cell, ms, p[1].len ? p[1].text : "-");
                 unlink(wfile);
                 demo_drop_cache(rfile);
         }

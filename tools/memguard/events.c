@@ -18,7 +18,7 @@ void mgt_print_line(const char *s) {
                 fprintf(stderr, "%s\n", s);
                 return;
         }
-        memcpy(b, s, n);
+        memcpy(b, s, n); /* NOLINT(bugprone-not-null-terminated-result): a line for write(), not a string */
         b[n] = '\n';
         for (size_t off = 0; off < n + 1;) {
                 ssize_t w = write(STDERR_FILENO, b + off, n + 1 - off);

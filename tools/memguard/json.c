@@ -106,6 +106,14 @@ static void append(struct mgt_json *j, const char *s, size_t n) {
         j->buf[j->len] = '\0';
 }
 
+/* A number snprintf() wrote into num (n < 0: it failed, nothing to add). */
+static void append_num(struct mgt_json *j, const char *num, int n) {
+        if (n < 0)
+                j->failed = true;
+        else
+                append(j, num, (size_t) n);
+}
+
 static void append_string(struct mgt_json *j, const char *s) {
         size_t n = mgt_json_escape(s, NULL, 0);
         append(j, "\"", 1);
@@ -141,13 +149,13 @@ void mgt_json_str(struct mgt_json *j, const char *k, const char *val) {
 void mgt_json_u64(struct mgt_json *j, const char *k, uint64_t val) {
         char num[24];
         key(j, k);
-        append(j, num, (size_t) snprintf(num, sizeof(num), "%" PRIu64, val));
+        append_num(j, num, snprintf(num, sizeof(num), "%" PRIu64, val));
 }
 
 void mgt_json_i64(struct mgt_json *j, const char *k, int64_t val) {
         char num[24];
         key(j, k);
-        append(j, num, (size_t) snprintf(num, sizeof(num), "%" PRId64, val));
+        append_num(j, num, snprintf(num, sizeof(num), "%" PRId64, val));
 }
 
 void mgt_json_bool(struct mgt_json *j, const char *k, bool val) {
@@ -170,7 +178,7 @@ void mgt_json_bytes(struct mgt_json *j, const char *k, uint64_t val) {
 void mgt_json_centi(struct mgt_json *j, const char *k, uint64_t centi) {
         char num[32];
         key(j, k);
-        append(j, num, (size_t) snprintf(num, sizeof(num), "%" PRIu64 ".%02" PRIu64, centi / 100, centi % 100));
+        append_num(j, num, snprintf(num, sizeof(num), "%" PRIu64 ".%02" PRIu64, centi / 100, centi % 100));
 }
 
 const char *mgt_json_end(struct mgt_json *j) {

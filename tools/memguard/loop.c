@@ -75,7 +75,7 @@ int mgt_wait(mg_set *set, struct pollfd *extra, unsigned n, uint64_t deadline_us
         if (r < 0 && errno != EINTR)
                 return -errno;
         for (unsigned i = 0; i < n; i++) {
-                extra[i].revents = r > 0 ? p[i].revents : 0;
+                extra[i].revents = (short) (r > 0 ? p[i].revents : 0);
                 hits += extra[i].revents != 0;
         }
         if (set) {

@@ -261,7 +261,9 @@ int mgt_cmd_run(int argc, char **argv) {
         e = parse(&r, argc, argv);
         if (e != 0)
                 return e < 0 ? mgt_help("run") : e;
-        e = find_command(r.cmd[0]);
+        /* parse() returns 0 only once r.cmd is set; the analyzer cannot see
+         * that mgt_usage_error() (main.c) never returns 0. */
+        e = find_command(r.cmd[0]); /* NOLINT(clang-analyzer-core.NullDereference) */
         if (e < 0) {
                 mgt_error(&r.out, "run", 0, "%s: %s", r.cmd[0], e == -EACCES ? "not executable" : "command not found");
                 return e == -EACCES ? MGT_EXIT_NOEXEC : MGT_EXIT_NOTFOUND;

@@ -7,8 +7,9 @@
 #       -- /mg/test-in-vm.sh
 # `run` kills an overshoot (137, a kill line; with --json one JSON object),
 # passes exit statuses through, writes limits, cleans up; `stat` and `watch`
-# on cgroups made here.  TAP on stdout; "# json: ..." lines carry the JSON
-# the guard printed, for a host-side parser.
+# on cgroups made here; what `watch` and `run` keep once set up (capabilities,
+# no_new_privs, the seccomp filter: docs/security.md).  TAP on stdout;
+# "# json: ..." lines carry the JSON the guard printed, for a host-side parser.
 #
 # Env: MEMGUARD (default /mg/memguard), MEMGUARD_WORKLOAD (/mg/mg-workload),
 #      MEMGUARD_TEST_CGROUP (/sys/fs/cgroup).
@@ -33,6 +34,30 @@ check_eval() { # DESCRIPTION 'SHELL CONDITION'
     if eval "$2"; then ok "$1"; else not_ok "$1"; fi
 }
 runs_left() { ls -d "$base"/memguard-run-* 2>/dev/null | wc -l; }
+# status_of PID FIELD: FIELD of /proc/PID/status ("" once PID is gone)
+status_of() { sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status" 2>/dev/null; }
+# wait_confined PID [SECONDS]: polls until PID runs under its seccomp filter,
+# the last step of memguard's set-up (mgt_drop_privileges); at most SECONDS
+# (default 10).  Fails at once if PID is gone.
+wait_confined() {
+    i=0
+    while [ $i -lt $((${2:-10} * 10)) ]; do
+        [ "$(status_of "$1" Seccomp)" = 2 ] && return 0
+        kill -0 "$1" 2>/dev/null || return 1
+        sleep 0.1
+        i=$((i + 1))
+    done
+    return 1
+}
+# wait_file FILE [SECONDS]: polls until FILE exists, at most SECONDS (10).
+wait_file() {
+    i=0
+    while [ ! -s "$1" ] && [ $i -lt $((${2:-10} * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+    [ -s "$1" ]
+}
+privs_of() { # PID: the fields the privilege checks look at, for the log
+    grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' "/proc/$1/status" 2>/dev/null | tr '\t\n' '  '
+}
 
 cleanup() {
     for cg in "$base"/*/ "$base"; do
@@ -178,7 +203,7 @@ check "run: ... and its cgroup is gone" [ ! -d "$base/memguard-run-$runpid" ]
 mkdir "$base/watched"
 "$mg" watch --limit 64M "$base/watched" 2>"$tmp/watch.err" &
 watchpid=$!
-sleep 0.5
+wait_confined $watchpid || echo "# watch not confined after 10 s"
 timeout 60 sh -c "echo \$\$ >$base/watched/cgroup.procs && exec $wl anon 160 256 -1" >/dev/null 2>&1
 st=$?
 check "watch: the overshoot in a watched cgroup is killed (status $st)" [ "$st" = 137 ]
@@ -203,7 +228,7 @@ diag "$tmp/watch.err"
 mkdir "$base/w1" "$base/w2"
 "$mg" watch --json --limit 64M "$base/w1" "$base/w2" 2>"$tmp/watch.err" &
 watchpid=$!
-sleep 0.5
+wait_confined $watchpid || echo "# watch not confined after 10 s"
 kill -TERM $watchpid
 wait $watchpid
 st=$?
@@ -212,6 +237,94 @@ check "watch --json: nothing but JSON on stderr" sh -c "! grep -qv '^{' '$tmp/wa
 "$mg" watch --limit 64M "$base/nonexistent" 2>"$tmp/err"
 st=$?
 check_eval "watch: a missing cgroup is exit 1 with one line (got $st)" '[ "$st" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ]'
+
+# ---- privileges once set up (docs/security.md, "Privileges each component needs")
+# watch: every capability dropped (the bounding set too; CAP_KILL would stay
+# only for a cgroup without cgroup.kill, before 5.14), no_new_privs, seccomp.
+mkdir "$base/privs"
+"$mg" watch --limit 64M "$base/privs" 2>"$tmp/watch.err" &
+watchpid=$!
+if wait_confined $watchpid; then
+    ok "watch: confined once set up (Seccomp 2)"
+    echo "# watch: $(privs_of $watchpid)"
+    for f in CapPrm CapEff CapBnd CapAmb; do
+        v=$(status_of $watchpid $f)
+        check "watch: $f is empty (${v:-?})" [ "$v" = 0000000000000000 ]
+    done
+    v=$(status_of $watchpid NoNewPrivs)
+    check "watch: NoNewPrivs 1 (${v:-?})" [ "$v" = 1 ]
+else
+    not_ok "watch: confined once set up (Seccomp: $(status_of $watchpid Seccomp))"
+    diag "$tmp/watch.err"
+fi
+kill -TERM $watchpid
+wait $watchpid
+st=$?
+check "watch: SIGTERM ends the confined watch with 0 (got $st)" [ "$st" = 0 ]
+
+# run_privs WHERE CAPS PARENT-DIR [RUN-OPTIONS]: `memguard run` of a CMD that
+# writes its pid and waits for $tmp/go; once memguard is confined, its
+# permitted and effective sets must be CAPS, its bounding and ambient sets
+# empty; CMD keeps root's capabilities and no filter; exit 7 passes through
+# and the cgroup goes.
+run_privs() {
+    where=$1 want=$2 pdir=$3
+    shift 3
+    rm -f "$tmp/go" "$tmp/cmd.pid"
+    "$mg" run --limit 64M "$@" -- sh -c 'echo $$ >"$0.tmp" && mv "$0.tmp" "$0"
+        i=0
+        while [ ! -e "$1" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+        exit 7' "$tmp/cmd.pid" "$tmp/go" 2>"$tmp/run.err" &
+    runpid=$!
+    if wait_confined $runpid; then
+        ok "run $where: confined once CMD runs (Seccomp 2)"
+        echo "# run $where: $(privs_of $runpid)"
+        for f in CapPrm CapEff; do
+            v=$(status_of $runpid $f)
+            check "run $where: $f is $want (${v:-?})" [ "$v" = "$want" ]
+        done
+        for f in CapBnd CapAmb; do
+            v=$(status_of $runpid $f)
+            check "run $where: $f is empty (${v:-?})" [ "$v" = 0000000000000000 ]
+        done
+        v=$(status_of $runpid NoNewPrivs)
+        check "run $where: NoNewPrivs 1 (${v:-?})" [ "$v" = 1 ]
+    else
+        not_ok "run $where: confined once CMD runs (Seccomp: $(status_of $runpid Seccomp))"
+    fi
+    if wait_file "$tmp/cmd.pid"; then
+        cmdpid=$(cat "$tmp/cmd.pid")
+        echo "# run $where, CMD: $(privs_of "$cmdpid")"
+        check_eval "run $where: CMD keeps this shell's capabilities, no filter, no no_new_privs" \
+            '[ "$(status_of "$cmdpid" CapEff)" = "$(status_of $$ CapEff)" ] &&
+             [ "$(status_of "$cmdpid" Seccomp)" = 0 ] && [ "$(status_of "$cmdpid" NoNewPrivs)" = 0 ]'
+    else
+        not_ok "run $where: CMD started"
+    fi
+    touch "$tmp/go"
+    wait $runpid
+    st=$?
+    check "run $where: CMD's exit 7 passes through the confined run (got $st)" [ "$st" = 7 ]
+    check "run $where: ... and its cgroup is removed" [ ! -d "$pdir/memguard-run-$runpid" ]
+    diag "$tmp/run.err"
+}
+# The cgroup2 root is mode 0555: root removes its cgroup there through
+# CAP_DAC_OVERRIDE, the one capability kept (bit 1).  A parent writable by
+# its permission bits (here root's own 0755 directory) leaves nothing.
+run_privs "under --parent" 0000000000000000 "$base" --parent "$base"
+if [ "$(id -u)" = 0 ] && [ "$root" = /sys/fs/cgroup ] && [ "$(sed -n 's/^0:://p' /proc/self/cgroup)" = / ]; then
+    run_privs "in the root cgroup" 0000000000000002 "$root"
+    # The confined guard still kills, and run still removes its cgroup there.
+    timeout 60 "$mg" run --limit 32M -- "$wl" anon 128 256 -1 >/dev/null 2>"$tmp/err"
+    st=$?
+    check "run in the root cgroup: overshoot killed while confined: 137 (got $st)" [ "$st" = 137 ]
+    left=$(ls -d "$root"/memguard-run-* 2>/dev/null | wc -l)
+    check "run in the root cgroup: no memguard-run-* left ($left)" [ "$left" = 0 ]
+    diag "$tmp/err"
+else
+    n=$((n + 1))
+    echo "ok $n - run in the root cgroup # SKIP not root in the cgroup2 root (as in the VM)"
+fi
 
 echo "1..$n"
 [ "$failed" = 0 ]

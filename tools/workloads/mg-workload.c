@@ -61,6 +61,18 @@ static void die(const char *what) {
         exit(1);
 }
 
+/* A number argument ("1.5", "10", "-1"); anything else exits 2. */
+static double num_arg(const char *s) {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (end == s || *end || errno) {
+                fprintf(stderr, "mg-workload: %s: not a number\n", s);
+                exit(2);
+        }
+        return v;
+}
+
 /* Touches mib MiB of anon memory in step_kib steps; returns per-step usec. */
 static uint64_t *grow_anon(uint64_t mib, uint64_t step_kib, size_t *ret_n) {
         size_t steps = (size_t) (mib * 1024 / step_kib);
@@ -99,7 +111,7 @@ static int mode_anon(int argc, char **argv) {
 static int mode_throttle(int argc, char **argv) {
         uint64_t mib = argc > 0 ? strtoull(argv[0], NULL, 0) : 64;
         uint64_t step = argc > 1 && strtoull(argv[1], NULL, 0) ? strtoull(argv[1], NULL, 0) : 256;
-        double hold_s = argc > 2 ? atof(argv[2]) : 0;
+        double hold_s = argc > 2 ? num_arg(argv[2]) : 0;
         uint64_t t0 = now_usec();
         size_t n, h = 0;
         uint64_t *lat = grow_anon(mib, step, &n), grown = now_usec() - t0;
@@ -123,6 +135,8 @@ static int mode_throttle(int argc, char **argv) {
                " hold_p90_us=%" PRIu64 "\n",
                mib, n, grown / 1000, pct(lat, n, 50), pct(lat, n, 99), pct(lat, n, 100), h, pct(held, h, 50),
                pct(held, h, 90));
+        free(held);
+        free(lat);
         return 0;
 }
 
@@ -142,11 +156,23 @@ static int mode_leak(int argc, char **argv) {
         return 0;
 }
 
+/*
+ * Writes MIB MiB to FILE in 1 MiB writes, then fsyncs if FSYNC is non-zero.
+ * With BEHIND_MIB, write-behind: after each BEHIND_MIB MiB it starts the
+ * writeback of that chunk and waits for it (sync_file_range), so no more than
+ * BEHIND_MIB MiB, plus the write under way, is ever dirty or under writeback,
+ * and the rest of what it wrote is clean page cache reclaim can take.
+ * Without it only the kernel's dirty throttling bounds that: on 7.x a writer
+ * at a 16 or 32 MiB memory.max had up to 80-90 % of its page cache under
+ * writeback behind a busy disk, reclaim found nothing to take, and the
+ * kernel OOM-killed the writer (docs/testing.md, healthy-neighbours).
+ */
 static int mode_write(int argc, char **argv) {
         if (argc < 2)
                 return 2;
         uint64_t mib = strtoull(argv[1], NULL, 0);
-        bool sync = argc > 2 && atoi(argv[2]);
+        uint64_t behind = argc > 3 ? strtoull(argv[3], NULL, 0) : 0;
+        bool sync = argc > 2 && num_arg(argv[2]) != 0;
         static char buf[1 << 20];
         int fd = open(argv[0], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0)
@@ -157,11 +183,17 @@ static int mode_write(int argc, char **argv) {
                 buf[0] = (char) i;
                 if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf))
                         die("write");
+                if (behind && (i + 1) % behind == 0 &&
+                    sync_file_range(fd, (off_t) ((i + 1 - behind) * MIB), (off_t) (behind * MIB),
+                                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                            SYNC_FILE_RANGE_WAIT_AFTER) < 0)
+                        die("sync_file_range");
         }
         if (sync && fsync(fd) < 0)
                 die("fsync");
         close(fd);
-        printf("workload=write mib=%" PRIu64 " fsync=%d elapsed_ms=%" PRIu64 "\n", mib, sync, (now_usec() - t0) / 1000);
+        printf("workload=write mib=%" PRIu64 " fsync=%d behind_mib=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", mib, sync, behind,
+               (now_usec() - t0) / 1000);
         return 0;
 }
 
@@ -169,7 +201,7 @@ static int mode_write(int argc, char **argv) {
 static int mode_read(int argc, char **argv) {
         if (argc < 2)
                 return 2;
-        double secs = atof(argv[1]);
+        double secs = num_arg(argv[1]);
         static char buf[1 << 20];
         uint64_t t0 = now_usec(), bytes = 0, loops = 0;
         int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
@@ -200,7 +232,7 @@ static int mode_read(int argc, char **argv) {
 static int mode_hotfile(int argc, char **argv) {
         if (argc < 2)
                 return 2;
-        double secs = atof(argv[1]);
+        double secs = num_arg(argv[1]);
         uint64_t hot_pct = argc > 2 ? strtoull(argv[2], NULL, 0) : 60;
         uint64_t skew = argc > 3 ? strtoull(argv[3], NULL, 0) : 95;
         static char warm[1 << 20];
@@ -210,8 +242,10 @@ static int mode_hotfile(int argc, char **argv) {
         off_t size = lseek(fd, 0, SEEK_END);
         uint64_t pages = (uint64_t) size / PAGE, touches = 0, sum = 0;
         uint64_t hot = pages * hot_pct / 100;
-        if (pages == 0 || hot == 0)
+        if (pages == 0 || hot == 0) {
+                close(fd);
                 return 2;
+        }
         const volatile char *map = mmap(NULL, (size_t) size, PROT_READ, MAP_SHARED, fd, 0);
         if (map == MAP_FAILED)
                 die("mmap");
@@ -235,7 +269,7 @@ static int mode_churn(int argc, char **argv) {
         if (argc < 3)
                 return 2;
         uint64_t anon = strtoull(argv[0], NULL, 0);
-        double secs = atof(argv[2]);
+        double secs = num_arg(argv[2]);
         static char buf[1 << 20];
         uint64_t t0 = now_usec(), rounds = 0;
         int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
@@ -271,7 +305,7 @@ static int mode_owncode(int argc, char **argv) {
         if (argc < 3)
                 return 2;
         uint64_t anon = strtoull(argv[0], NULL, 0), pad = strtoull(argv[1], NULL, 0) * MIB;
-        double secs = atof(argv[2]);
+        double secs = num_arg(argv[2]);
         uint64_t hot_pct = argc > 3 ? strtoull(argv[3], NULL, 0) : 60;
         uint64_t skew = argc > 4 ? strtoull(argv[4], NULL, 0) : 95;
         size_t steps;
@@ -279,15 +313,20 @@ static int mode_owncode(int argc, char **argv) {
         if (fd < 0)
                 die("/proc/self/exe");
         off_t size = lseek(fd, 0, SEEK_END);
-        if (pad == 0 || size < (off_t) pad)
+        if (pad == 0 || size < (off_t) pad) {
+                close(fd);
                 return 2;
+        }
         off_t start = (size - (off_t) pad + PAGE - 1) / PAGE * PAGE;
         uint64_t pages = (uint64_t) (size - start) / PAGE, hot = pages * hot_pct / 100, calls = 0;
         unsigned char *code = mmap(NULL, (size_t) (size - start), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, start);
         if (code == MAP_FAILED)
                 die("mmap code");
-        if (code[0] != 0xc3)
+        if (code[0] != 0xc3) {
+                munmap(code, (size_t) (size - start));
+                close(fd);
                 return 2; /* not a padded copy */
+        }
         free(grow_anon(anon, 256, &steps));
         uint64_t t0 = now_usec();
         while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
@@ -303,7 +342,7 @@ static int mode_owncode(int argc, char **argv) {
 
 /* N processes (this one and N-1 children), each holding mib MiB. */
 static int mode_procs(int argc, char **argv) {
-        int n = argc > 0 ? atoi(argv[0]) : 4;
+        int n = argc > 0 ? (int) num_arg(argv[0]) : 4;
         uint64_t mib = argc > 1 ? strtoull(argv[1], NULL, 0) : 8;
         size_t steps;
         for (int i = 1; i < n; i++) {
@@ -322,7 +361,7 @@ static int mode_procs(int argc, char **argv) {
 }
 
 static int mode_cpu(int argc, char **argv) {
-        double secs = argc > 0 ? atof(argv[0]) : 10;
+        double secs = argc > 0 ? num_arg(argv[0]) : 10;
         uint64_t t0 = now_usec(), iters = 0;
         volatile uint64_t x = 0;
         while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
@@ -337,7 +376,7 @@ static int mode_cpu(int argc, char **argv) {
 /* Wakes every period_ms: scheduled start, wake delay and service time of a
  * small memory-touching job, as the canaries of seed 002 recorded them. */
 static int mode_canary(int argc, char **argv) {
-        double secs = argc > 0 ? atof(argv[0]) : 10;
+        double secs = argc > 0 ? num_arg(argv[0]) : 10;
         uint64_t period = (argc > 1 ? strtoull(argv[1], NULL, 0) : 100) * 1000;
         size_t max = (size_t) (secs * 1e6 / (double) period) + 1, n = 0;
         uint64_t *wake = calloc(max, sizeof(*wake)), *svc = calloc(max, sizeof(*svc)), misses = 0;
@@ -373,7 +412,7 @@ static const struct {
         { "anon", "MIB [STEP_KIB] [HOLD_S, -1 forever]", mode_anon },
         { "throttle", "MIB [STEP_KIB] [HOLD_S]", mode_throttle },
         { "leak", "MIB_PER_S", mode_leak },
-        { "write", "FILE MIB [FSYNC]", mode_write },
+        { "write", "FILE MIB [FSYNC] [BEHIND_MIB]", mode_write },
         { "read", "FILE SECONDS", mode_read },
         { "hotfile", "FILE SECONDS [HOT_PCT] [SKEW_PCT]", mode_hotfile },
         { "churn", "ANON_MIB FILE SECONDS", mode_churn },
