@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # bench-smoke: runs each benchmark binary in a tiny mode on fixture trees and
 # checks that it exits 0 and prints its results.  Times are not checked.
-#   smoke.sh BENCH-PARSE BENCH-TICK BENCH-SCALE
+#   smoke.sh BENCH-PARSE BENCH-TICK BENCH-SCALE BENCH-SNAPSHOT
 set -euo pipefail
-[ $# -eq 3 ] || { echo "usage: $0 bench-parse bench-tick bench-scale" >&2; exit 2; }
-parse=$1 tick=$2 scale=$3
+[ $# -eq 4 ] || { echo "usage: $0 bench-parse bench-tick bench-scale bench-snapshot" >&2; exit 2; }
+parse=$1 tick=$2 scale=$3 snapshot=$4
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+snapdir=$(mktemp -d)
+trap 'rm -f "$out"; rm -rf "$snapdir"' EXIT
 
 check() {
     local what=$1 want=$2
@@ -26,3 +27,5 @@ check() {
 check bench-parse 10 "$parse" --iters 100 --rounds 1
 check bench-tick 8 "$tick" --fixture --ticks 20 --rounds 1 --warmup 2
 check bench-scale 2 "$scale" --fixture -n 10 --seconds 1
+# No cgroup, no guard: a 4 MiB image, 2 cycles of the three writers in a temp dir.
+check bench-snapshot 7 "$snapshot" --no-cgroup --dir "$snapdir" --size 4 --cycles 2 --warmup 0

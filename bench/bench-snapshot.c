@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench-snapshot: the snapshot write over many cycles, side by side with a
+ * plain O_DIRECT copy of the same size to the same directory (what the disk
+ * gives) and with the buffered write() baseline (MG_SNAPSHOT_BUFFERED, what
+ * Firecracker does), for p50/p99 of each and of their ratios.
+ *
+ *   bench-snapshot --cgroup ROOT --dir DIR [--cycles N (20)] [--warmup W (1)]
+ *                  [--size MIB (256)]
+ *   bench-snapshot --no-cgroup --dir DIR ...   (no actor, no guard, no lend:
+ *                                               bench-smoke on any host)
+ *
+ * The actor is the one of tests/kernel/snapshot.c, scaled by --size:
+ * ROOT/memguard-bench-snap-PID/actor with memory.high 90 % of SIZE (at least
+ * the image's charge + 4 MiB), memory.max 2 x SIZE, guarded with a SIZE
+ * limit in a guard set.  This process moves itself into the actor's cgroup
+ * and builds the guest image there (SIZE MiB of which 7/8 are touched and
+ * charged to the actor: every eighth 2 MiB block never touched, one page in
+ * 61 a touched zero page), so the image is charged to the actor like a
+ * microVM's RAM, and it stays there for every write, so the page cache each
+ * writer makes is charged to the actor too.  The copy's 4 MiB buffer is
+ * touched before, outside the actor.  A second thread samples the actor's memory.stat every
+ * 20 ms (file_dirty + file_writeback) and ticks the guard set, serialised
+ * with the lend through the snapshot's lock callback.
+ *
+ * Each cycle runs the three writers once, each to a fresh file, in an order
+ * rotated every cycle (copy, memguard, buffered; then memguard, buffered,
+ * copy; ...) so drift of the shared host hits them alike:
+ *   copy      open(O_DIRECT | O_CREAT | O_TRUNC), SIZE bytes in 4 MiB
+ *             pwrite()s from one buffer, fdatasync, close (as the kernel
+ *             scenario's plain copy)
+ *   memguard  mg_snapshot_write(), MG_SNAPSHOT_AUTO, in a lend of the guard
+ *   buffered  mg_snapshot_write(), MG_SNAPSHOT_BUFFERED, in the same lend
+ * Each file is unlinked after its write and the file system synced
+ * (syncfs) before the next, outside the measure.  W warm-up cycles run
+ * first and are printed with warmup=1.  After the last cycle the last
+ * memguard file is restored outside the actor and compared page by page.
+ *
+ * Output: one "result bench=snapshot ..." line per write (ms from before
+ * the call to after it, wall clock; cpu_ms this process's user + system
+ * time over the same interval, the sampler thread's included), then
+ * "result bench=snapshot-check"
+ * (memory.high restored, kills, restore verified).  bench/report.py
+ * computes the percentiles.  No figure is judged here: the exit status is
+ * 0 when every write succeeded and the image restored.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "memguard/memguard.h"
+#include "memguard/parse.h"
+#include "memguard/snapshot.h"
+
+#define PAGE 4096
+#define COPY_BUF (4 * MIB)
+
+enum writer { W_COPY, W_MEMGUARD, W_BUFFERED, W_N };
+static const char *const writer_names[W_N] = { "copy", "memguard", "buffered" };
+static const char *const file_names[W_N] = { "bench-snap-copy", "bench-snap-memguard", "bench-snap-buffered" };
+
+/* ---- the guest image (tests/kernel/snapshot.c's pattern) ----------------- */
+
+static bool untouched(uint64_t i) {
+        return (i * PAGE / (2 * MIB)) % 8 == 3;
+}
+
+static bool zero_page(uint64_t i) {
+        return i % 61 == 7;
+}
+
+static void fill(uint8_t *p, uint64_t i, uint64_t seed) {
+        uint64_t *w = (uint64_t *) (void *) p;
+        for (uint64_t k = 0; k < PAGE / 8; k++)
+                w[k] = (i * UINT64_C(0x9E3779B97F4A7C15)) ^ (k * UINT64_C(0xD6E8FEB86659FD93)) ^ seed;
+}
+
+static uint8_t *make_image(uint64_t len, uint64_t seed) {
+        uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+                return NULL;
+        (void) madvise(p, len, MADV_NOHUGEPAGE); /* untouched blocks stay untouched */
+        for (uint64_t i = 0; i < len / PAGE; i++) {
+                if (untouched(i))
+                        continue;
+                if (zero_page(i))
+                        memset(p + i * PAGE, 0, PAGE);
+                else
+                        fill(p + i * PAGE, i, seed);
+        }
+        return p;
+}
+
+/* The first page that differs from the pattern, or -1. */
+static int64_t verify(const uint8_t *p, uint64_t len, uint64_t seed) {
+        static uint8_t want[PAGE] __attribute__((aligned(64)));
+        for (uint64_t i = 0; i < len / PAGE; i++) {
+                if (untouched(i) || zero_page(i))
+                        memset(want, 0, PAGE);
+                else
+                        fill(want, i, seed);
+                if (memcmp(p + i * PAGE, want, PAGE) != 0)
+                        return (int64_t) i;
+        }
+        return -1;
+}
+
+/* ---- the actor ------------------------------------------------------------ */
+
+struct actor {
+        char base[512], cg[600], home[600];
+        bool inside, running;
+        mg_set *set;
+        mg_guard *g;
+        pthread_mutex_t mu;
+        pthread_t th;
+        atomic_bool stop, measuring;
+        uint64_t peak_dw, samples; /* under mu */
+        int kills, lend_begins, lend_ends, errors;
+};
+
+static ssize_t cg_read(const char *cg, const char *file, char *buf, size_t size) {
+        char path[700];
+        buf[0] = '\0'; /* callers may scan it after a failure */
+        snprintf(path, sizeof(path), "%s/%s", cg, file);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, size - 1);
+        int e = errno;
+        close(fd);
+        if (n < 0)
+                return -e;
+        buf[n] = '\0';
+        return n;
+}
+
+/* A key of a "key value" file (memory.events), or 0. */
+static uint64_t cg_key(const char *cg, const char *file, const char *key) {
+        char buf[4096];
+        size_t kl = strlen(key);
+        if (cg_read(cg, file, buf, sizeof(buf)) <= 0)
+                return 0;
+        for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                if (strncmp(l, key, kl) == 0 && l[kl] == ' ')
+                        return strtoull(l + kl + 1, NULL, 10);
+        return 0;
+}
+
+static uint64_t cg_u64(const char *cg, const char *file) {
+        char buf[64];
+        return cg_read(cg, file, buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
+}
+
+static void *sampler(void *ud) {
+        struct actor *a = ud;
+        char buf[8192];
+        while (!atomic_load(&a->stop)) {
+                if (atomic_load(&a->measuring)) {
+                        struct mg_memstat st;
+                        ssize_t n = cg_read(a->cg, "memory.stat", buf, sizeof(buf));
+                        if (n > 0 && mg_parse_memstat(buf, (size_t) n, &st) == 0) {
+                                pthread_mutex_lock(&a->mu);
+                                if (st.file_dirty + st.file_writeback > a->peak_dw)
+                                        a->peak_dw = st.file_dirty + st.file_writeback;
+                                a->samples++;
+                                pthread_mutex_unlock(&a->mu);
+                        }
+                }
+                pthread_mutex_lock(&a->mu);
+                mg_set_process(a->set);
+                pthread_mutex_unlock(&a->mu);
+                (void) poll(NULL, 0, 20);
+        }
+        return NULL;
+}
+
+static void lock_fn(void *ud, bool lock) {
+        struct actor *a = ud;
+        if (lock)
+                pthread_mutex_lock(&a->mu);
+        else
+                pthread_mutex_unlock(&a->mu);
+}
+
+static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
+        struct actor *a = ud;
+        (void) g;
+        switch (ev->type) {
+        case MG_EVENT_KILL:
+        case MG_EVENT_KERNEL_OOM:
+                a->kills++;
+                break;
+        case MG_EVENT_LEND_BEGIN:
+                a->lend_begins++;
+                break;
+        case MG_EVENT_LEND_END:
+                a->lend_ends++;
+                break;
+        case MG_EVENT_ERROR:
+        case MG_EVENT_LEND_EXPIRED:
+                a->errors++;
+                break;
+        default:
+                break;
+        }
+}
+
+static void log_fn(int level, const char *msg, void *ud) {
+        (void) ud;
+        if (level <= MG_LOG_WARNING)
+                fprintf(stderr, "bench-snapshot: library: %s\n", msg);
+}
+
+/* Where this process is: root plus /proc/self/cgroup's "0::" path. */
+static int home_cgroup(const char *root, char *ret, size_t size) {
+        char line[512];
+        FILE *f = fopen("/proc/self/cgroup", "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f)) {
+                if (strncmp(line, "0::", 3) == 0) {
+                        line[strcspn(line, "\n")] = '\0';
+                        fclose(f);
+                        snprintf(ret, size, "%s%s", root, strcmp(line + 3, "/") == 0 ? "" : line + 3);
+                        return 0;
+                }
+        }
+        fclose(f);
+        return -ENOENT;
+}
+
+static int move_to(const char *cg) {
+        char pid[32];
+        snprintf(pid, sizeof(pid), "%d", (int) getpid());
+        return bench_cg_write(cg, "cgroup.procs", pid);
+}
+
+static int actor_start(struct actor *a, const char *root, uint64_t limit) {
+        char v[64];
+        int r;
+        if ((r = home_cgroup(root, a->home, sizeof(a->home))) < 0)
+                return r;
+        snprintf(a->base, sizeof(a->base), "%s/memguard-bench-snap-%d", root, (int) getpid());
+        (void) bench_cg_write(root, "cgroup.subtree_control", "+memory +io");
+        if (mkdir(a->base, 0755) < 0)
+                return -errno;
+        if (bench_cg_write(a->base, "cgroup.subtree_control", "+memory +io") < 0 &&
+            (r = bench_cg_write(a->base, "cgroup.subtree_control", "+memory")) < 0)
+                return r;
+        snprintf(a->cg, sizeof(a->cg), "%s/actor", a->base);
+        if (mkdir(a->cg, 0755) < 0)
+                return -errno;
+        snprintf(v, sizeof(v), "%" PRIu64, 2 * limit);
+        if ((r = bench_cg_write(a->cg, "memory.max", v)) < 0)
+                return r;
+        /* 90 % of the limit (230 MiB of 256, as the kernel scenario), but at
+         * least 4 MiB above the image's charge (7/8), for the bench's own
+         * pages: small --size runs would start over memory.high otherwise. */
+        uint64_t high = limit / 10 * 9 / MIB * MIB;
+        if (high < limit / 8 * 7 + 4 * MIB)
+                high = limit / 8 * 7 + 4 * MIB;
+        snprintf(v, sizeof(v), "%" PRIu64, high);
+        if ((r = bench_cg_write(a->cg, "memory.high", v)) < 0)
+                return r;
+        if ((r = mg_set_new(NULL, &a->set)) < 0)
+                return r;
+        struct mg_guard_options o;
+        if ((r = mg_guard_options_init(&o, limit)) < 0)
+                return r;
+        o.on_event = on_event;
+        o.userdata = a;
+        if ((r = mg_set_add(a->set, a->cg, &o, &a->g)) < 0)
+                return r;
+        if (pthread_create(&a->th, NULL, sampler, a) != 0)
+                return -EAGAIN;
+        a->running = true;
+        if ((r = move_to(a->cg)) < 0)
+                return r;
+        a->inside = true;
+        return 0;
+}
+
+static int actor_leave(struct actor *a) {
+        if (!a->inside)
+                return 0;
+        int r = move_to(a->home);
+        if (r == 0)
+                a->inside = false;
+        else
+                fprintf(stderr, "bench-snapshot: cannot move back to %s: %s\n", a->home, strerror(-r));
+        return r;
+}
+
+static void actor_stop(struct actor *a) {
+        bool out = actor_leave(a) == 0;
+        if (a->running) {
+                atomic_store(&a->stop, true);
+                pthread_join(a->th, NULL);
+                a->running = false;
+        }
+        if (a->set)
+                mg_set_free(a->set);
+        a->set = NULL;
+        if (out && a->cg[0])
+                bench_cg_destroy(a->cg); /* empty by now: we were its only process */
+        if (a->base[0])
+                (void) rmdir(a->base);
+}
+
+/* ---- the writers ------------------------------------------------------- */
+
+struct sample {
+        int r;
+        uint64_t usec, cpu_usec, peak_dw, samples, high_events, current;
+        bool high_ok;
+        struct mg_snapshot_stats st;
+};
+
+/* A plain O_DIRECT copy of len bytes to dirfd/name: what the disk gives. */
+static int plain_copy(int dirfd, const char *name, const uint8_t *buf, uint64_t len) {
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        int r = 0;
+        for (uint64_t off = 0; off < len && r == 0; off += COPY_BUF) {
+                size_t n = (size_t) (len - off < COPY_BUF ? len - off : COPY_BUF);
+                ssize_t w = pwrite(fd, buf, n, (off_t) off);
+                if (w != (ssize_t) n)
+                        r = w < 0 ? -errno : -EIO;
+        }
+        if (r == 0 && fdatasync(fd) < 0)
+                r = -errno;
+        close(fd);
+        return r;
+}
+
+/* User + system time of this process (both threads; the kernel's work
+ * for its syscalls and AIO submissions included, interrupt-time completion
+ * not). */
+static uint64_t cpu_usec(void) {
+        struct rusage ru;
+        if (getrusage(RUSAGE_SELF, &ru) < 0)
+                return 0;
+        return (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+               (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *img, uint64_t len,
+                    const uint8_t *copy_buf, struct sample *x) {
+        char hb[64] = "", ha[64] = "";
+        uint64_t high0 = 0;
+        bool cg = a->cg[0] != '\0';
+
+        memset(x, 0, sizeof(*x));
+        x->st.size = sizeof(x->st);
+        if (cg) {
+                high0 = cg_key(a->cg, "memory.events", "high");
+                x->current = cg_u64(a->cg, "memory.current");
+                cg_read(a->cg, "memory.high", hb, sizeof(hb));
+                pthread_mutex_lock(&a->mu);
+                a->peak_dw = a->samples = 0;
+                pthread_mutex_unlock(&a->mu);
+                atomic_store(&a->measuring, true);
+        }
+        uint64_t c0 = cpu_usec(), t0 = bench_now_ns();
+        if (w == W_COPY) {
+                x->r = plain_copy(dirfd, file_names[w], copy_buf, len);
+        } else {
+                struct mg_snapshot_options o;
+                struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = img, .length = len };
+                mg_snapshot_options_init(&o);
+                o.method = w == W_MEMGUARD ? MG_SNAPSHOT_AUTO : MG_SNAPSHOT_BUFFERED;
+                o.guard = a->g;
+                o.lock = lock_fn;
+                o.lock_userdata = a;
+                o.log = log_fn;
+                x->r = mg_snapshot_write(&src, dirfd, file_names[w], &o, &x->st);
+        }
+        x->usec = (bench_now_ns() - t0) / 1000;
+        x->cpu_usec = cpu_usec() - c0;
+        if (cg) {
+                atomic_store(&a->measuring, false);
+                pthread_mutex_lock(&a->mu);
+                x->peak_dw = a->peak_dw;
+                x->samples = a->samples;
+                pthread_mutex_unlock(&a->mu);
+                x->high_events = cg_key(a->cg, "memory.events", "high") - high0;
+                cg_read(a->cg, "memory.high", ha, sizeof(ha));
+                x->high_ok = strcmp(hb, ha) == 0;
+        } else {
+                x->high_ok = true;
+        }
+}
+
+static void print_one(const struct sample *x, enum writer w, int cycle, int pos, bool warmup, uint64_t len,
+                      bool cg) {
+        const struct mg_snapshot_stats *s = &x->st;
+        char extra[512] = "", dw[96] = "";
+        if (w != W_COPY)
+                snprintf(extra, sizeof(extra),
+                         " method=%s total_ms=%.1f write_ms=%.1f sync_ms=%.1f lend_begin_ms=%.1f lend_end_ms=%.1f"
+                         " publish_ms=%.1f data_mib=%.1f window_kib=%" PRIu64 " lend_kib=%" PRIu64,
+                         mg_snapshot_method_to_string(s->method), (double) s->total_usec / 1000,
+                         (double) s->write_usec / 1000, (double) s->sync_usec / 1000,
+                         (double) s->lend_begin_usec / 1000, (double) s->lend_end_usec / 1000,
+                         (double) s->publish_usec / 1000, (double) s->data_bytes / MIB, s->window_bytes / 1024,
+                         s->lend_bytes == MG_UNLIMITED ? 0 : s->lend_bytes / 1024);
+        else
+                snprintf(extra, sizeof(extra), " method=o_direct data_mib=%.1f", (double) len / MIB);
+        if (cg)
+                snprintf(dw, sizeof(dw),
+                         " peak_dw_kib=%" PRIu64 " samples=%" PRIu64 " high_events=%" PRIu64 " current_mib=%" PRIu64,
+                         x->peak_dw / 1024, x->samples, x->high_events, x->current / MIB);
+        printf("result bench=snapshot writer=%s cycle=%d pos=%d warmup=%d r=%s ms=%.1f cpu_ms=%.1f mbps=%.1f"
+               " image_mib=%" PRIu64 " high_restored=%d%s%s\n",
+               writer_names[w], cycle, pos, warmup ? 1 : 0, x->r ? strerror(-x->r) : "0", (double) x->usec / 1000,
+               (double) x->cpu_usec / 1000,
+               x->usec ? (double) len / (double) x->usec : 0.0, len / MIB, x->high_ok ? 1 : 0, extra, dw);
+}
+
+static int restore_verify(int dirfd, uint64_t len, uint64_t seed, uint64_t *ret_usec) {
+        struct mg_snapshot_stats st = { .size = sizeof(st) };
+        uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+                return -errno;
+        struct mg_snapshot_target t = { .kind = MG_SNAPSHOT_MEMORY, .addr = p, .length = len };
+        int r = mg_snapshot_restore(dirfd, file_names[W_MEMGUARD], &t, NULL, &st);
+        *ret_usec = st.total_usec;
+        if (r == 0 && verify(p, len, seed) != -1)
+                r = -EBADMSG;
+        munmap(p, len);
+        return r;
+}
+
+static void usage(void) {
+        fprintf(stderr, "usage: bench-snapshot (--cgroup ROOT | --no-cgroup) --dir DIR [--cycles N] [--warmup W] "
+                        "[--size MIB]\n");
+        exit(2);
+}
+
+int main(int argc, char **argv) {
+        const char *root = NULL, *dir = NULL;
+        bool no_cgroup = false;
+        uint64_t cycles = 20, warmup = 1, size_mib = 256, seed = 1;
+        struct actor a = { 0 };
+        struct utsname u;
+        struct statfs sfs;
+        int failed = 0, r;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--cgroup") == 0 && i + 1 < argc)
+                        root = argv[++i];
+                else if (strcmp(argv[i], "--no-cgroup") == 0)
+                        no_cgroup = true;
+                else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+                        dir = argv[++i];
+                else if (strcmp(argv[i], "--cycles") == 0 && i + 1 < argc)
+                        cycles = strtoull(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
+                        warmup = strtoull(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
+                        size_mib = strtoull(argv[++i], NULL, 10);
+                else
+                        usage();
+        }
+        if (!dir || no_cgroup == !!root || cycles == 0 || size_mib < 4 || size_mib % 4)
+                usage(); /* whole 4 MiB copy buffers; 2 MiB blocks of the pattern */
+        uint64_t len = size_mib * MIB;
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        pthread_mutex_init(&a.mu, NULL);
+
+        int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0) {
+                fprintf(stderr, "bench-snapshot: %s: %s\n", dir, strerror(errno));
+                return 1;
+        }
+        uname(&u);
+        const char *fs = "?";
+        if (fstatfs(dirfd, &sfs) == 0)
+                fs = sfs.f_type == 0xEF53 ? "ext4" : sfs.f_type == 0x01021994 ? "tmpfs" : "other";
+        /* The copy's buffer is charged where this process is now, not to the
+         * actor: only the image is the actor's. */
+        uint8_t *copy_buf = mmap(NULL, COPY_BUF, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (copy_buf == MAP_FAILED) {
+                fprintf(stderr, "bench-snapshot: mmap: %s\n", strerror(errno));
+                close(dirfd);
+                return 1;
+        }
+        for (uint64_t i = 0; i < COPY_BUF / PAGE; i++)
+                fill(copy_buf + i * PAGE, i, 99);
+        if (root) {
+                r = actor_start(&a, root, len);
+                if (r < 0) {
+                        fprintf(stderr, "bench-snapshot: actor under %s: %s\n", root, strerror(-r));
+                        failed = 1;
+                        goto out;
+                }
+        }
+        uint64_t t0 = bench_now_ns();
+        uint8_t *img = make_image(len, seed);
+        if (!img) {
+                fprintf(stderr, "bench-snapshot: mmap: %s\n", strerror(errno));
+                failed = 1;
+                goto out;
+        }
+        uint64_t build_ms = (bench_now_ns() - t0) / 1000000;
+        char high[64] = "max";
+        if (root) {
+                cg_read(a.cg, "memory.high", high, sizeof(high));
+                high[strcspn(high, "\n")] = '\0';
+        }
+        printf("env bench=snapshot kernel=%s where=%s fs=%s cycles=%" PRIu64 " warmup=%" PRIu64 " image_mib=%" PRIu64
+               " limit_mib=%" PRIu64 " high_bytes=%s max_mib=%" PRIu64 " current_mib=%" PRIu64 " build_ms=%" PRIu64
+               " mem_kib=%" PRIu64 "\n",
+               u.release, root ? "cgroup" : "none", fs, cycles, warmup, size_mib, root ? size_mib : 0, high,
+               root ? 2 * size_mib : 0, root ? cg_u64(a.cg, "memory.current") / MIB : 0, build_ms,
+               (uint64_t) sysconf(_SC_PHYS_PAGES) * (uint64_t) sysconf(_SC_PAGESIZE) / 1024);
+
+        int n_ok = 0, n_writes = 0, high_bad = 0;
+        for (uint64_t c = 0; c < warmup + cycles; c++) {
+                bool wu = c < warmup;
+                int cycle = wu ? -(int) (warmup - c) : (int) (c - warmup);
+                for (int pos = 0; pos < W_N; pos++) {
+                        enum writer w = (enum writer) (((uint64_t) pos + c) % W_N);
+                        struct sample x;
+                        run_one(&a, w, dirfd, img, len, copy_buf, &x);
+                        print_one(&x, w, cycle, pos, wu, len, root != NULL);
+                        n_writes++;
+                        n_ok += x.r == 0;
+                        high_bad += !x.high_ok;
+                        if (x.r != 0 && !(w == W_COPY && x.r == -EINVAL)) /* EINVAL: no O_DIRECT here */
+                                failed = 1;
+                        /* the last memguard file is kept for the restore check */
+                        if (!(w == W_MEMGUARD && c + 1 == warmup + cycles))
+                                (void) unlinkat(dirfd, file_names[w], 0);
+                        (void) syncfs(dirfd);
+                }
+        }
+        /* Restore outside the actor (memory.high would throttle a second image). */
+        uint64_t restore_us = 0;
+        if (root && actor_leave(&a) < 0)
+                failed = 1;
+        r = restore_verify(dirfd, len, seed, &restore_us);
+        (void) unlinkat(dirfd, file_names[W_MEMGUARD], 0);
+        if (r < 0)
+                failed = 1;
+        pthread_mutex_lock(&a.mu);
+        printf("result bench=snapshot-check writes=%d ok=%d high_not_restored=%d kills=%d lend_begin=%d lend_end=%d "
+               "guard_errors=%d restore=%s restore_ms=%.1f\n",
+               n_writes, n_ok, high_bad, a.kills, a.lend_begins, a.lend_ends, a.errors, r ? strerror(-r) : "verified",
+               (double) restore_us / 1000);
+        pthread_mutex_unlock(&a.mu);
+        munmap(img, len);
+out:
+        munmap(copy_buf, COPY_BUF);
+        if (root)
+                actor_stop(&a);
+        close(dirfd);
+        return failed;
+}
