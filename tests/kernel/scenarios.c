@@ -94,7 +94,7 @@ int t_anon_overshoot(void) {
                 w.ev.kill.method == MG_KILL_CGROUP_KILL ? "cgroup.kill" : "pidfd");
         KT_CHECK(w.ev.kill.kill_usec >= w.crossed_usec || w.crossed_usec - w.ev.kill.kill_usec < 20 * MS,
                  "killed before crossing?");
-        KT_CHECK(w.ev.kill.kill_usec < w.crossed_usec || delay <= 2 * 250 * MS + 100 * MS,
+        KT_CHECK(w.ev.kill.kill_usec < w.crossed_usec || delay <= 2 * (250 * MS) + 100 * MS,
                  "kill %" PRIu64 " ms after crossing", delay / 1000);
         KT_CHECK(is_sigkill_status(status), "workload status %d", status);
         KT_CHECK(!w.ev.kill.empty_timed_out, "cgroup did not empty");
