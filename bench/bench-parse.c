@@ -35,6 +35,21 @@ static void c_memstat_7x(void) {
         sink += mg_used_bytes(&st);
 }
 
+/* The tick's parse of the same buffer, with the layout a full parse learnt. */
+static struct mg_memstat_layout layout_7x, layout_61;
+
+static void c_memstat_7x_tick(void) {
+        struct mg_memstat st;
+        (void) mg_parse_memstat_tick(bench_memstat_7x, len_7x, &layout_7x, &st);
+        sink += mg_used_bytes(&st);
+}
+
+static void c_memstat_61_tick(void) {
+        struct mg_memstat st;
+        (void) mg_parse_memstat_tick(bench_memstat_61, len_61, &layout_61, &st);
+        sink += mg_used_bytes(&st);
+}
+
 static void c_memstat_7x_captured(void) {
         struct mg_memstat st;
         (void) mg_parse_memstat(bench_memstat_7x_captured, len_7x_captured, &st);
@@ -124,6 +139,8 @@ static const struct {
         { "memstat_7x", c_memstat_7x, bench_memstat_7x },
         { "memstat_7x_captured", c_memstat_7x_captured, bench_memstat_7x_captured },
         { "memstat_61", c_memstat_61, bench_memstat_61 },
+        { "memstat_7x_tick", c_memstat_7x_tick, bench_memstat_7x },
+        { "memstat_61_tick", c_memstat_61_tick, bench_memstat_61 },
         { "u64_value", c_u64, current_buf },
         { "psi", c_psi, psi_buf },
         { "mem_events", c_events, events_buf },
@@ -160,6 +177,14 @@ int main(int argc, char **argv) {
         len_7x = strlen(bench_memstat_7x);
         len_7x_captured = strlen(bench_memstat_7x_captured);
         len_61 = strlen(bench_memstat_61);
+        struct mg_memstat st;
+        if (mg_parse_memstat_keys(bench_memstat_7x, len_7x, &st, NULL, &layout_7x) < 0 ||
+            mg_parse_memstat_keys(bench_memstat_61, len_61, &st, NULL, &layout_61) < 0 ||
+            mg_parse_memstat_tick(bench_memstat_7x, len_7x, &layout_7x, &st) < 0 ||
+            mg_parse_memstat_tick(bench_memstat_61, len_61, &layout_61, &st) < 0) {
+                fprintf(stderr, "bench-parse: the memory.stat buffers do not parse\n");
+                return 1;
+        }
         /* A full ring, as after 16 s at the limit. */
         for (int i = 0; i < MG_POLICY_RING; i++)
                 c_policy_decide();

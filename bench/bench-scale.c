@@ -5,7 +5,7 @@
  * fast path; and what each guard costs in memory and fds.
  *
  *   bench-scale --fixture [DIR] | --cgroup ROOT  [-n N (1000)] [--seconds S (20)]
- *               [--slow K (N/100)] [--tick-ms MS (250)] [--align-ms MS]
+ *               [--slow K (N/100)] [--tick-ms MS (250)] [--align-ms MS] [--floor]
  *
  * Fixture: N fake cgroup trees (256 MiB actors), K of them at their limit
  * (the slow path, verdict NEAR), the others at rest.  Cgroup: N empty
@@ -20,12 +20,16 @@
  * and its big parts.  Under callgrind (bench/run), only the measured loop is
  * counted, dumped as "scale:run".
  *
+ * --floor also runs the floor (floor_run() below) for S seconds after the
+ * set, on the same files: the CPU share of the reads alone.
+ *
  * --align-ms is a what-if, not the library's behaviour: after adding the
  * guards it moves their first ticks onto MS-wide slots (mg_set_reschedule),
  * so the set wakes once per slot instead of once per guard; it shows what
  * coalescing due ticks in the set would save.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
@@ -94,11 +98,65 @@ static uint64_t run_set(mg_set *s, uint64_t usec) {
         return wakeups;
 }
 
+/*
+ * The floor: the same N memory.current files read at the same rate and in
+ * the same 25 ms batches by a loop that does nothing else (a pread into a
+ * stack buffer, strtoull, a compare), in the same process with the guards'
+ * fds still open.  What no design that reads memory.current once per actor
+ * per tick can go below; memguard's share is measured against it.
+ */
+static int floor_run(const char *dir, uint64_t n, uint64_t limit, uint64_t tick_ms, uint64_t seconds) {
+        uint64_t slots = tick_ms >= 25 ? tick_ms / 25 : 1, reads = 0, below = 0, sys0, sys1;
+        int *fds = calloc(n, sizeof(*fds));
+        char path[4200];
+
+        if (!fds)
+                return -ENOMEM;
+        for (uint64_t i = 0; i < n; i++) {
+                snprintf(path, sizeof(path), "%s/a%" PRIu64 "/memory.current", dir, i);
+                fds[i] = open(path, O_RDONLY | O_CLOEXEC);
+                if (fds[i] < 0) {
+                        int r = -errno;
+                        while (i > 0)
+                                close(fds[--i]);
+                        free(fds);
+                        return r;
+                }
+        }
+        uint64_t cpu0 = cpu_usec(&sys0), t0 = bench_now_ns(), end = t0 + seconds * 1000000000, slot = 0;
+        for (uint64_t next = t0;; slot++, next += tick_ms * 1000000 / slots) {
+                uint64_t now = bench_now_ns();
+                if (now >= end)
+                        break;
+                if (next > now)
+                        (void) poll(NULL, 0, (int) ((next - now) / 1000000));
+                for (uint64_t i = slot % slots; i < n; i += slots) {
+                        char buf[32];
+                        ssize_t k = pread(fds[i], buf, sizeof(buf) - 1, 0);
+                        if (k <= 0)
+                                continue;
+                        buf[k] = '\0';
+                        below += strtoull(buf, NULL, 10) < limit - limit / 16;
+                        reads++;
+                }
+        }
+        uint64_t wall = bench_now_ns() - t0, cpu = cpu_usec(&sys1) - cpu0;
+        for (uint64_t i = 0; i < n; i++)
+                close(fds[i]);
+        free(fds);
+        printf("result bench=scale-floor n=%" PRIu64 " tick_ms=%" PRIu64 " seconds=%.1f cpu_pct=%.3f "
+               "cpu_us_per_read=%.2f sys_pct_of_cpu=%.1f reads_per_sec=%.0f below=%" PRIu64 "\n",
+               n, tick_ms, (double) wall / 1e9, 100.0 * (double) cpu / ((double) wall / 1000.0),
+               reads ? (double) cpu / (double) reads : 0, cpu ? 100.0 * (double) (sys1 - sys0) / (double) cpu : 0,
+               (double) reads / ((double) wall / 1e9), below);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         const char *fixture = NULL, *root = NULL;
         uint64_t n = 1000, seconds = 20, tick_ms = 250, slow = UINT64_MAX, limit, align_ms = 0;
         mg_guard **guards = NULL;
-        bool use_fixture = false, own_dir = false;
+        bool use_fixture = false, own_dir = false, floor = false;
         char dir[4096] = "", path[4200];
         pid_t *holders = NULL;
         mg_set *s = NULL;
@@ -123,9 +181,11 @@ int main(int argc, char **argv) {
                         tick_ms = strtoull(argv[++i], NULL, 10);
                 } else if (strcmp(argv[i], "--align-ms") == 0 && i + 1 < argc) {
                         align_ms = strtoull(argv[++i], NULL, 10);
+                } else if (strcmp(argv[i], "--floor") == 0) {
+                        floor = true;
                 } else {
                         fprintf(stderr, "usage: bench-scale (--fixture [DIR] | --cgroup ROOT) [-n N] [--seconds S] "
-                                        "[--slow K] [--tick-ms MS] [--align-ms MS]\n");
+                                        "[--slow K] [--tick-ms MS] [--align-ms MS] [--floor]\n");
                         return 2;
                 }
         }
@@ -280,9 +340,11 @@ int main(int argc, char **argv) {
                (double) (a1.bytes - a0.bytes) / (double) n, (double) (a1.allocs - a0.allocs) / (double) n,
                ((double) slab1 - (double) slab0) / (double) n, (double) t_add / 1000.0 / (double) n,
                (double) t_make / 1000.0 / (double) n);
-        printf("result bench=sizeof guard=%zu stat_buf=%zu small_buf=%zu policy_state=%zu kill_record=%zu "
+        if (floor && (r = floor_run(dir, n, limit, tick_ms, seconds)) < 0)
+                fprintf(stderr, "bench-scale: floor: %s\n", strerror(-r));
+        printf("result bench=sizeof guard=%zu stat_buf_per_set=%zu small_buf=%zu policy_state=%zu kill_record=%zu "
                "report=%zu options=%zu\n",
-               sizeof(struct mg_guard), sizeof(((struct mg_guard *) 0)->stat_buf),
+               sizeof(struct mg_guard), (size_t) MG_STAT_BUF_SIZE,
                sizeof(((struct mg_guard *) 0)->small_buf), sizeof(struct mg_policy_state),
                sizeof(struct mg_kill_record), sizeof(struct mg_report), sizeof(struct mg_guard_options));
 

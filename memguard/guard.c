@@ -90,7 +90,8 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         if (r < 0)
                 goto fail;
         g->path = strdup(path);
-        if (!g->path) {
+        g->stat_buf = g->own_stat_buf = malloc(MG_STAT_BUF_SIZE);
+        if (!g->path || !g->stat_buf) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -112,7 +113,6 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         /* The keys this kernel prints in memory.stat, so that a read cut
          * short at a line boundary is told from a kernel without them. */
         (void) read_parsed(g, MG_CG_STAT, &(struct mg_memstat) {});
-        g->heap_index = SIZE_MAX;
         g->last_restores = g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
         lend_adopt(g);
         *ret = g;
@@ -189,6 +189,7 @@ mg_guard *mg_guard_free(mg_guard *g) {
         triggers_close(g);
         mg_cgroup_close(&g->cg);
         free(g->path);
+        free(g->own_stat_buf);
         free(g);
         return NULL;
 }
@@ -243,6 +244,7 @@ static int cgroup_gone(mg_guard *g, const char *what) {
 static int report_error(mg_guard *g, unsigned slot, int level, const char *verb, const char *what, int err) {
         if (g->error_streak[slot] != err) {
                 g->error_streak[slot] = err;
+                g->erring |= 1u << slot;
                 if (verb)
                         glog(g, level, "%s: %s %s: %s", g->path, verb, what, strerror(-err));
                 else
@@ -253,7 +255,10 @@ static int report_error(mg_guard *g, unsigned slot, int level, const char *verb,
 }
 
 static void clear_error(mg_guard *g, unsigned slot) {
-        g->error_streak[slot] = 0;
+        if (g->erring & (1u << slot)) {
+                g->erring &= ~(1u << slot);
+                g->error_streak[slot] = 0;
+        }
 }
 
 /* A read or parse error of a file the decision needs: reported, and the
@@ -290,11 +295,36 @@ static int check_keys(uint64_t *known, uint64_t keys) {
         return 0;
 }
 
-static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
-        char *buf = f == MG_CG_STAT ? g->stat_buf : g->small_buf;
-        size_t size = f == MG_CG_STAT ? sizeof(g->stat_buf) : sizeof(g->small_buf);
-        ssize_t n = mg_cgroup_read(&g->cg, f, buf, size);
+/* memory.stat: on the tick only the lines the decision needs (full false,
+ * see mg_parse_memstat_tick), in full for a report, a kill record, or when
+ * the layout learnt from the last full parse does not fit. */
+static int read_stat(mg_guard *g, bool full, struct mg_memstat *ret) {
+        ssize_t n = mg_cgroup_read(&g->cg, MG_CG_STAT, g->stat_buf, MG_STAT_BUF_SIZE);
+        struct mg_memstat_layout layout;
         struct mg_memstat st;
+        uint64_t keys;
+        int r;
+
+        if (n < 0)
+                return (int) n;
+        r = full ? -ESTALE : mg_parse_memstat_tick(g->stat_buf, (size_t) n, &g->stat_layout, &st);
+        if (r == -ESTALE) {
+                r = mg_parse_memstat_keys(g->stat_buf, (size_t) n, &st, &keys, &layout);
+                if (r >= 0)
+                        r = check_keys(&g->stat_keys, keys);
+                if (r >= 0)
+                        g->stat_layout = layout; /* only from a read with every key */
+        }
+        if (r < 0)
+                return r;
+        clear_error(g, MG_CG_STAT);
+        *ret = st;
+        return 0;
+}
+
+static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
+        ssize_t n = f == MG_CG_STAT ? 0 : mg_cgroup_read(&g->cg, f, g->small_buf, sizeof(g->small_buf));
+        const char *buf = g->small_buf;
         struct mg_mem_events ev;
         uint64_t keys;
         int r;
@@ -303,12 +333,7 @@ static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
                 return (int) n;
         switch (f) {
         case MG_CG_STAT:
-                r = mg_parse_memstat_keys(buf, (size_t) n, &st, &keys);
-                if (r >= 0)
-                        r = check_keys(&g->stat_keys, keys);
-                if (r >= 0)
-                        *(struct mg_memstat *) ret = st;
-                break;
+                return read_stat(g, true, ret);
         case MG_CG_PRESSURE:
         case MG_CG_IO_PRESSURE:
                 r = mg_parse_psi(buf, (size_t) n, ret);
@@ -350,7 +375,8 @@ static bool rose(uint64_t *last, uint64_t now) {
  * compared, never subtracted from.  Files this kernel lacks leave their part
  * of the report empty.
  */
-static int read_slow(mg_guard *g, uint64_t current, bool all, struct mg_report *rep, struct mg_sample *x) {
+static int read_slow(mg_guard *g, uint64_t current, bool all, bool full_stat, struct mg_report *rep,
+                     struct mg_sample *x) {
         uint64_t hold;
         int r;
 
@@ -362,7 +388,7 @@ static int read_slow(mg_guard *g, uint64_t current, bool all, struct mg_report *
                 .high_bytes = MG_UNLIMITED,
                 .max_bytes = MG_UNLIMITED,
         };
-        r = read_parsed(g, MG_CG_STAT, &rep->stat);
+        r = read_stat(g, full_stat, &rep->stat);
         if (r < 0)
                 return read_failed(g, MG_CG_STAT, r);
         rep->used_bytes = mg_used_bytes(&rep->stat);
@@ -636,7 +662,7 @@ int mg_guard_tick(mg_guard *g) {
         }
         set_slow(g, true);
 
-        r = read_slow(g, current, false, &rep, &x);
+        r = read_slow(g, current, false, false, &rep, &x);
         if (r < 0)
                 return r;
         note_kernel_oom(g, &rep);
@@ -656,13 +682,21 @@ int mg_guard_tick(mg_guard *g) {
                 return r;
         if (v == MG_VERDICT_OVERSHOOT) {
                 struct mg_sample y;
-                r = read_slow(g, current, false, &rep, &y);
+                r = read_slow(g, current, false, true, &rep, &y);
                 if (r < 0)
                         return r;
                 if (!mg_policy_overshoot(&g->params, current, rep.used_bytes))
                         return acted;
         } else if (mg_policy_fast(&g->params, current)) {
                 return acted;
+        } else {
+                /* The tick parsed only what the decision needs; the kill
+                 * record shows memory.stat whole. */
+                r = read_stat(g, true, &rep.stat);
+                if (r < 0)
+                        return read_failed(g, MG_CG_STAT, r);
+                rep.current_bytes = current;
+                rep.used_bytes = mg_used_bytes(&rep.stat);
         }
         rep.verdict = v;
         rep.stall_usec = stall_usec;
@@ -689,7 +723,7 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
         r = read_current(g, &current);
         if (r < 0)
                 return r;
-        r = read_slow(g, current, true, &rep, &x);
+        r = read_slow(g, current, true, true, &rep, &x);
         if (r < 0)
                 return r;
         read_limits(g, &rep);

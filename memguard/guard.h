@@ -4,6 +4,7 @@
 /* Internal view of a guard, shared by guard.c, set.c and the tests. */
 
 #include "cgroup.h"
+#include "parse.h"
 #include "memguard/memguard.h"
 #include "policy.h"
 
@@ -21,7 +22,7 @@ typedef uint64_t (*mg_clock_fn)(void *userdata);
 enum {
         MG_ERR_WRITE_HIGH = MG_CG_N,    /* restoring memory.high */
         MG_ERR_KILL,                    /* cgroup.kill, or the pidfd fallback */
-        MG_ERR_N,
+        MG_ERR_N,               /* at most 32: a bit each in mg_guard.erring */
 };
 
 /*
@@ -57,24 +58,38 @@ uint64_t mg_boottime_usec(void);
 /* mg_guard_recover() with cgroup flags and an I/O seam, for tests. */
 int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flags, const struct mg_io *io);
 
-struct mg_guard {
-        char *path;
-        struct mg_guard_options opt;
-        struct mg_policy_params params;
-        struct mg_cgroup cg;
-        enum mg_guard_state state;
+/* memory.stat is about 2.5 KiB on 7.x (71 keys of at most 40 bytes). */
+#define MG_STAT_BUF_SIZE 8192
 
-        struct mg_policy_state policy;
+struct mg_guard {
+        /* What a fast tick touches comes first: with thousands of guards,
+         * each a few KiB apart, a tick costs the cache lines it touches. */
+        enum mg_guard_state state;
+        bool lent;
+        bool slow;                      /* on the slow path (at its limit) since the last tick */
+        struct mg_cgroup cg;
+        struct mg_policy_params params;
+        mg_clock_fn clock;
+        void *clock_userdata;
         uint64_t detect_usec;           /* first slow tick with a kill verdict */
+        uint32_t erring;                /* a bit per error_streak slot that is not 0 */
+        struct mg_set *set;             /* owned by set.c */
+        struct mg_guard_options opt;
+        struct mg_policy_state policy;  /* its ring last */
+
+        int error_streak[MG_ERR_N];     /* the error last reported for each; 0 once it works again */
+        struct mg_guard *next_zombie;   /* owned by set.c: removed during process(), freed after it */
+
+        char *path;
         uint64_t holdoff_until_usec;
         struct mg_kill_record kill;
 
-        bool lent;
         char lend_old_high[32];         /* memory.high as read, written back verbatim */
         struct mg_lend_info lend;
         bool lend_recorded;             /* our lend record is on the directory */
         bool lend_adopted;              /* the lend came from a record found at mg_guard_new() */
         uint64_t stat_keys, events_keys;/* keys memory.stat / memory.events.local had: fewer is a cut read */
+        struct mg_memstat_layout stat_layout; /* where the tick's memory.stat keys are */
 
         struct mg_mem_events last_events;
         bool have_last_events;
@@ -83,23 +98,16 @@ struct mg_guard {
         uint64_t pressure_until_usec;   /* read PSI until then (working set lost, or at memory.high) */
         uint64_t throttle_until_usec;   /* read memory.high and cpu.stat until then (at memory.high) */
         bool throttled;                 /* MG_EVENT_THROTTLED sent for this episode */
-        bool slow;                      /* on the slow path (at its limit) since the last tick */
         int trigger_fd[2];              /* PSI triggers on memory and io.pressure while slow, in a set */
         struct mg_throttle_info throttle;
-        int error_streak[MG_ERR_N];     /* the error last reported for each; 0 once it works again */
 
-        mg_clock_fn clock;
-        void *clock_userdata;
-
-        /* Owned by set.c. */
-        struct mg_set *set;
-        size_t heap_index;
-        uint64_t next_tick_usec;
-        struct mg_guard *next_zombie;   /* removed during process(), freed after it */
-
-        /* Owned by the guard: every read lands here, no allocation per tick.
-         * memory.stat is about 2.5 KiB on 7.x (65 keys of at most 40 bytes). */
-        char stat_buf[8192];
+        /* Every read lands in a buffer the guard holds: no allocation per
+         * tick.  memory.stat goes to stat_buf, MG_STAT_BUF_SIZE bytes: the
+         * guard's own (own_stat_buf), or in a set the set's one, which its
+         * guards share (they tick one at a time, each parsing what it read
+         * before the next reads). */
+        char *stat_buf;
+        char *own_stat_buf;
         char small_buf[512];            /* PSI (2 lines < 200 bytes), events, cgroup.events */
 };
 

@@ -85,11 +85,13 @@ static bool is_key_char(char c) {
 }
 
 /* Returns 0 and the mask of table keys seen, or -EBADMSG.  The kernel ends
- * every line with '\n', so input that does not is truncated. */
+ * every line with '\n', so input that does not is truncated.  ret_lines
+ * (optional, n entries) gets the line number of each key seen. */
 static int kv_parse(const char *buf, size_t len, const struct kv_key *keys, size_t n, void *out,
-                    uint64_t *ret_seen) {
+                    uint64_t *ret_seen, uint16_t *ret_lines) {
         const char *p = buf, *end = buf + len;
         uint64_t seen = 0;
+        unsigned line_no = 0;
 
         if (!buf || len == 0 || buf[len - 1] != '\n')
                 return -EBADMSG;
@@ -111,6 +113,7 @@ static int kv_parse(const char *buf, size_t len, const struct kv_key *keys, size
                 if (p >= end || *p != '\n' || p - line >= MG_PARSE_MAX_LINE)
                         return -EBADMSG;
                 p++;
+                line_no++;
                 if (!key)
                         continue; /* keys come and go between kernels */
                 uint64_t bit = UINT64_C(1) << (key - keys);
@@ -118,6 +121,8 @@ static int kv_parse(const char *buf, size_t len, const struct kv_key *keys, size
                         return -EBADMSG;
                 seen |= bit;
                 memcpy((char *) out + key->offset, &v, sizeof(v));
+                if (ret_lines)
+                        ret_lines[key - keys] = (uint16_t) (line_no - 1 < UINT16_MAX ? line_no - 1 : UINT16_MAX);
         }
         *ret_seen = seen;
         return 0;
@@ -140,35 +145,119 @@ static uint64_t memstat_bit(const char *name) {
         return UINT64_C(1) << (kv_lookup(memstat_keys, N_MEMSTAT_KEYS, name, strlen(name)) - memstat_keys);
 }
 
-int mg_parse_memstat(const char *buf, size_t len, struct mg_memstat *ret) {
-        return mg_parse_memstat_keys(buf, len, ret, NULL);
+/* Before 5.18 there is no "kernel" line; it is the kmem counter, which these
+ * parts make up (sock is counted apart). */
+static void derive_kernel(struct mg_memstat *st) {
+        st->kernel = st->kernel_stack + st->pagetables + st->sec_pagetables + st->percpu + st->vmalloc + st->slab;
+        if (st->slab == 0)
+                st->kernel += st->slab_reclaimable + st->slab_unreclaimable;
+        st->kernel_derived = true;
 }
 
-int mg_parse_memstat_keys(const char *buf, size_t len, struct mg_memstat *ret, uint64_t *ret_keys) {
+static const char *const tick_keys[] = {
+        "anon", "shmem", "sock", "workingset_restore_anon", "workingset_restore_file",
+};
+static const char *const kernel_parts[] = {
+        "kernel_stack", "pagetables", "sec_pagetables", "percpu", "vmalloc", "slab", "slab_reclaimable",
+        "slab_unreclaimable",
+};
+
+/* The lines of the keys the tick needs, in line order. */
+static void learn_layout(uint64_t seen, const uint16_t *lines, struct mg_memstat_layout *l) {
+        uint64_t want = 0;
+
+        for (size_t i = 0; i < sizeof(tick_keys) / sizeof(tick_keys[0]); i++)
+                want |= memstat_bit(tick_keys[i]);
+        l->kernel_derived = !(seen & memstat_bit("kernel"));
+        if (l->kernel_derived)
+                for (size_t i = 0; i < sizeof(kernel_parts) / sizeof(kernel_parts[0]); i++)
+                        want |= memstat_bit(kernel_parts[i]);
+        else
+                want |= memstat_bit("kernel");
+        want &= seen;
+        l->n = 0;
+        for (size_t k = 0; k < N_MEMSTAT_KEYS; k++) {
+                if (!(want & (UINT64_C(1) << k)))
+                        continue;
+                if (lines[k] == UINT16_MAX) {
+                        l->n = 0; /* beyond any kernel's memory.stat: always parse in full */
+                        return;
+                }
+                size_t i = l->n++;
+                for (; i > 0 && l->line[i - 1] > lines[k]; i--) {
+                        l->line[i] = l->line[i - 1];
+                        l->key[i] = l->key[i - 1];
+                }
+                l->line[i] = lines[k];
+                l->key[i] = (uint8_t) k;
+        }
+}
+
+int mg_parse_memstat(const char *buf, size_t len, struct mg_memstat *ret) {
+        return mg_parse_memstat_keys(buf, len, ret, NULL, NULL);
+}
+
+int mg_parse_memstat_keys(const char *buf, size_t len, struct mg_memstat *ret, uint64_t *ret_keys,
+                          struct mg_memstat_layout *ret_layout) {
         struct mg_memstat st = {};
+        uint16_t lines[N_MEMSTAT_KEYS];
         uint64_t seen;
         int r;
 
         if (!ret)
                 return -EINVAL;
-        r = kv_parse(buf, len, memstat_keys, N_MEMSTAT_KEYS, &st, &seen);
+        r = kv_parse(buf, len, memstat_keys, N_MEMSTAT_KEYS, &st, &seen, ret_layout ? lines : NULL);
         if (r < 0)
                 return r;
         /* Every kernel with cgroup v2 memory.stat prints anon first. */
         if (!(seen & memstat_bit("anon")))
                 return -EBADMSG;
-        if (!(seen & memstat_bit("kernel"))) {
-                /* Before 5.18 there is no "kernel" line; it is the kmem
-                 * counter, which these parts make up (sock is counted apart). */
-                st.kernel = st.kernel_stack + st.pagetables + st.sec_pagetables + st.percpu +
-                            st.vmalloc + st.slab;
-                if (st.slab == 0)
-                        st.kernel += st.slab_reclaimable + st.slab_unreclaimable;
-                st.kernel_derived = true;
-        }
+        if (!(seen & memstat_bit("kernel")))
+                derive_kernel(&st);
         *ret = st;
         if (ret_keys)
                 *ret_keys = seen;
+        if (ret_layout)
+                learn_layout(seen, lines, ret_layout);
+        return 0;
+}
+
+int mg_parse_memstat_tick(const char *buf, size_t len, const struct mg_memstat_layout *l, struct mg_memstat *ret) {
+        struct mg_memstat st = {};
+        const char *p = buf, *end;
+        unsigned line_no = 0;
+
+        if (!buf || !l || !ret)
+                return -EINVAL;
+        if (l->n == 0)
+                return -ESTALE;
+        if (len == 0 || buf[len - 1] != '\n')
+                return -EBADMSG;
+        end = buf + len;
+        for (unsigned i = 0; i < l->n; i++) {
+                const struct kv_key *key = &memstat_keys[l->key[i]];
+                const char *line;
+                uint64_t v;
+
+                for (; line_no < l->line[i]; line_no++) {
+                        p = memchr(p, '\n', (size_t) (end - p));
+                        if (!p)
+                                return -ESTALE; /* fewer lines than learnt */
+                        p++;
+                }
+                line = p;
+                if ((size_t) (end - p) <= key->len || memcmp(p, key->name, key->len) != 0 || p[key->len] != ' ')
+                        return -ESTALE;
+                p += key->len + 1;
+                if (parse_digits(&p, end, &v) < 0 || p >= end || *p != '\n' || p - line >= MG_PARSE_MAX_LINE)
+                        return -EBADMSG;
+                p++;
+                line_no++;
+                memcpy((char *) &st + key->offset, &v, sizeof(v));
+        }
+        if (l->kernel_derived)
+                derive_kernel(&st);
+        *ret = st;
         return 0;
 }
 
@@ -188,7 +277,7 @@ int mg_parse_mem_events_keys(const char *buf, size_t len, struct mg_mem_events *
 
         if (!ret)
                 return -EINVAL;
-        r = kv_parse(buf, len, events_keys, sizeof(events_keys) / sizeof(events_keys[0]), &ev, &seen);
+        r = kv_parse(buf, len, events_keys, sizeof(events_keys) / sizeof(events_keys[0]), &ev, &seen, NULL);
         if (r < 0)
                 return r;
         *ret = ev;
@@ -207,7 +296,7 @@ int mg_parse_cpu_usage(const char *buf, size_t len, uint64_t *ret_usage_usec) {
 
         if (!ret_usage_usec)
                 return -EINVAL;
-        r = kv_parse(buf, len, cpu_keys, 1, &usage, &seen);
+        r = kv_parse(buf, len, cpu_keys, 1, &usage, &seen, NULL);
         if (r < 0)
                 return r;
         if (!seen)
@@ -231,7 +320,7 @@ int mg_parse_populated(const char *buf, size_t len, int *ret_populated) {
 
         if (!ret_populated)
                 return -EINVAL;
-        r = kv_parse(buf, len, cgroup_events_keys, 2, &ev, &seen);
+        r = kv_parse(buf, len, cgroup_events_keys, 2, &ev, &seen, NULL);
         if (r < 0)
                 return r;
         if (!(seen & 2) || ev.populated > 1)

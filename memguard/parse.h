@@ -9,6 +9,7 @@
  * The ret structure is written only on success.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,9 +31,33 @@ int mg_parse_mem_events(const char *buf, size_t len, struct mg_mem_events *ret);
 /* The same two, also giving the set of known keys the buffer had (a bit per
  * key of the parser's table; ret_keys may be NULL).  A caller that saw a key
  * before can tell a read cut short at a line boundary, which still parses,
- * from a kernel without the key: the kernel prints a fixed set every time. */
-int mg_parse_memstat_keys(const char *buf, size_t len, struct mg_memstat *ret, uint64_t *ret_keys);
+ * from a kernel without the key: the kernel prints a fixed set every time.
+ * memory.stat also gives its layout for mg_parse_memstat_tick() (may be NULL). */
+struct mg_memstat_layout;
+int mg_parse_memstat_keys(const char *buf, size_t len, struct mg_memstat *ret, uint64_t *ret_keys,
+                          struct mg_memstat_layout *ret_layout);
 int mg_parse_mem_events_keys(const char *buf, size_t len, struct mg_mem_events *ret, uint64_t *ret_keys);
+
+/*
+ * The tick's memory.stat parse.  The kernel prints memory.stat from fixed
+ * tables (memory_stats[] and memcg_vm_event_stat[] in mm/memcontrol.c), so a
+ * key sits on the same line on every read of one boot.  A full parse learns
+ * the lines of the keys the decision needs (used's terms, or the parts of
+ * "kernel" before 5.18, and workingset_restore_*); the tick steps over every
+ * other line with memchr and parses those alone, checking each key's name.
+ * Lines it steps over are not checked.  Fills only those fields of ret (and
+ * kernel, derived as the full parse does); -ESTALE when the buffer does not
+ * have the learnt keys on the learnt lines: parse it in full instead.
+ */
+#define MG_MEMSTAT_LAYOUT_MAX 16
+struct mg_memstat_layout {
+        uint8_t n;                              /* 0: nothing learnt */
+        bool kernel_derived;
+        uint8_t key[MG_MEMSTAT_LAYOUT_MAX];     /* the parser's key index */
+        uint16_t line[MG_MEMSTAT_LAYOUT_MAX];   /* ascending */
+};
+int mg_parse_memstat_tick(const char *buf, size_t len, const struct mg_memstat_layout *layout,
+                          struct mg_memstat *ret);
 
 /* cpu.stat: "usage_usec" is required (the core cgroup prints it always). */
 int mg_parse_cpu_usage(const char *buf, size_t len, uint64_t *ret_usage_usec);

@@ -38,9 +38,9 @@ struct mg_sample {
 #define MG_POLICY_RING 64
 
 struct mg_policy_state {
-        struct mg_sample ring[MG_POLICY_RING];
         unsigned head, count;           /* ring[head] is the newest */
         uint64_t stalling_since_usec;   /* 0: criteria do not hold */
+        struct mg_sample ring[MG_POLICY_RING];
 };
 
 /* used = anon + shmem + kernel + sock: memory the actor cannot give back

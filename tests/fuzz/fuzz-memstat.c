@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint64_t keys_seen = 0;
         int ra = mg_parse_memstat((const char *) data, size, &a);
         int rb = reference(data, size, &b);
-        int rk = mg_parse_memstat_keys((const char *) data, size, &a, &keys_seen);
+        int rk = mg_parse_memstat_keys((const char *) data, size, &a, &keys_seen, NULL);
 
         FUZZ_CHECK(ra == rb);
         FUZZ_CHECK(rk == ra);
@@ -53,5 +53,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(a.kernel == b.kernel && a.kernel_derived == b.kernel_derived);
         FUZZ_CHECK(keys_seen != 0);
         (void) mg_used_bytes(&a);
+
+        /* The tick's parse: with a layout learnt from this buffer it reads
+         * it, and agrees with the full parse on every key it reads; with the
+         * layout of a kernel's buffer it either refuses or agrees too. */
+        static const char k7[] = "anon 1\nfile 2\nkernel 3\nkernel_stack 4\npagetables 5\nsec_pagetables 6\n"
+                                 "percpu 7\nsock 8\nvmalloc 9\nshmem 10\nworkingset_restore_anon 11\n"
+                                 "workingset_restore_file 12\n";
+        struct mg_memstat_layout own = {}, other = {};
+        struct mg_memstat c, t;
+        FUZZ_CHECK(mg_parse_memstat_keys((const char *) data, size, &c, NULL, &own) == 0);
+        FUZZ_CHECK(mg_parse_memstat_keys(k7, sizeof(k7) - 1, &t, NULL, &other) == 0);
+        const struct mg_memstat_layout *layouts[] = { &own, &other };
+        for (int i = 0; i < 2; i++) {
+                int rt = mg_parse_memstat_tick((const char *) data, size, layouts[i], &t);
+                FUZZ_CHECK(i == 1 || rt == 0);
+                if (rt < 0)
+                        continue;
+                FUZZ_CHECK(t.anon == a.anon && t.shmem == a.shmem && t.sock == a.sock && t.kernel == a.kernel &&
+                           t.kernel_derived == a.kernel_derived &&
+                           t.workingset_restore_anon == a.workingset_restore_anon &&
+                           t.workingset_restore_file == a.workingset_restore_file);
+        }
         return 0;
 }

@@ -249,6 +249,27 @@ Test(guard, stall_kills_after_window) {
         cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
         cr_expect_eq(seen.kill.reason, MG_KILL_STALL);
         cr_expect_geq(seen.kill.report.stall_usec, 3000 * MS);
+        cr_expect_eq(seen.kill.report.stat.file, 40 * MIB, "the record has memory.stat whole");
+        cr_expect_eq(seen.kill.report.stat.inactive_file, 40 * MIB);
+        mg_guard_free(g);
+}
+
+Test(guard, memory_stat_layout_change_is_followed) {
+        mg_guard *g = new_guard();
+        char buf[2048];
+        /* at the limit, then the kernel's memory.stat gains a line above
+         * anon (the tick finds other keys on its learnt lines and parses in
+         * full again), then an overshoot */
+        fixture_current(&fx, 250 * MIB);
+        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 290 * MIB, 0, 3 * MIB, 0, 0, 0, 0);
+        snprintf(buf, sizeof(buf), "new_counter 1\n%s", fixture_read(&fx, "memory.stat"));
+        fixture_write(&fx, "memory.stat", buf);
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 0);
         mg_guard_free(g);
 }
 

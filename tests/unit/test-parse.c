@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "memguard/parse.h"
+#include "memguard/policy.h"
 
 #define S(lit) lit, sizeof(lit) - 1
 
@@ -34,6 +35,81 @@ Test(memstat, kernel_61) {
         cr_expect_eq(st.pgsteal, 888);
         cr_expect_eq(st.pgmajfault, 7);
         cr_expect_not(st.kernel_derived);
+}
+
+/* The tick's parse agrees with the full one on the keys it reads. */
+static void expect_tick_fields(const struct mg_memstat *a, const struct mg_memstat *b) {
+        cr_expect_eq(a->anon, b->anon);
+        cr_expect_eq(a->shmem, b->shmem);
+        cr_expect_eq(a->kernel, b->kernel);
+        cr_expect_eq(a->sock, b->sock);
+        cr_expect_eq(a->workingset_restore_anon, b->workingset_restore_anon);
+        cr_expect_eq(a->workingset_restore_file, b->workingset_restore_file);
+        cr_expect_eq(a->kernel_derived, b->kernel_derived);
+        cr_expect_eq(mg_used_bytes(a), mg_used_bytes(b));
+}
+
+Test(memstat_tick, learns_and_reads_only_what_it_needs) {
+        struct mg_memstat_layout l = {};
+        struct mg_memstat full, tick;
+        uint64_t keys;
+
+        cr_expect_eq(mg_parse_memstat_tick(stat_61, strlen(stat_61), &l, &tick), -ESTALE, "nothing learnt yet");
+        cr_assert_eq(mg_parse_memstat_keys(stat_61, strlen(stat_61), &full, &keys, &l), 0);
+        cr_expect_eq(l.n, 6, "anon kernel sock shmem and the two restores");
+        cr_assert_eq(mg_parse_memstat_tick(stat_61, strlen(stat_61), &l, &tick), 0);
+        expect_tick_fields(&tick, &full);
+        cr_expect_eq(tick.file, 0, "lines it steps over are not read");
+        cr_expect_eq(tick.pgscan, 0);
+}
+
+Test(memstat_tick, derives_kernel_before_5_18) {
+        static const char s[] = "anon 100\nfile 200\nkernel_stack 10\npagetables 20\npercpu 30\nsock 5\n"
+                                "shmem 1\nslab_reclaimable 40\nslab_unreclaimable 60\nslab 100\n"
+                                "workingset_restore_file 9\n";
+        struct mg_memstat_layout l = {};
+        struct mg_memstat full, tick;
+        cr_assert_eq(mg_parse_memstat_keys(S(s), &full, NULL, &l), 0);
+        cr_assert_eq(mg_parse_memstat_tick(S(s), &l, &tick), 0);
+        cr_expect(tick.kernel_derived);
+        cr_expect_eq(tick.kernel, 10 + 20 + 30 + 100);
+        expect_tick_fields(&tick, &full);
+}
+
+Test(memstat_tick, values_change_lines_stay) {
+        static const char a[] = "anon 1\nfile 2\nkernel 3\nsock 4\nshmem 5\nworkingset_restore_file 6\n";
+        static const char b[] = "anon 1000000\nfile 2\nkernel 30\nsock 4000\nshmem 5\nworkingset_restore_file 66\n";
+        struct mg_memstat_layout l = {};
+        struct mg_memstat full, tick;
+        cr_assert_eq(mg_parse_memstat_keys(S(a), &full, NULL, &l), 0);
+        cr_assert_eq(mg_parse_memstat_tick(S(b), &l, &tick), 0);
+        cr_assert_eq(mg_parse_memstat(S(b), &full), 0);
+        expect_tick_fields(&tick, &full);
+}
+
+Test(memstat_tick, another_layout_is_stale) {
+        static const char a[] = "anon 1\nfile 2\nkernel 3\nsock 4\nshmem 5\nworkingset_restore_file 6\n";
+        struct mg_memstat_layout l = {};
+        struct mg_memstat st = { .anon = 77 };
+        cr_assert_eq(mg_parse_memstat_keys(S(a), &st, NULL, &l), 0);
+        st.anon = 77;
+        /* a line more above a key, a key gone, a read cut at a line end */
+        cr_expect_eq(mg_parse_memstat_tick(S("new_key 0\nanon 1\nfile 2\nkernel 3\nsock 4\nshmem 5\n"
+                                             "workingset_restore_file 6\n"), &l, &st), -ESTALE);
+        cr_expect_eq(mg_parse_memstat_tick(S("anon 1\nfile 2\nkernel 3\nsock 4\nshmem 5\nworkingset_x 6\n"),
+                                           &l, &st), -ESTALE);
+        cr_expect_eq(mg_parse_memstat_tick(S("anon 1\nfile 2\nkernel 3\n"), &l, &st), -ESTALE);
+        cr_expect_eq(mg_parse_memstat_tick(S("anon 1\nfile 2\nkernel 3\nsockets 4\nshmem 5\n"
+                                             "workingset_restore_file 6\n"), &l, &st), -ESTALE);
+        /* the lines it reads are checked as the full parse checks them */
+        cr_expect_eq(mg_parse_memstat_tick(S("anon 1x\nfile 2\nkernel 3\nsock 4\nshmem 5\n"
+                                             "workingset_restore_file 6\n"), &l, &st), -EBADMSG);
+        cr_expect_eq(mg_parse_memstat_tick(S("anon 99999999999999999999\nfile 2\nkernel 3\nsock 4\n"
+                                             "shmem 5\nworkingset_restore_file 6\n"), &l, &st), -EBADMSG);
+        cr_expect_eq(mg_parse_memstat_tick(S("anon 1\nfile 2\nkernel 3\nsock 4\nshmem 5\n"
+                                             "workingset_restore_file 6"), &l, &st), -EBADMSG);
+        cr_expect_eq(st.anon, 77, "ret untouched on failure");
+        cr_expect_eq(mg_parse_memstat_tick(NULL, 0, &l, &st), -EINVAL);
 }
 
 Test(memstat, kernel_derived_on_old_kernels) {
