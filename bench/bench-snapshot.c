@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "../tools/common/image.h"
 #include "memguard/memguard.h"
 #include "memguard/parse.h"
 #include "memguard/snapshot.h"
@@ -72,51 +73,9 @@ enum writer { W_COPY, W_MEMGUARD, W_BUFFERED, W_N };
 static const char *const writer_names[W_N] = { "copy", "memguard", "buffered" };
 static const char *const file_names[W_N] = { "bench-snap-copy", "bench-snap-memguard", "bench-snap-buffered" };
 
-/* ---- the guest image (tests/kernel/snapshot.c's pattern) ----------------- */
+/* ---- the guest image: tests/kernel/snapshot.c's (tools/common/image.h) ---- */
 
-static bool untouched(uint64_t i) {
-        return (i * PAGE / (2 * MIB)) % 8 == 3;
-}
-
-static bool zero_page(uint64_t i) {
-        return i % 61 == 7;
-}
-
-static void fill(uint8_t *p, uint64_t i, uint64_t seed) {
-        uint64_t *w = (uint64_t *) (void *) p;
-        for (uint64_t k = 0; k < PAGE / 8; k++)
-                w[k] = (i * UINT64_C(0x9E3779B97F4A7C15)) ^ (k * UINT64_C(0xD6E8FEB86659FD93)) ^ seed;
-}
-
-static uint8_t *make_image(uint64_t len, uint64_t seed) {
-        uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-                return NULL;
-        (void) madvise(p, len, MADV_NOHUGEPAGE); /* untouched blocks stay untouched */
-        for (uint64_t i = 0; i < len / PAGE; i++) {
-                if (untouched(i))
-                        continue;
-                if (zero_page(i))
-                        memset(p + i * PAGE, 0, PAGE);
-                else
-                        fill(p + i * PAGE, i, seed);
-        }
-        return p;
-}
-
-/* The first page that differs from the pattern, or -1. */
-static int64_t verify(const uint8_t *p, uint64_t len, uint64_t seed) {
-        static uint8_t want[PAGE] __attribute__((aligned(64)));
-        for (uint64_t i = 0; i < len / PAGE; i++) {
-                if (untouched(i) || zero_page(i))
-                        memset(want, 0, PAGE);
-                else
-                        fill(want, i, seed);
-                if (memcmp(p + i * PAGE, want, PAGE) != 0)
-                        return (int64_t) i;
-        }
-        return -1;
-}
+#define HOLES 8
 
 /* ---- the actor ------------------------------------------------------------ */
 
@@ -440,7 +399,7 @@ static int restore_verify(int dirfd, uint64_t len, uint64_t seed, uint64_t *ret_
         struct mg_snapshot_target t = { .kind = MG_SNAPSHOT_MEMORY, .addr = p, .length = len };
         int r = mg_snapshot_restore(dirfd, file_names[W_MEMGUARD], &t, NULL, &st);
         *ret_usec = st.total_usec;
-        if (r == 0 && verify(p, len, seed) != -1)
+        if (r == 0 && img_verify(p, len, HOLES, seed) != -1)
                 r = -EBADMSG;
         munmap(p, len);
         return r;
@@ -501,7 +460,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         for (uint64_t i = 0; i < COPY_BUF / PAGE; i++)
-                fill(copy_buf + i * PAGE, i, 99);
+                img_fill(copy_buf + i * PAGE, i, 99);
         if (root) {
                 r = actor_start(&a, root, len);
                 if (r < 0) {
@@ -511,7 +470,7 @@ int main(int argc, char **argv) {
                 }
         }
         uint64_t t0 = bench_now_ns();
-        uint8_t *img = make_image(len, seed);
+        uint8_t *img = img_make_anon(len, HOLES, seed);
         if (!img) {
                 fprintf(stderr, "bench-snapshot: mmap: %s\n", strerror(errno));
                 failed = 1;

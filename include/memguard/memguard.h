@@ -255,7 +255,9 @@ int mg_guard_recover(const char *cgroup_path, unsigned flags);
 /*
  * A guard set: many guards, one thread, one fd.  Poll mg_set_get_fd() for
  * reading (EPOLLIN), or sleep until mg_set_get_timeout(), then call
- * mg_set_process().
+ * mg_set_process().  A set and its guards belong to that thread: call the
+ * guard functions (report, lend) of its guards from it, callbacks included
+ * (its guards share one memory.stat buffer).
  */
 struct mg_set_options {
         uint64_t size;

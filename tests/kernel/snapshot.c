@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "ktest.h"
+#include "../../tools/common/image.h"
 #include "memguard/parse.h"
 #include "memguard/snapshot.h"
 #include "scenarios.h"
@@ -46,57 +47,8 @@
 
 /* ---- the guest image ----------------------------------------------------- */
 
-/* Page i: in a never-touched 2 MiB block (every eighth), a zero page
- * written as zeros (one in 61), or data that is cheap to make under TCG. */
-static bool untouched(uint64_t i) {
-        return (i * PAGE / (2 * MIB)) % 8 == 3;
-}
-
-static bool zero_page(uint64_t i) {
-        return i % 61 == 7;
-}
-
-static void fill(uint8_t *p, uint64_t i, uint64_t seed) {
-        uint64_t *w = (uint64_t *) (void *) p;
-        for (uint64_t k = 0; k < PAGE / 8; k++)
-                w[k] = (i * UINT64_C(0x9E3779B97F4A7C15)) ^ (k * UINT64_C(0xD6E8FEB86659FD93)) ^ seed;
-}
-
-static void expect_page(uint8_t *p, uint64_t i, uint64_t seed) {
-        if (untouched(i) || zero_page(i))
-                memset(p, 0, PAGE);
-        else
-                fill(p, i, seed);
-}
-
-/* The first page of len bytes at p that is not what the pattern says, or -1. */
-static int64_t verify(const uint8_t *p, uint64_t len, uint64_t seed) {
-        static uint8_t want[PAGE] __attribute__((aligned(64)));
-        for (uint64_t i = 0; i < len / PAGE; i++) {
-                expect_page(want, i, seed);
-                if (memcmp(p + i * PAGE, want, PAGE) != 0)
-                        return (int64_t) i;
-        }
-        return -1;
-}
-
-static uint8_t *make_anon(uint64_t len, uint64_t seed) {
-        uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-                return NULL;
-        /* The mapping need not be huge-page aligned: without this a THP
-         * fault would fill untouched blocks next to touched ones. */
-        (void) madvise(p, len, MADV_NOHUGEPAGE);
-        for (uint64_t i = 0; i < len / PAGE; i++) {
-                if (untouched(i))
-                        continue;
-                if (zero_page(i))
-                        memset(p + i * PAGE, 0, PAGE); /* touched: charged, but zero */
-                else
-                        fill(p + i * PAGE, i, seed);
-        }
-        return p;
-}
+/* tools/common/image.h: one 2 MiB block in 8 never touched. */
+#define HOLES 8
 
 static int make_memfd(uint64_t len, uint64_t seed) {
         static uint8_t buf[MIB] __attribute__((aligned(4096)));
@@ -105,10 +57,10 @@ static int make_memfd(uint64_t len, uint64_t seed) {
                 return -1;
         for (uint64_t b = 0; b < len / MIB; b++) {
                 uint64_t first = b * MIB / PAGE;
-                if (untouched(first))
+                if (img_untouched(first, HOLES))
                         continue; /* a hole */
                 for (uint64_t i = 0; i < MIB / PAGE; i++)
-                        expect_page(buf + i * PAGE, first + i, seed);
+                        img_expect(buf + i * PAGE, first + i, HOLES, seed);
                 if (pwrite(fd, buf, MIB, (off_t) (b * MIB)) != (ssize_t) MIB) {
                         close(fd);
                         return -1;
@@ -351,7 +303,7 @@ static int restore_check(const char *what, const char *name, bool to_fd, uint64_
                 r = mg_snapshot_restore(dfd, name, &t, &o, &st);
         }
         close(dfd);
-        int64_t bad = r == 0 && p != MAP_FAILED ? verify(p, IMG, seed) : -2;
+        int64_t bad = r == 0 && p != MAP_FAILED ? img_verify(p, IMG, HOLES, seed) : -2;
         uint64_t blocks = 0;
         if (to_fd && r == 0) {
                 struct stat s;
@@ -388,7 +340,7 @@ static double plain_direct_mbps(uint64_t len, uint64_t *ret_usec) {
         if (fd < 0 || buf == MAP_FAILED)
                 return 0;
         for (uint64_t i = 0; i < 4 * MIB / PAGE; i++)
-                fill(buf + i * PAGE, i, 99);
+                img_fill(buf + i * PAGE, i, 99);
         uint64_t t0 = kt_now();
         bool ok = true;
         for (uint64_t off = 0; off < len && ok; off += 4 * MIB)
@@ -410,7 +362,7 @@ static int write_inner(struct actor *a) {
         KT_CHECK(actor_start(a, "snap", true) == 0, "setup");
         KT_CHECK(enter(a) == 0, "move into %s", a->cg);
         uint64_t t0 = kt_now();
-        uint8_t *img = make_anon(IMG, 1);
+        uint8_t *img = img_make_anon(IMG, HOLES, 1);
         KT_CHECK(img, "mmap");
         kt_note("anon image built in %" PRIu64 " ms; actor memory.current %" PRIu64 " MiB, memory.high %" PRIu64
                 " MiB", (kt_now() - t0) / 1000, kt_cg_u64(a->cg, "memory.current") / MIB, HIGH / MIB);
@@ -479,7 +431,7 @@ static int baseline_inner(struct actor *a) {
         struct result x = { .what = "anon/buffered" };
         KT_CHECK(actor_start(a, "snap-base", true) == 0, "setup");
         KT_CHECK(enter(a) == 0, "move into %s", a->cg);
-        uint8_t *img = make_anon(IMG, 3);
+        uint8_t *img = img_make_anon(IMG, HOLES, 3);
         KT_CHECK(img, "mmap");
         struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = img, .length = IMG };
         do_write(a, &x, &src, "snap-buffered", MG_SNAPSHOT_BUFFERED, 0);
@@ -563,7 +515,7 @@ static int faults_inner(struct actor *a) {
                 uint8_t *img = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 KT_CHECK(img != MAP_FAILED, "mmap");
                 for (uint64_t i = 0; i < len / PAGE; i++)
-                        fill(img + i * PAGE, i, 5);
+                        img_fill(img + i * PAGE, i, 5);
                 int sfd = open(small, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 static const uint32_t m[] = { MG_SNAPSHOT_AUTO, MG_SNAPSHOT_WINDOWED, MG_SNAPSHOT_BUFFERED };
                 for (size_t i = 0; i < 3; i++) {
@@ -602,7 +554,7 @@ static int faults_inner(struct actor *a) {
 
         /* truncated, corrupt, wrong length */
         uint64_t len = 8 * MIB;
-        uint8_t *img = make_anon(len, 6), *back = mmap(NULL, len, PROT_READ | PROT_WRITE,
+        uint8_t *img = img_make_anon(len, HOLES, 6), *back = mmap(NULL, len, PROT_READ | PROT_WRITE,
                                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         KT_CHECK(img && back != MAP_FAILED, "mmap");
         int dfd = open(kt_disk, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -613,7 +565,7 @@ static int faults_inner(struct actor *a) {
         o.log = log_fn;
         KT_CHECK(mg_snapshot_write(&src, dfd, "snap-small", &o, NULL) == 0, "write");
         KT_CHECK(mg_snapshot_restore(dfd, "snap-small", &dst, &o, NULL) == 0, "restore");
-        KT_CHECK(verify(back, len, 6) == -1, "restore differs");
+        KT_CHECK(img_verify(back, len, HOLES, 6) == -1, "restore differs");
         int fd = openat(dfd, "snap-small", O_RDWR | O_CLOEXEC);
         struct stat s;
         fstat(fd, &s);
@@ -677,7 +629,7 @@ static int cycles_inner(struct actor *a) {
                         if ((p * PAGE / (512 * UINT64_C(1024))) % 2)
                                 memset(img + p * PAGE, 0, PAGE);
                         else
-                                fill(img + p * PAGE, p, (uint64_t) i + 100);
+                                img_fill(img + p * PAGE, p, (uint64_t) i + 100);
                 }
                 struct mg_snapshot_options o;
                 struct mg_snapshot_stats st = { .size = sizeof(st) }, rs = { .size = sizeof(st) };

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../memguard/cgdir.h"
+#include "../common/image.h"
 #include "burnin.h"
 #include "memguard/memguard.h"
 #include "memguard/snapshot.h"
@@ -47,24 +48,12 @@ struct actor {
         char what[96];                  /* under mu: the first event error */
 };
 
-/* ---- the guest-memory pattern ------------------------------------------- */
+/* ---- the guest-memory pattern (tools/common/image.h) --------------------- */
 
 /* Every fourth 2 MiB block is never touched (holes in the image), one page in
  * 61 is touched but zero: about 3/4 of the image is charged, under
  * memory.high at 90 % with room for the helper and the process itself. */
-static bool untouched(uint64_t i) {
-        return (i * PAGE / (2 * BI_MIB)) % 4 == 3;
-}
-
-static bool zero_page(uint64_t i) {
-        return i % 61 == 7;
-}
-
-static void fill(uint8_t *p, uint64_t i, uint64_t seed) {
-        uint64_t *w = (uint64_t *) (void *) p;
-        for (uint64_t k = 0; k < PAGE / 8; k++)
-                w[k] = (i * UINT64_C(0x9E3779B97F4A7C15)) ^ (k * UINT64_C(0xD6E8FEB86659FD93)) ^ seed;
-}
+#define HOLES 4
 
 static uint64_t fnv1a(const uint8_t *p, size_t len) {
         uint64_t h = UINT64_C(0xcbf29ce484222325);
@@ -301,12 +290,12 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
         }
         (void) madvise(m, len, MADV_NOHUGEPAGE);
         for (uint64_t i = 0; i < pages; i++) {
-                if (untouched(i))
+                if (img_untouched(i, HOLES))
                         continue;
-                if (zero_page(i))
+                if (img_zero_page(i))
                         memset(m + i * PAGE, 0, PAGE);
                 else
-                        fill(m + i * PAGE, i, seed);
+                        img_fill(m + i * PAGE, i, seed);
         }
         for (unsigned k = 0; k < CHECK_PAGES; k++) {
                 /* the first and last page, the rest spread by the seed */
