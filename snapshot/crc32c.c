@@ -109,9 +109,27 @@ __attribute__((target("sse4.2"))) static uint32_t hw(uint32_t c, const unsigned 
 }
 #endif
 
-uint32_t mg_crc32c_sw(uint32_t crc, const void *buf, size_t len) {
+static uint32_t crc(bool with_hw, uint32_t c, const void *buf, size_t len) {
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (with_hw)
+                return ~hw(~c, buf, len);
+#endif
+        return ~sw(~c, buf, len);
+}
+
+uint32_t mg_crc32c(uint32_t c, const void *buf, size_t len) {
         pthread_once(&table_once, init_tables);
-        return ~sw(~crc, buf, len);
+        return crc(use_hw, c, buf, len);
+}
+
+uint32_t mg_crc32c_sw(uint32_t c, const void *buf, size_t len) {
+        pthread_once(&table_once, init_tables);
+        return crc(false, c, buf, len);
+}
+
+uint32_t mg_crc32c_hw_only(uint32_t c, const void *buf, size_t len) {
+        pthread_once(&table_once, init_tables);
+        return crc(have_hw, c, buf, len);
 }
 
 bool mg_crc32c_hw(void) {
@@ -122,22 +140,4 @@ bool mg_crc32c_hw(void) {
 bool mg_crc32c_hw_present(void) {
         pthread_once(&table_once, init_tables);
         return have_hw;
-}
-
-uint32_t mg_crc32c_hw_only(uint32_t crc, const void *buf, size_t len) {
-        pthread_once(&table_once, init_tables);
-#if defined(__x86_64__) && defined(__GNUC__)
-        if (have_hw)
-                return ~hw(~crc, buf, len);
-#endif
-        return ~sw(~crc, buf, len);
-}
-
-uint32_t mg_crc32c(uint32_t crc, const void *buf, size_t len) {
-        pthread_once(&table_once, init_tables);
-#if defined(__x86_64__) && defined(__GNUC__)
-        if (use_hw)
-                return ~hw(~crc, buf, len);
-#endif
-        return ~sw(~crc, buf, len);
 }
