@@ -388,7 +388,8 @@ for tap in sorted(glob.glob(path("verdict-*.tap"))):
     mm = first(ao, r"crossing_to_kill_ms=(\d+) crossing_to_empty_ms=(\d+)")
     if ao:
         vrows.append([k, "anon-overshoot", "ok" if "STATUS ok" in ao else "FAILED",
-                      f"{mm.group(1)} ms crossing to kill ({mm.group(2)} ms to empty)" if mm else "—",
+                      (f"{'at most ' if first(ao, r'crossing_seen_after_kill=1') else ''}"
+                       f"{mm.group(1)} ms crossing to kill ({mm.group(2)} ms to empty)") if mm else "—",
                       f"OOM kill {kern_max.group(1)} ms after start (memory.max = limit, kernel-facts)"
                       if kern_max else "—",
                       "cannot fire: no pressure in an anon overshoot"])

@@ -50,7 +50,7 @@ static bool have_file(const char *cg, const char *file) {
 struct overshoot_watch {
         struct kt_events ev;
         const char *cg;
-        uint64_t crossed_usec, peak_current;
+        uint64_t crossed_usec, below_usec, peak_current;
 };
 
 /* memory.current >= used at every instant (it also holds page cache and the
@@ -61,8 +61,12 @@ static void overshoot_sample(void *ud) {
         uint64_t cur = kt_cg_u64(w->cg, "memory.current");
         if (cur != UINT64_MAX && cur > w->peak_current)
                 w->peak_current = cur;
-        if (!w->crossed_usec && cur != UINT64_MAX && cur > LIMIT)
+        if (w->crossed_usec || cur == UINT64_MAX)
+                return;
+        if (cur > LIMIT)
                 w->crossed_usec = kt_now();
+        else
+                w->below_usec = kt_now();
 }
 
 static bool overshoot_stop(void *ud) {
@@ -87,11 +91,17 @@ int t_anon_overshoot(void) {
         KT_CHECK(w.ev.kill.reason == MG_KILL_OVERSHOOT, "reason %d", w.ev.kill.reason);
         KT_CHECK(w.ev.kill.report.used_bytes > LIMIT, "used %" PRIu64, w.ev.kill.report.used_bytes);
         KT_CHECK(w.crossed_usec > 0, "never saw memory.current cross the limit");
-        uint64_t delay = w.ev.kill.kill_usec - w.crossed_usec;
+        /* The sampler and the guard read memory.current at their own times:
+         * when the guard saw the crossing first and killed before the
+         * sampler's next read, the crossing lies between the sampler's last
+         * read below the limit and the kill, and that read is the bound. */
+        bool late = w.ev.kill.kill_usec < w.crossed_usec;
+        uint64_t crossed = !late ? w.crossed_usec : w.below_usec ? w.below_usec : w.ev.kill.kill_usec, delay = w.ev.kill.kill_usec - crossed;
         kt_note("crossing_to_kill_ms=%" PRIu64 " crossing_to_empty_ms=%" PRIu64 " used_at_kill_mib=%" PRIu64
-                " method=%s",
-                delay / 1000, (w.ev.kill.empty_usec - w.crossed_usec) / 1000, w.ev.kill.report.used_bytes / MIB,
-                w.ev.kill.method == MG_KILL_CGROUP_KILL ? "cgroup.kill" : "pidfd");
+                " method=%s%s",
+                delay / 1000, (w.ev.kill.empty_usec - crossed) / 1000, w.ev.kill.report.used_bytes / MIB,
+                w.ev.kill.method == MG_KILL_CGROUP_KILL ? "cgroup.kill" : "pidfd",
+                late ? " crossing_seen_after_kill=1 (bound: last sample below the limit)" : "");
         KT_CHECK(w.ev.kill.kill_usec >= w.crossed_usec || w.crossed_usec - w.ev.kill.kill_usec < 20 * MS,
                  "killed before crossing?");
         KT_CHECK(w.ev.kill.kill_usec < w.crossed_usec || delay <= 2 * (250 * MS) + 100 * MS,
