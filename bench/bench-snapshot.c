@@ -48,8 +48,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,9 +59,10 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "../tools/common/cgdir.h"
 #include "../tools/common/image.h"
+#include "../tools/common/ticker.h"
 #include "memguard/memguard.h"
-#include "memguard/parse.h"
 #include "memguard/snapshot.h"
 
 #define PAGE 4096
@@ -81,78 +80,24 @@ static const char *const file_names[W_N] = { "bench-snap-copy", "bench-snap-memg
 
 struct actor {
         char base[512], cg[600], home[600];
-        bool inside, running;
+        bool inside;
         mg_set *set;
         mg_guard *g;
-        pthread_mutex_t mu;
-        pthread_t th;
-        atomic_bool stop, measuring;
-        uint64_t peak_dw, samples; /* under mu */
-        int kills, lend_begins, lend_ends, errors;
+        struct mgt_ticker tk;      /* ticks the set, samples dirty + writeback */
+        int kills, lend_begins, lend_ends, errors; /* under tk.mu */
 };
 
-static ssize_t cg_read(const char *cg, const char *file, char *buf, size_t size) {
-        char path[700];
-        buf[0] = '\0'; /* callers may scan it after a failure */
-        snprintf(path, sizeof(path), "%s/%s", cg, file);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = read(fd, buf, size - 1);
-        int e = errno;
-        close(fd);
-        if (n < 0)
-                return -e;
-        buf[n] = '\0';
-        return n;
-}
-
-/* A key of a "key value" file (memory.events), or 0. */
+/* A key of memory.events, or 0 if it cannot be read. */
 static uint64_t cg_key(const char *cg, const char *file, const char *key) {
-        char buf[4096];
-        size_t kl = strlen(key);
-        if (cg_read(cg, file, buf, sizeof(buf)) <= 0)
-                return 0;
-        for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-                if (strncmp(l, key, kl) == 0 && l[kl] == ' ')
-                        return strtoull(l + kl + 1, NULL, 10);
-        return 0;
+        uint64_t v = 0;
+        (void) mgt_cg_read_key(cg, file, key, &v);
+        return v;
 }
 
 static uint64_t cg_u64(const char *cg, const char *file) {
-        char buf[64];
-        return cg_read(cg, file, buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
-}
-
-static void *sampler(void *ud) {
-        struct actor *a = ud;
-        char buf[8192];
-        while (!atomic_load(&a->stop)) {
-                if (atomic_load(&a->measuring)) {
-                        struct mg_memstat st;
-                        ssize_t n = cg_read(a->cg, "memory.stat", buf, sizeof(buf));
-                        if (n > 0 && mg_parse_memstat(buf, (size_t) n, &st) == 0) {
-                                pthread_mutex_lock(&a->mu);
-                                if (st.file_dirty + st.file_writeback > a->peak_dw)
-                                        a->peak_dw = st.file_dirty + st.file_writeback;
-                                a->samples++;
-                                pthread_mutex_unlock(&a->mu);
-                        }
-                }
-                pthread_mutex_lock(&a->mu);
-                mg_set_process(a->set);
-                pthread_mutex_unlock(&a->mu);
-                (void) poll(NULL, 0, 20);
-        }
-        return NULL;
-}
-
-static void lock_fn(void *ud, bool lock) {
-        struct actor *a = ud;
-        if (lock)
-                pthread_mutex_lock(&a->mu);
-        else
-                pthread_mutex_unlock(&a->mu);
+        uint64_t v = 0;
+        (void) mgt_cg_read_u64(cg, file, &v);
+        return v;
 }
 
 static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
@@ -244,9 +189,8 @@ static int actor_start(struct actor *a, const char *root, uint64_t limit) {
         o.userdata = a;
         if ((r = mg_set_add(a->set, a->cg, &o, &a->g)) < 0)
                 return r;
-        if (pthread_create(&a->th, NULL, sampler, a) != 0)
-                return -EAGAIN;
-        a->running = true;
+        if ((r = mgt_ticker_start(&a->tk, a->cg, a->set)) < 0)
+                return r;
         if ((r = move_to(a->cg)) < 0)
                 return r;
         a->inside = true;
@@ -266,11 +210,7 @@ static int actor_leave(struct actor *a) {
 
 static void actor_stop(struct actor *a) {
         bool out = actor_leave(a) == 0;
-        if (a->running) {
-                atomic_store(&a->stop, true);
-                pthread_join(a->th, NULL);
-                a->running = false;
-        }
+        mgt_ticker_stop(&a->tk);
         if (a->set)
                 mg_set_free(a->set);
         a->set = NULL;
@@ -329,11 +269,8 @@ static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *im
         if (cg) {
                 high0 = cg_key(a->cg, "memory.events", "high");
                 x->current = cg_u64(a->cg, "memory.current");
-                cg_read(a->cg, "memory.high", hb, sizeof(hb));
-                pthread_mutex_lock(&a->mu);
-                a->peak_dw = a->samples = 0;
-                pthread_mutex_unlock(&a->mu);
-                atomic_store(&a->measuring, true);
+                mgt_cg_read(a->cg, "memory.high", hb, sizeof(hb));
+                mgt_ticker_measure(&a->tk);
         }
         uint64_t c0 = cpu_usec(), t0 = bench_now_ns();
         if (w == W_COPY) {
@@ -344,21 +281,17 @@ static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *im
                 mg_snapshot_options_init(&o);
                 o.method = w == W_MEMGUARD ? MG_SNAPSHOT_AUTO : MG_SNAPSHOT_BUFFERED;
                 o.guard = a->g;
-                o.lock = lock_fn;
-                o.lock_userdata = a;
+                o.lock = a->tk.running ? mgt_ticker_lock : NULL; /* no guard without a cgroup */
+                o.lock_userdata = &a->tk;
                 o.log = log_fn;
                 x->r = mg_snapshot_write(&src, dirfd, file_names[w], &o, &x->st);
         }
         x->usec = (bench_now_ns() - t0) / 1000;
         x->cpu_usec = cpu_usec() - c0;
         if (cg) {
-                atomic_store(&a->measuring, false);
-                pthread_mutex_lock(&a->mu);
-                x->peak_dw = a->peak_dw;
-                x->samples = a->samples;
-                pthread_mutex_unlock(&a->mu);
+                mgt_ticker_measured(&a->tk, &x->peak_dw, &x->samples);
                 x->high_events = cg_key(a->cg, "memory.events", "high") - high0;
-                cg_read(a->cg, "memory.high", ha, sizeof(ha));
+                mgt_cg_read(a->cg, "memory.high", ha, sizeof(ha));
                 x->high_ok = strcmp(hb, ha) == 0;
         } else {
                 x->high_ok = true;
@@ -440,7 +373,6 @@ int main(int argc, char **argv) {
                 usage(); /* whole 4 MiB copy buffers; 2 MiB blocks of the pattern */
         uint64_t len = size_mib * MIB;
         setvbuf(stdout, NULL, _IOLBF, 0);
-        pthread_mutex_init(&a.mu, NULL);
 
         int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0) {
@@ -479,7 +411,7 @@ int main(int argc, char **argv) {
         uint64_t build_ms = (bench_now_ns() - t0) / 1000000;
         char high[64] = "max";
         if (root) {
-                cg_read(a.cg, "memory.high", high, sizeof(high));
+                mgt_cg_read(a.cg, "memory.high", high, sizeof(high));
                 high[strcspn(high, "\n")] = '\0';
         }
         printf("env bench=snapshot kernel=%s where=%s fs=%s cycles=%" PRIu64 " warmup=%" PRIu64 " image_mib=%" PRIu64
@@ -517,12 +449,14 @@ int main(int argc, char **argv) {
         (void) unlinkat(dirfd, file_names[W_MEMGUARD], 0);
         if (r < 0)
                 failed = 1;
-        pthread_mutex_lock(&a.mu);
+        if (a.tk.running)
+                mgt_ticker_lock(&a.tk, true);
         printf("result bench=snapshot-check writes=%d ok=%d high_not_restored=%d kills=%d lend_begin=%d lend_end=%d "
                "guard_errors=%d restore=%s restore_ms=%.1f\n",
                n_writes, n_ok, high_bad, a.kills, a.lend_begins, a.lend_ends, a.errors, r ? strerror(-r) : "verified",
                (double) restore_us / 1000);
-        pthread_mutex_unlock(&a.mu);
+        if (a.tk.running)
+                mgt_ticker_lock(&a.tk, false);
         munmap(img, len);
 out:
         munmap(copy_buf, COPY_BUF);

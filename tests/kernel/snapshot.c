@@ -24,7 +24,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +34,7 @@
 
 #include "ktest.h"
 #include "../../tools/common/image.h"
-#include "memguard/parse.h"
+#include "../../tools/common/ticker.h"
 #include "memguard/snapshot.h"
 #include "scenarios.h"
 
@@ -77,46 +76,9 @@ struct actor {
         bool inside;
         mg_set *set;
         mg_guard *g;
-        struct kt_events ev;
-        pthread_mutex_t mu;
-        pthread_t th;
-        bool running;
-        atomic_bool stop, measuring;
-        uint64_t peak_dw, samples;      /* under mu */
+        struct kt_events ev;            /* under tk.mu */
+        struct mgt_ticker tk;           /* ticks the set, samples dirty + writeback */
 };
-
-static void *sampler(void *ud) {
-        struct actor *a = ud;
-        char buf[8192];
-        while (!atomic_load(&a->stop)) {
-                if (atomic_load(&a->measuring)) {
-                        struct mg_memstat st;
-                        ssize_t n = kt_cg_read(a->cg, "memory.stat", buf, sizeof(buf));
-                        if (n > 0 && mg_parse_memstat(buf, (size_t) n, &st) == 0) {
-                                pthread_mutex_lock(&a->mu);
-                                if (st.file_dirty + st.file_writeback > a->peak_dw)
-                                        a->peak_dw = st.file_dirty + st.file_writeback;
-                                a->samples++;
-                                pthread_mutex_unlock(&a->mu);
-                        }
-                }
-                if (a->set) {
-                        pthread_mutex_lock(&a->mu);
-                        mg_set_process(a->set);
-                        pthread_mutex_unlock(&a->mu);
-                }
-                (void) poll(NULL, 0, 20);
-        }
-        return NULL;
-}
-
-static void lock_fn(void *ud, bool lock) {
-        struct actor *a = ud;
-        if (lock)
-                pthread_mutex_lock(&a->mu);
-        else
-                pthread_mutex_unlock(&a->mu);
-}
 
 static void log_fn(int level, const char *msg, void *ud) {
         (void) ud;
@@ -167,7 +129,6 @@ static int leave(struct actor *a) {
 
 static int actor_start(struct actor *a, const char *name, bool guarded) {
         memset(a, 0, sizeof(*a));
-        pthread_mutex_init(&a->mu, NULL);
         a->cg = kt_cg_new(name);
         if (!a->cg || home_cgroup(a->home, sizeof(a->home)) < 0)
                 return -ENOENT;
@@ -179,25 +140,17 @@ static int actor_start(struct actor *a, const char *name, bool guarded) {
                 if (!a->set || kt_guard(a->set, a->cg, LIMIT, &a->ev, &a->g) < 0)
                         return -EIO;
         }
-        if (pthread_create(&a->th, NULL, sampler, a) != 0)
-                return -EAGAIN;
-        a->running = true;
-        return 0;
+        return mgt_ticker_start(&a->tk, a->cg, a->set);
 }
 
 /* Always run, whatever a scenario's checks said: out of the cgroup before
  * kt_cleanup_all() kills what is in it. */
 static void actor_stop(struct actor *a) {
         leave(a);
-        if (a->running) {
-                atomic_store(&a->stop, true);
-                pthread_join(a->th, NULL);
-                a->running = false;
-        }
+        mgt_ticker_stop(&a->tk);
         if (a->set)
                 mg_set_free(a->set);
         a->set = NULL;
-        pthread_mutex_destroy(&a->mu);
 }
 
 struct result {
@@ -241,21 +194,14 @@ static void do_write(struct actor *a, struct result *x, const struct mg_snapshot
         o.method = method;
         o.guard = a->g;
         o.lend_bytes = lend;
-        o.lock = lock_fn;
-        o.lock_userdata = a;
+        o.lock = mgt_ticker_lock;
+        o.lock_userdata = &a->tk;
         o.log = log_fn;
         x->st = (struct mg_snapshot_stats) { .size = sizeof(x->st) };
         kt_cg_read(a->cg, "memory.high", x->high_before, sizeof(x->high_before));
-        pthread_mutex_lock(&a->mu);
-        a->peak_dw = a->samples = 0;
-        pthread_mutex_unlock(&a->mu);
-        atomic_store(&a->measuring, true);
+        mgt_ticker_measure(&a->tk);
         x->r = mg_snapshot_write(src, dfd, name, &o, &x->st);
-        atomic_store(&a->measuring, false);
-        pthread_mutex_lock(&a->mu);
-        x->peak_dw = a->peak_dw;
-        x->samples = a->samples;
-        pthread_mutex_unlock(&a->mu);
+        mgt_ticker_measured(&a->tk, &x->peak_dw, &x->samples);
         x->high_events = kt_cg_key(a->cg, "memory.events", "high") - high0;
         kt_cg_read(a->cg, "memory.high", x->high_after, sizeof(x->high_after));
         x->high_before[strcspn(x->high_before, "\n")] = '\0';
@@ -384,9 +330,9 @@ static int write_inner(struct actor *a) {
 
         /* the guard keeps watching for a second after the last lend */
         (void) poll(NULL, 0, 1000);
-        pthread_mutex_lock(&a->mu);
+        pthread_mutex_lock(&a->tk.mu);
         int kills = a->ev.n[MG_EVENT_KILL], begins = a->ev.n[MG_EVENT_LEND_BEGIN], ends = a->ev.n[MG_EVENT_LEND_END];
-        pthread_mutex_unlock(&a->mu);
+        pthread_mutex_unlock(&a->tk.mu);
         int lends = 4; /* a forced method the fs refuses fails inside its lend too */
         kt_note("guard: kills=%d lend_begin=%d lend_end=%d", kills, begins, ends);
 
@@ -525,8 +471,8 @@ static int faults_inner(struct actor *a) {
                         mg_snapshot_options_init(&o);
                         o.method = m[i];
                         o.guard = a->g;
-                        o.lock = lock_fn;
-                        o.lock_userdata = a;
+                        o.lock = mgt_ticker_lock;
+                        o.lock_userdata = &a->tk;
                         kt_cg_read(a->cg, "memory.high", before, sizeof(before));
                         uint64_t t0 = kt_now();
                         int r = mg_snapshot_write(&src, sfd, "snap", &o, NULL);
@@ -638,8 +584,8 @@ static int cycles_inner(struct actor *a) {
                 mg_snapshot_options_init(&o);
                 o.method = m[i % 3];
                 o.guard = a->g;
-                o.lock = lock_fn;
-                o.lock_userdata = a;
+                o.lock = mgt_ticker_lock;
+                o.lock_userdata = &a->tk;
                 o.log = log_fn;
                 int r = mg_snapshot_write(&src, dfd, "snap", &o, &st);
                 KT_CHECK(r == 0, "cycle %d: write: %s", i, strerror(-r));
@@ -669,9 +615,9 @@ static int cycles_inner(struct actor *a) {
         KT_CHECK(n1 == n0, "directory has %d entries, had %d", n1, n0);
         KT_CHECK(free1 == free0, "free space %" PRIu64 " KiB, was %" PRIu64 " KiB", free1 / 1024, free0 / 1024);
         KT_CHECK(strcmp(before, after) == 0, "memory.high %s is now %s", before, after);
-        pthread_mutex_lock(&a->mu);
+        pthread_mutex_lock(&a->tk.mu);
         int begins = a->ev.n[MG_EVENT_LEND_BEGIN], ends = a->ev.n[MG_EVENT_LEND_END];
-        pthread_mutex_unlock(&a->mu);
+        pthread_mutex_unlock(&a->tk.mu);
         KT_CHECK(begins == 100 && ends == 100, "lends %d/%d", begins, ends);
         return KT_PASS;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * One actor process, already in its cgroup (memory.high at 90 % of the actor
- * size).  Threads: the main one cycles; the ticker runs the actor's mg_set
- * every 20 ms and samples memory.stat while a write runs, serialised with the
- * lend through the snapshot's lock callback (the guard is not thread-safe).
+ * size).  Threads: the main one cycles; the ticker (tools/common/ticker.h)
+ * runs the actor's mg_set every 20 ms and samples memory.stat while a write
+ * runs, serialised with the lend through the snapshot's lock callback (the
+ * guard is not thread-safe).
  *
  * A cycle: work (a helper process allocates and touches memory and writes and
  * syncs a scratch file; the guest-memory region is filled), suspend
@@ -16,7 +17,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,8 +26,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../memguard/cgdir.h"
+#include "../common/cgdir.h"
 #include "../common/image.h"
+#include "../common/ticker.h"
 #include "burnin.h"
 #include "memguard/memguard.h"
 #include "memguard/snapshot.h"
@@ -40,12 +41,9 @@ struct actor {
         const struct bi_actor_config *c;
         mg_set *set;
         mg_guard *g;
-        pthread_mutex_t mu;
-        pthread_t th;
-        atomic_bool stop, measuring;
+        struct mgt_ticker tk;           /* ticks the set, samples dirty + writeback */
         atomic_uint kills, errors;
-        uint64_t peak_dirty;            /* under mu */
-        char what[96];                  /* under mu: the first event error */
+        char what[96];                  /* under tk.mu: the first event error */
 };
 
 /* ---- the guest-memory pattern (tools/common/image.h) --------------------- */
@@ -69,10 +67,10 @@ static uint64_t mix(uint64_t x) {
         return x;
 }
 
-/* ---- the ticker thread ------------------------------------------------------ */
+/* ---- the guard's callbacks (the ticker thread, tools/common/ticker.h) ------- */
 
 static void note_error(struct actor *a, const char *what) {
-        /* called with mu held (event callback) */
+        /* called with tk.mu held (event callback) */
         if (a->what[0] == '\0')
                 snprintf(a->what, sizeof(a->what), "%s", what);
 }
@@ -101,61 +99,6 @@ static void on_log(int level, const char *msg, void *ud) {
         const struct actor *a = ud;
         if (level <= MG_LOG_ERR)
                 fprintf(stderr, "memguard-burnin: actor %" PRIu32 ": %s\n", a->c->id, msg);
-}
-
-/* The value of a "KEY VALUE" line of memory.stat, if line is KEY's. */
-static bool stat_value(const char *line, const char *key, uint64_t *ret) {
-        size_t k = strlen(key);
-        char *end;
-
-        if (strncmp(line, key, k) != 0 || line[k] != ' ' || line[k + 1] < '0' || line[k + 1] > '9')
-                return false;
-        errno = 0;
-        unsigned long long v = strtoull(line + k + 1, &end, 10);
-        if (errno || (*end != '\n' && *end != '\0'))
-                return false;
-        *ret = v;
-        return true;
-}
-
-/* file_dirty + file_writeback of memory.stat; 0 if unreadable. */
-static uint64_t dirty_bytes(const char *cg) {
-        char buf[8192];
-        uint64_t sum = 0;
-        if (mgt_cg_read(cg, "memory.stat", buf, sizeof(buf)) <= 0)
-                return 0;
-        for (char *line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-                uint64_t v;
-                if (stat_value(line, "file_dirty", &v) || stat_value(line, "file_writeback", &v))
-                        sum += v;
-        }
-        return sum;
-}
-
-static void *ticker(void *ud) {
-        struct actor *a = ud;
-        while (!atomic_load(&a->stop)) {
-                if (atomic_load(&a->measuring)) {
-                        uint64_t d = dirty_bytes(a->c->cgroup);
-                        pthread_mutex_lock(&a->mu);
-                        if (d > a->peak_dirty)
-                                a->peak_dirty = d;
-                        pthread_mutex_unlock(&a->mu);
-                }
-                pthread_mutex_lock(&a->mu);
-                (void) mg_set_process(a->set);
-                pthread_mutex_unlock(&a->mu);
-                (void) poll(NULL, 0, 20);
-        }
-        return NULL;
-}
-
-static void lock_fn(void *ud, bool lock) {
-        struct actor *a = ud;
-        if (lock)
-                pthread_mutex_lock(&a->mu);
-        else
-                pthread_mutex_unlock(&a->mu);
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -316,22 +259,16 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
         mg_snapshot_options_init(&o);
         o.method = s->writer == BI_WRITER_BUFFERED ? MG_SNAPSHOT_BUFFERED : MG_SNAPSHOT_AUTO;
         o.guard = a->g;
-        o.lock = lock_fn;
-        o.lock_userdata = a;
+        o.lock = mgt_ticker_lock;
+        o.lock_userdata = &a->tk;
         o.log = on_log;
         o.log_userdata = a;
         (void) mgt_cg_read(c->cgroup, "memory.high", high0, sizeof(high0));
-        pthread_mutex_lock(&a->mu);
-        a->peak_dirty = 0;
-        pthread_mutex_unlock(&a->mu);
-        atomic_store(&a->measuring, true);
+        mgt_ticker_measure(&a->tk);
         uint64_t t1 = mgt_now_usec();
         r = mg_snapshot_write(&src, c->dirfd, name, &o, &st);
         uint64_t t2 = mgt_now_usec();
-        atomic_store(&a->measuring, false);
-        pthread_mutex_lock(&a->mu);
-        s->peak_dirty_bytes = a->peak_dirty;
-        pthread_mutex_unlock(&a->mu);
+        mgt_ticker_measured(&a->tk, &s->peak_dirty_bytes, NULL);
         if (r < 0)
                 set_error(s, r, "mg_snapshot_write");
         (void) mgt_cg_read(c->cgroup, "memory.high", high1, sizeof(high1));
@@ -414,7 +351,6 @@ _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
         struct bi_sample s;
         int r;
 
-        pthread_mutex_init(&a.mu, NULL);
         mg_guard_options_init(&go, c->actor_bytes);
         go.on_event = on_event;
         go.userdata = &a;
@@ -423,8 +359,8 @@ _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
         r = mg_set_new(NULL, &a.set);
         if (r == 0)
                 r = mg_set_add(a.set, c->cgroup, &go, &a.g);
-        if (r == 0 && pthread_create(&a.th, NULL, ticker, &a) != 0)
-                r = -EAGAIN;
+        if (r == 0)
+                r = mgt_ticker_start(&a.tk, c->cgroup, a.set);
         if (r < 0) {
                 s = (struct bi_sample) { .actor = c->id, .end_usec = mgt_now_usec() };
                 set_error(&s, r, "guard setup");
@@ -433,12 +369,12 @@ _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
         }
         for (uint32_t n = 0; !asked_to_stop(c->control_fd); n++) {
                 cycle(&a, n, &s);
-                pthread_mutex_lock(&a.mu);
+                mgt_ticker_lock(&a.tk, true);
                 unsigned kills = atomic_exchange(&a.kills, 0), errors = atomic_exchange(&a.errors, 0);
                 if ((kills || errors) && s.what[0] == '\0')
                         snprintf(s.what, sizeof(s.what), "guard: %s", a.what);
                 a.what[0] = '\0';
-                pthread_mutex_unlock(&a.mu);
+                mgt_ticker_lock(&a.tk, false);
                 if (kills)
                         s.flags |= BI_FLAG_KILL;
                 if (errors)
@@ -448,8 +384,7 @@ _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
                 if (s.error == -ENOSPC)
                         break;  /* nothing more to learn from a full disk */
         }
-        atomic_store(&a.stop, true);
-        pthread_join(a.th, NULL);
+        mgt_ticker_stop(&a.tk);
         mg_set_free(a.set);
         _exit(0);
 }

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgdir.h"
+#include "../common/cgdir.h"
 #include "demo.h"
 #include "events.h"
 #include "loop.h"

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgdir.h"
+#include "../common/cgdir.h"
 #include "cli.h"
 #include "events.h"
 #include "loop.h"

@@ -242,17 +242,28 @@ check_eval "watch: a missing cgroup is exit 1 with one line (got $st)" '[ "$st" 
 # watch: every capability dropped (the bounding set too; CAP_KILL would stay
 # only for a cgroup without cgroup.kill, before 5.14), no_new_privs, seccomp.
 mkdir "$base/privs"
+# check_privs WHAT PID CAPS: PID's permitted and effective sets are CAPS, its
+# bounding and ambient sets empty, no_new_privs set.
+check_privs() {
+    what=$1 pid=$2 want=$3
+    echo "# $what: $(privs_of $pid)"
+    for f in CapPrm CapEff; do
+        v=$(status_of $pid $f)
+        check "$what: $f is $want (${v:-?})" [ "$v" = "$want" ]
+    done
+    for f in CapBnd CapAmb; do
+        v=$(status_of $pid $f)
+        check "$what: $f is empty (${v:-?})" [ "$v" = 0000000000000000 ]
+    done
+    v=$(status_of $pid NoNewPrivs)
+    check "$what: NoNewPrivs 1 (${v:-?})" [ "$v" = 1 ]
+}
+
 "$mg" watch --limit 64M "$base/privs" 2>"$tmp/watch.err" &
 watchpid=$!
 if wait_confined $watchpid; then
     ok "watch: confined once set up (Seccomp 2)"
-    echo "# watch: $(privs_of $watchpid)"
-    for f in CapPrm CapEff CapBnd CapAmb; do
-        v=$(status_of $watchpid $f)
-        check "watch: $f is empty (${v:-?})" [ "$v" = 0000000000000000 ]
-    done
-    v=$(status_of $watchpid NoNewPrivs)
-    check "watch: NoNewPrivs 1 (${v:-?})" [ "$v" = 1 ]
+    check_privs watch $watchpid 0000000000000000
 else
     not_ok "watch: confined once set up (Seccomp: $(status_of $watchpid Seccomp))"
     diag "$tmp/watch.err"
@@ -278,17 +289,7 @@ run_privs() {
     runpid=$!
     if wait_confined $runpid; then
         ok "run $where: confined once CMD runs (Seccomp 2)"
-        echo "# run $where: $(privs_of $runpid)"
-        for f in CapPrm CapEff; do
-            v=$(status_of $runpid $f)
-            check "run $where: $f is $want (${v:-?})" [ "$v" = "$want" ]
-        done
-        for f in CapBnd CapAmb; do
-            v=$(status_of $runpid $f)
-            check "run $where: $f is empty (${v:-?})" [ "$v" = 0000000000000000 ]
-        done
-        v=$(status_of $runpid NoNewPrivs)
-        check "run $where: NoNewPrivs 1 (${v:-?})" [ "$v" = 1 ]
+        check_privs "run $where" $runpid "$want"
     else
         not_ok "run $where: confined once CMD runs (Seccomp: $(status_of $runpid Seccomp))"
     fi

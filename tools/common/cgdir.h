@@ -2,9 +2,10 @@
 #pragma once
 
 /*
- * The tool's own cgroup chores, by path: finding where to create cgroups,
- * creating them, small reads and writes, emptying and removing them.  The
- * library's guard does the per-tick reading; this is everything around it.
+ * The tools' cgroup chores (the memguard command, the burn-in, the snapshot
+ * benchmark), by path: finding where to create cgroups, creating them, small
+ * reads and writes, emptying and removing them.  The library's guard does
+ * the per-tick reading; this is everything around it.
  * Fallible calls return a negative errno.
  */
 
