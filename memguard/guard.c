@@ -323,17 +323,18 @@ static int read_stat(mg_guard *g, bool full, struct mg_memstat *ret) {
 }
 
 static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
-        ssize_t n = f == MG_CG_STAT ? 0 : mg_cgroup_read(&g->cg, f, g->small_buf, sizeof(g->small_buf));
         const char *buf = g->small_buf;
         struct mg_mem_events ev;
         uint64_t keys;
+        ssize_t n;
         int r;
 
+        if (f == MG_CG_STAT)
+                return read_stat(g, true, ret); /* its own, larger buffer */
+        n = mg_cgroup_read(&g->cg, f, g->small_buf, sizeof(g->small_buf));
         if (n < 0)
                 return (int) n;
         switch (f) {
-        case MG_CG_STAT:
-                return read_stat(g, true, ret);
         case MG_CG_PRESSURE:
         case MG_CG_IO_PRESSURE:
                 r = mg_parse_psi(buf, (size_t) n, ret);
