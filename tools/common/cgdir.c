@@ -183,18 +183,21 @@ int mgt_cg_read_u64(const char *cg, const char *file, uint64_t *ret) {
         return n < 0 ? (int) n : parse_u64(buf, ret);
 }
 
-int mgt_cg_read_key(const char *cg, const char *file, const char *key, uint64_t *ret) {
-        /* memory.stat is about 2.5 KiB on 7.x; 16 KiB leaves room to grow */
-        static char buf[16384];
+int mgt_key_value(const char *buf, const char *key, uint64_t *ret) {
         size_t kl = strlen(key);
-        ssize_t n = mgt_cg_read(cg, file, buf, sizeof(buf));
 
-        if (n < 0)
-                return (int) n;
-        for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
                 if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
                         return parse_u64(p + kl + 1, ret);
         return -ENOENT;
+}
+
+int mgt_cg_read_key(const char *cg, const char *file, const char *key, uint64_t *ret) {
+        /* memory.stat is about 2.5 KiB on 7.x; 16 KiB leaves room to grow */
+        static char buf[16384];
+        ssize_t n = mgt_cg_read(cg, file, buf, sizeof(buf));
+
+        return n < 0 ? (int) n : mgt_key_value(buf, key, ret);
 }
 
 int mgt_cg_read_psi_total(const char *cg, const char *file, const char *line, uint64_t *ret) {

@@ -42,8 +42,10 @@ int mgt_cg_write(const char *cg, const char *file, const char *val);
 /* A one-value file: a number, or "max" as UINT64_MAX. */
 int mgt_cg_read_u64(const char *cg, const char *file, uint64_t *ret);
 /* The value of key in a flat keyed file (memory.stat, memory.events).
- * -ENOENT if the key is absent. */
+ * -ENOENT if the key is absent.  One static buffer: main thread only. */
 int mgt_cg_read_key(const char *cg, const char *file, const char *key, uint64_t *ret);
+/* The same over a NUL-terminated buffer the caller read. */
+int mgt_key_value(const char *buf, const char *key, uint64_t *ret);
 /* A PSI file's "some" or "full" total=, in usec. */
 int mgt_cg_read_psi_total(const char *cg, const char *file, const char *line, uint64_t *ret);
 

@@ -1,44 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "cgdir.h"
 #include "ticker.h"
 
-int mgt_dirty_writeback(const char *cg, uint64_t *ret) {
-        char path[4200], buf[8192];
-        int fd, keys = 0;
-        ssize_t n;
+/* file_dirty + file_writeback of cg's memory.stat in bytes, or a negative
+ * errno (-ENOENT if either key is missing).  Its own buffer: this runs
+ * beside the main thread, which may use mgt_cg_read_key()'s. */
+static int dirty_writeback(const char *cg, uint64_t *ret) {
+        char buf[8192];
+        uint64_t dirty, wb;
+        ssize_t n = mgt_cg_read(cg, "memory.stat", buf, sizeof(buf));
+        int r;
 
-        snprintf(path, sizeof(path), "%s/memory.stat", cg);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n < 0)
-                n = -errno;
-        close(fd);
         if (n < 0)
                 return (int) n;
-        buf[n] = '\0';
-        *ret = 0;
-        for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
-                if (strncmp(l, "file_dirty ", 11) == 0 || strncmp(l, "file_writeback ", 15) == 0) {
-                        *ret += strtoull(strchr(l, ' ') + 1, NULL, 10);
-                        keys++;
-                }
-        return keys == 2 ? 0 : -EBADMSG;
+        if ((r = mgt_key_value(buf, "file_dirty", &dirty)) < 0 || (r = mgt_key_value(buf, "file_writeback", &wb)) < 0)
+                return r;
+        *ret = dirty + wb;
+        return 0;
 }
 
 static void *run(void *ud) {
         struct mgt_ticker *t = ud;
         while (!atomic_load(&t->stop)) {
                 uint64_t d = 0;
-                if (atomic_load(&t->measuring) && mgt_dirty_writeback(t->cg, &d) == 0) {
+                if (atomic_load(&t->measuring) && dirty_writeback(t->cg, &d) == 0) {
                         pthread_mutex_lock(&t->mu);
                         if (d > t->peak_dw)
                                 t->peak_dw = d;

@@ -36,6 +36,3 @@ void mgt_ticker_lock(void *ticker, bool lock);
 /* Resets the peak and starts sampling / stops sampling and returns it. */
 void mgt_ticker_measure(struct mgt_ticker *t);
 void mgt_ticker_measured(struct mgt_ticker *t, uint64_t *peak_dw, uint64_t *samples);
-/* file_dirty + file_writeback of cg's memory.stat in bytes, or a negative
- * errno (-EBADMSG if either key is missing). */
-int mgt_dirty_writeback(const char *cg, uint64_t *ret);
