@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "../tools/common/cgdir.h"
 #include "memguard/guard.h"
 
 static uint64_t tv_usec(struct timeval tv) {
@@ -221,8 +222,8 @@ int main(int argc, char **argv) {
         uint64_t t_make = bench_now_ns();
         if (root) {
                 snprintf(dir, sizeof(dir), "%s/memguard-bench-scale-%d", root, (int) getpid());
-                (void) bench_cg_write(root, "cgroup.subtree_control", "+memory");
-                if (mkdir(dir, 0755) < 0 || bench_cg_write(dir, "cgroup.subtree_control", "+memory") < 0) {
+                (void) mgt_cg_write(root, "cgroup.subtree_control", "+memory");
+                if (mkdir(dir, 0755) < 0 || mgt_cg_write(dir, "cgroup.subtree_control", "+memory") < 0) {
                         fprintf(stderr, "bench-scale: cgroup %s: %s\n", dir, strerror(errno));
                         (void) rmdir(dir);
                         free(holders);

@@ -19,9 +19,10 @@
  * 61 a touched zero page), so the image is charged to the actor like a
  * microVM's RAM, and it stays there for every write, so the page cache each
  * writer makes is charged to the actor too.  The copy's 4 MiB buffer is
- * touched before, outside the actor.  A second thread samples the actor's memory.stat every
- * 20 ms (file_dirty + file_writeback) and ticks the guard set, serialised
- * with the lend through the snapshot's lock callback.
+ * touched before, outside the actor.  A second thread (tools/common/ticker.h)
+ * samples the actor's memory.stat every 20 ms (file_dirty + file_writeback)
+ * and ticks the guard set, serialised with the lend through the snapshot's
+ * lock callback.
  *
  * Each cycle runs the three writers once, each to a fresh file, in an order
  * rotated every cycle (copy, memguard, buffered; then memguard, buffered,
@@ -72,8 +73,7 @@ enum writer { W_COPY, W_MEMGUARD, W_BUFFERED, W_N };
 static const char *const writer_names[W_N] = { "copy", "memguard", "buffered" };
 static const char *const file_names[W_N] = { "bench-snap-copy", "bench-snap-memguard", "bench-snap-buffered" };
 
-/* ---- the guest image: tests/kernel/snapshot.c's (tools/common/image.h) ---- */
-
+/* The guest image: tests/kernel/snapshot.c's (tools/common/image.h). */
 #define HOLES 8
 
 /* ---- the actor ------------------------------------------------------------ */
@@ -150,7 +150,7 @@ static int home_cgroup(const char *root, char *ret, size_t size) {
 static int move_to(const char *cg) {
         char pid[32];
         snprintf(pid, sizeof(pid), "%d", (int) getpid());
-        return bench_cg_write(cg, "cgroup.procs", pid);
+        return mgt_cg_write(cg, "cgroup.procs", pid);
 }
 
 static int actor_start(struct actor *a, const char *root, uint64_t limit) {
@@ -159,17 +159,17 @@ static int actor_start(struct actor *a, const char *root, uint64_t limit) {
         if ((r = home_cgroup(root, a->home, sizeof(a->home))) < 0)
                 return r;
         snprintf(a->base, sizeof(a->base), "%s/memguard-bench-snap-%d", root, (int) getpid());
-        (void) bench_cg_write(root, "cgroup.subtree_control", "+memory +io");
+        (void) mgt_cg_write(root, "cgroup.subtree_control", "+memory +io");
         if (mkdir(a->base, 0755) < 0)
                 return -errno;
-        if (bench_cg_write(a->base, "cgroup.subtree_control", "+memory +io") < 0 &&
-            (r = bench_cg_write(a->base, "cgroup.subtree_control", "+memory")) < 0)
+        if (mgt_cg_write(a->base, "cgroup.subtree_control", "+memory +io") < 0 &&
+            (r = mgt_cg_write(a->base, "cgroup.subtree_control", "+memory")) < 0)
                 return r;
         snprintf(a->cg, sizeof(a->cg), "%s/actor", a->base);
         if (mkdir(a->cg, 0755) < 0)
                 return -errno;
         snprintf(v, sizeof(v), "%" PRIu64, 2 * limit);
-        if ((r = bench_cg_write(a->cg, "memory.max", v)) < 0)
+        if ((r = mgt_cg_write(a->cg, "memory.max", v)) < 0)
                 return r;
         /* 90 % of the limit (230 MiB of 256, as the kernel scenario), but at
          * least 4 MiB above the image's charge (7/8), for the bench's own
@@ -178,7 +178,7 @@ static int actor_start(struct actor *a, const char *root, uint64_t limit) {
         if (high < limit / 8 * 7 + 4 * MIB)
                 high = limit / 8 * 7 + 4 * MIB;
         snprintf(v, sizeof(v), "%" PRIu64, high);
-        if ((r = bench_cg_write(a->cg, "memory.high", v)) < 0)
+        if ((r = mgt_cg_write(a->cg, "memory.high", v)) < 0)
                 return r;
         if ((r = mg_set_new(NULL, &a->set)) < 0)
                 return r;
@@ -281,7 +281,7 @@ static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *im
                 mg_snapshot_options_init(&o);
                 o.method = w == W_MEMGUARD ? MG_SNAPSHOT_AUTO : MG_SNAPSHOT_BUFFERED;
                 o.guard = a->g;
-                o.lock = a->tk.running ? mgt_ticker_lock : NULL; /* no guard without a cgroup */
+                o.lock = mgt_ticker_lock; /* taken around the lend: never without a guard */
                 o.lock_userdata = &a->tk;
                 o.log = log_fn;
                 x->r = mg_snapshot_write(&src, dirfd, file_names[w], &o, &x->st);
@@ -449,14 +449,11 @@ int main(int argc, char **argv) {
         (void) unlinkat(dirfd, file_names[W_MEMGUARD], 0);
         if (r < 0)
                 failed = 1;
-        if (a.tk.running)
-                mgt_ticker_lock(&a.tk, true);
+        mgt_ticker_stop(&a.tk); /* the guard's counts are final */
         printf("result bench=snapshot-check writes=%d ok=%d high_not_restored=%d kills=%d lend_begin=%d lend_end=%d "
                "guard_errors=%d restore=%s restore_ms=%.1f\n",
                n_writes, n_ok, high_bad, a.kills, a.lend_begins, a.lend_ends, a.errors, r ? strerror(-r) : "verified",
                (double) restore_us / 1000);
-        if (a.tk.running)
-                mgt_ticker_lock(&a.tk, false);
         munmap(img, len);
 out:
         munmap(copy_buf, COPY_BUF);

@@ -43,6 +43,7 @@
 
 #include "baseline.h"
 #include "bench.h"
+#include "../tools/common/cgdir.h"
 #include "memguard/guard.h"
 
 enum actor_kind { A_MEMGUARD, A_STDIO, A_OPENAT, A_N };
@@ -193,12 +194,12 @@ static int setup_cgroups(const char *root, char *base, size_t size) {
 
         limit_bytes = 64 * MIB;
         snprintf(base, size, "%s/memguard-bench-%d", root, (int) getpid());
-        (void) bench_cg_write(root, "cgroup.subtree_control", "+memory +io +cpu");
+        (void) mgt_cg_write(root, "cgroup.subtree_control", "+memory +io +cpu");
         if (mkdir(base, 0755) < 0)
                 return -errno;
-        r = bench_cg_write(base, "cgroup.subtree_control", "+memory +io +cpu");
+        r = mgt_cg_write(base, "cgroup.subtree_control", "+memory +io +cpu");
         if (r < 0)
-                r = bench_cg_write(base, "cgroup.subtree_control", "+memory");
+                r = mgt_cg_write(base, "cgroup.subtree_control", "+memory");
         if (r < 0)
                 return r;
         for (int m = 0; m < M_N; m++) {
@@ -214,9 +215,9 @@ static int setup_cgroups(const char *root, char *base, size_t size) {
                         return -errno;
                 if (m == M_FAST)
                         continue;
-                if ((r = bench_cg_write(t->dir, "memory.max", "67108864")) < 0)
+                if ((r = mgt_cg_write(t->dir, "memory.max", "67108864")) < 0)
                         return r;
-                if (m == M_SLOW_HIGH && (r = bench_cg_write(t->dir, "memory.high", "63963136")) < 0)
+                if (m == M_SLOW_HIGH && (r = mgt_cg_write(t->dir, "memory.high", "63963136")) < 0)
                         return r;
                 t->holder = bench_spawn_holder(t->dir, m == M_SLOW ? 61 * 1024 : 63 * 1024,
                                                m == M_SLOW_HIGH ? 1024 : 0);

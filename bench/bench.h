@@ -77,8 +77,6 @@ void bench_tmpdir_remove(const char *dir);
  * charging).  Waits until it has touched it all once.  Returns its pid or a
  * negative errno. */
 pid_t bench_spawn_holder(const char *cg, uint64_t kib, uint64_t churn_kib);
-/* Writes "value" to cg/file.  Returns 0 or a negative errno. */
-int bench_cg_write(const char *cg, const char *file, const char *value);
 /* Kills the processes of cg and removes it (bounded wait). */
 void bench_cg_destroy(const char *cg);
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "../tools/common/cgdir.h"
 
 #ifdef BENCH_HAVE_CALLGRIND
 #pragma GCC diagnostic push
@@ -214,22 +215,6 @@ void bench_tmpdir_remove(const char *dir) {
         (void) nftw(dir, rm_one, 64, FTW_DEPTH | FTW_PHYS);
 }
 
-int bench_cg_write(const char *cg, const char *file, const char *value) {
-        char path[4096];
-        ssize_t n;
-        int fd, r = 0;
-
-        snprintf(path, sizeof(path), "%s/%s", cg, file);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        n = write(fd, value, strlen(value));
-        if (n < 0)
-                r = -errno;
-        close(fd);
-        return r;
-}
-
 pid_t bench_spawn_holder(const char *cg, uint64_t kib, uint64_t churn_kib) {
         int p[2];
         pid_t pid;
@@ -247,7 +232,7 @@ pid_t bench_spawn_holder(const char *cg, uint64_t kib, uint64_t churn_kib) {
         if (pid == 0) {
                 char *m;
                 close(p[0]);
-                if (bench_cg_write(cg, "cgroup.procs", "0") < 0)
+                if (mgt_cg_write(cg, "cgroup.procs", "0") < 0)
                         _exit(1);
                 m = mmap(NULL, kib * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (m == MAP_FAILED)
@@ -281,7 +266,7 @@ pid_t bench_spawn_holder(const char *cg, uint64_t kib, uint64_t churn_kib) {
 void bench_cg_destroy(const char *cg) {
         char path[4096], buf[128];
 
-        if (bench_cg_write(cg, "cgroup.kill", "1") < 0) {
+        if (mgt_cg_write(cg, "cgroup.kill", "1") < 0) {
                 FILE *f;
                 snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
                 f = fopen(path, "re");
