@@ -492,12 +492,10 @@ for f in sorted(glob.glob(path("snapshot-*.txt"))):
     for r in ok:
         cyc_ms[r["cycle"]][r["writer"]] = num(r["ms"])
     pair_rows = []
-    pairs = {}
     for a_, b_, lab in (("copy", "memguard", "memguard / copy (throughput, per cycle)"),
                         ("buffered", "memguard", "memguard / buffered (throughput, per cycle)"),
                         ("copy", "buffered", "buffered / copy (throughput, per cycle)")):
         v = [c[a_] / c[b_] for c in cyc_ms.values() if a_ in c and b_ in c and c[b_]]
-        pairs[(a_, b_)] = v
         if not v:
             continue
         pair_rows.append([lab, str(len(v)), f"{100 * pct(v, 50):.0f} %", f"{100 * min(v):.0f} %",
