@@ -107,8 +107,11 @@ static void c_base_scan_7x(void) {
 static struct mg_policy_params params = {
         .limit_bytes = 256 * MIB,
         .margin_bytes = 16 * MIB,
+        .line_bytes = 240 * MIB,
         .stall_window_usec = 3000000,
         .stall_pressure_permyriad = 1000,
+        .refault_window_usec = 20000000,
+        .refault_mapped_window_usec = 12000000,
 };
 static struct mg_policy_state pstate;
 static struct mg_sample psample = {

@@ -24,6 +24,7 @@ uint64_t mg_now_usec(void) {
 static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret);
 static int read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret);
 static void lend_adopt(mg_guard *g);
+static void read_limits_now(mg_guard *g);
 
 uint64_t mg_boottime_usec(void) {
         struct timespec ts;
@@ -46,6 +47,7 @@ void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata) {
 
         g->clock = clock ? clock : default_clock;
         g->clock_userdata = userdata;
+        g->limits_due_usec = mg_guard_now(g) + MG_LIMITS_REREAD_USEC;
         /* a lend adopted at mg_guard_new() keeps the time it had left */
         if (g->lent)
                 g->lend.deadline_usec = mg_guard_now(g) + left;
@@ -101,10 +103,15 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         g->params = (struct mg_policy_params) {
                 .limit_bytes = g->opt.limit_bytes,
                 .margin_bytes = g->opt.margin_bytes,
+                .line_bytes = g->opt.limit_bytes - g->opt.margin_bytes,
                 .stall_window_usec = g->opt.stall_window_usec,
                 .stall_pressure_permyriad = g->opt.stall_pressure_permyriad,
+                .refault_window_usec = g->opt.refault_window_usec,
+                .refault_mapped_window_usec = g->opt.refault_mapped_window_usec,
         };
+        g->page_bytes = (uint32_t) sysconf(_SC_PAGESIZE);
         g->clock = default_clock;
+        read_limits_now(g);
         g->state = MG_GUARD_WATCHING;
         /* The baseline for kernel OOM attribution: kills before the guard
          * existed are not news. */
@@ -113,7 +120,7 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         /* The keys this kernel prints in memory.stat, so that a read cut
          * short at a line boundary is told from a kernel without them. */
         (void) read_parsed(g, MG_CG_STAT, &(struct mg_memstat) {});
-        g->last_restores = g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
+        g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
         lend_adopt(g);
         *ret = g;
         return 0;
@@ -360,6 +367,27 @@ static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
         return r;
 }
 
+/* The fast-path line follows the lower of the kernel limits. */
+static void set_kernel_limits(mg_guard *g, uint64_t high, uint64_t max) {
+        g->high_bytes = high;
+        g->max_bytes = max;
+        g->params.line_bytes = mg_policy_line(g->opt.limit_bytes, g->opt.margin_bytes, high < max ? high : max);
+}
+
+/* memory.high and memory.max, for the line.  A file that cannot be read
+ * (absent in the root cgroup, an error) counts as "max": the guard's own
+ * limit then draws the line, as before this file was read. */
+static void read_limits_now(mg_guard *g) {
+        uint64_t high, max;
+
+        if (read_u64(g, MG_CG_HIGH, &high) < 0)
+                high = MG_UNLIMITED;
+        if (read_u64(g, MG_CG_MAX, &max) < 0)
+                max = MG_UNLIMITED;
+        set_kernel_limits(g, high, max);
+        g->limits_due_usec = mg_guard_now(g) + MG_LIMITS_REREAD_USEC;
+}
+
 /* The counter rose since the last slow tick (which saw *last). */
 static bool rose(uint64_t *last, uint64_t now) {
         bool r = *last != UINT64_MAX && now > *last;
@@ -368,13 +396,12 @@ static bool rose(uint64_t *last, uint64_t now) {
 }
 
 /*
- * The slow path: memory.current, memory.stat and memory.events.local, three
- * preads.  While the actor loses its working set (and a window after), also
- * memory.pressure and io.pressure, which a stall needs; while it hits
- * memory.high, those and memory.high and cpu.stat, which a throttle needs.  Every
- * term of used comes from the one memory.stat read; memory.current is only
- * compared, never subtracted from.  Files this kernel lacks leave their part
- * of the report empty.
+ * The slow path: memory.current, memory.stat, memory.events.local,
+ * memory.pressure and io.pressure, five preads; while it hits memory.high
+ * (and a window after), also memory.high and cpu.stat, which only a
+ * throttle needs.  Every term of used comes from the one memory.stat read;
+ * memory.current is only compared, never subtracted from.  Files this
+ * kernel lacks leave their part of the report empty.
  */
 static int read_slow(mg_guard *g, uint64_t current, bool all, bool full_stat, struct mg_report *rep,
                      struct mg_sample *x) {
@@ -398,13 +425,14 @@ static int read_slow(mg_guard *g, uint64_t current, bool all, bool full_stat, st
                 .current_bytes = current,
                 .used_bytes = rep->used_bytes,
                 .restores = rep->stat.workingset_restore_anon + rep->stat.workingset_restore_file,
+                .refault_bytes = rep->stat.workingset_refault_file * g->page_bytes,
+                .file_bytes = rep->stat.file,
+                .mapped_bytes = rep->stat.file_mapped,
                 .high_bytes = MG_UNLIMITED,
         };
         /* Keep reading for a window after the last sign, so the window the
          * policy looks back over has the extra figures at both ends. */
         hold = x->time_usec + g->opt.stall_window_usec + 2 * g->opt.tick_usec;
-        if (rose(&g->last_restores, x->restores))
-                g->pressure_until_usec = hold;
 
         r = read_parsed(g, MG_CG_EVENTS_LOCAL, &rep->events);
         if (r >= 0) {
@@ -412,23 +440,24 @@ static int read_slow(mg_guard *g, uint64_t current, bool all, bool full_stat, st
                 x->limit_events = rep->events.high + rep->events.max;
                 x->high_events = rep->events.high;
                 if (rose(&g->last_high_events, rep->events.high))
-                        g->pressure_until_usec = g->throttle_until_usec = hold;
+                        g->throttle_until_usec = hold;
         } else if (r != -EOPNOTSUPP)
                 return read_failed(g, MG_CG_EVENTS_LOCAL, r);
 
-        if (all || x->time_usec < g->pressure_until_usec) {
-                r = read_parsed(g, MG_CG_PRESSURE, &rep->memory_pressure);
-                if (r >= 0) {
-                        x->have_pressure = true;
-                        x->mem_some_usec = rep->memory_pressure.some.total_usec;
-                } else if (r != -EOPNOTSUPP)
-                        return read_failed(g, MG_CG_PRESSURE, r);
-                r = read_parsed(g, MG_CG_IO_PRESSURE, &rep->io_pressure);
-                if (r >= 0)
-                        x->io_some_usec = rep->io_pressure.some.total_usec;
-                else if (r != -EOPNOTSUPP)
-                        return read_failed(g, MG_CG_IO_PRESSURE, r);
-        }
+        /* Both stall rules look back over the pressure totals of every
+         * sample in their window, and the onset of a stall is not known in
+         * advance: read on every slow tick. */
+        r = read_parsed(g, MG_CG_PRESSURE, &rep->memory_pressure);
+        if (r >= 0) {
+                x->have_pressure = true;
+                x->mem_some_usec = rep->memory_pressure.some.total_usec;
+        } else if (r != -EOPNOTSUPP)
+                return read_failed(g, MG_CG_PRESSURE, r);
+        r = read_parsed(g, MG_CG_IO_PRESSURE, &rep->io_pressure);
+        if (r >= 0)
+                x->io_some_usec = rep->io_pressure.some.total_usec;
+        else if (r != -EOPNOTSUPP)
+                return read_failed(g, MG_CG_IO_PRESSURE, r);
         if (all || x->time_usec < g->throttle_until_usec) {
                 /* Optional: without them there is no throttle diagnosis.  An
                  * error is reported all the same, but the window goes on. */
@@ -436,9 +465,10 @@ static int read_slow(mg_guard *g, uint64_t current, bool all, bool full_stat, st
                 r = read_u64(g, f, &x->high_bytes);
                 if (r >= 0)
                         r = read_parsed(g, f = MG_CG_CPU_STAT, &x->cpu_usec);
-                if (r >= 0)
+                if (r >= 0) {
                         x->have_throttle = true;
-                else if (gone_errno(r))
+                        set_kernel_limits(g, x->high_bytes, g->max_bytes);
+                } else if (gone_errno(r))
                         return read_failed(g, f, r);
                 else if (r != -EOPNOTSUPP)
                         report_error(g, f, MG_LOG_WARNING, "reading", mg_cgfile_name(f), r);
@@ -474,11 +504,21 @@ static void note_kernel_oom(mg_guard *g, const struct mg_report *rep) {
 
 void mg_guard_events_changed(mg_guard *g) {
         struct mg_report rep = {};
+        uint64_t high = g->last_events.high, max = g->last_events.max;
 
         if (g->state == MG_GUARD_GONE)
                 return;
-        if (read_parsed(g, MG_CG_EVENTS_LOCAL, &rep.events) >= 0)
-                note_kernel_oom(g, &rep);
+        if (read_parsed(g, MG_CG_EVENTS_LOCAL, &rep.events) < 0)
+                return;
+        /* On the fast path, a memory.high or memory.max event says the actor
+         * is pressed against a kernel limit the line may not know yet (it
+         * was lowered from outside): read the limits now, not in 10 s. */
+        if (g->have_last_events && (rep.events.high > high || rep.events.max > max) && !g->slow) {
+                read_limits_now(g);
+                if (g->set)
+                        mg_set_reschedule(g->set, g, mg_guard_now(g));
+        }
+        note_kernel_oom(g, &rep);
 }
 
 /* Reads the limit files for a report; optional, so errors leave "max". */
@@ -604,6 +644,7 @@ static int lend_restore(mg_guard *g) {
                 return r;
         g->lent = false;
         lend_record_remove(g);
+        set_kernel_limits(g, g->lend.old_high_bytes, g->max_bytes);
         /* Resume at once, with a window that starts now: what the lend let
          * the actor do is not evidence of a stall. */
         mg_policy_reset(&g->policy);
@@ -652,16 +693,32 @@ int mg_guard_tick(mg_guard *g) {
                 g->state = MG_GUARD_WATCHING;
         }
 
+        if (now >= g->limits_due_usec)
+                read_limits_now(g);
         r = read_current(g, &current);
         if (r < 0)
                 return r;
         if (mg_policy_fast(&g->params, current)) {
-                mg_policy_reset(&g->policy);
-                g->detect_usec = 0;
+                /* Below the line.  A thrashing actor's memory.current dips
+                 * under it now and then (6.12 reclaims in batches: 40 of
+                 * 48 MiB for a moment in thrash-sequential), and a window
+                 * cleared by every dip would never fill: the windows go only
+                 * once it has stayed below for half a stall window. */
+                if (!g->below_since_usec)
+                        g->below_since_usec = now;
+                if (now - g->below_since_usec >= g->opt.stall_window_usec / 2) {
+                        mg_policy_reset(&g->policy);
+                        g->detect_usec = 0;
+                }
+                if (g->slow)
+                        /* a kernel OOM kill since the last slow tick ended
+                         * it there: the fast path does not read the events */
+                        mg_guard_events_changed(g);
                 set_slow(g, false);
                 return acted;
         }
         set_slow(g, true);
+        g->below_since_usec = 0;
 
         r = read_slow(g, current, false, false, &rep, &x);
         if (r < 0)
@@ -702,6 +759,7 @@ int mg_guard_tick(mg_guard *g) {
         rep.verdict = v;
         rep.stall_usec = stall_usec;
         rep.stall_signals = signals;
+        rep.stall_refault_bytes = g->policy.stall_refault_bytes;
         r = start_kill(g, v == MG_VERDICT_OVERSHOOT ? MG_KILL_OVERSHOOT : MG_KILL_STALL, &rep);
         if (r < 0)
                 return r;
@@ -734,6 +792,7 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
                 /* Decide on a copy: a report must not feed the window. */
                 scratch = g->policy;
                 rep.verdict = mg_policy_decide(&g->params, &scratch, &x, &rep.stall_usec, &rep.stall_signals);
+                rep.stall_refault_bytes = scratch.stall_refault_bytes;
         }
         *ret = rep;
         return 0;
@@ -825,6 +884,7 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
         g->lent = true;
         g->lend_recorded = recorded;
         g->lend_adopted = false;
+        set_kernel_limits(g, g->lend.new_high_bytes, g->max_bytes);
         glog(g, MG_LOG_INFO, "%s: lent memory.high %s -> %s", g->path, g->lend_old_high, newval);
         emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_BEGIN, .time_usec = now, .lend = &g->lend });
         return 0;

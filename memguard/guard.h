@@ -58,6 +58,12 @@ uint64_t mg_boottime_usec(void);
 /* mg_guard_recover() with cgroup flags and an I/O seam, for tests. */
 int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flags, const struct mg_io *io);
 
+/* How often memory.high and memory.max are re-read for the fast-path line:
+ * an outside change is seen within this (at once, in a set, when the actor
+ * hits the new limit: memory.events.local changes).  Two preads every 40
+ * ticks. */
+#define MG_LIMITS_REREAD_USEC (10 * UINT64_C(1000000))
+
 /* memory.stat is about 2.5 KiB on 7.x (71 keys of at most 40 bytes). */
 #define MG_STAT_BUF_SIZE 8192
 
@@ -72,6 +78,7 @@ struct mg_guard {
         mg_clock_fn clock;
         void *clock_userdata;
         uint64_t detect_usec;           /* first slow tick with a kill verdict */
+        uint64_t below_since_usec;      /* first fast tick of a stay below the line; 0 on the slow path */
         uint32_t erring;                /* a bit per error_streak slot that is not 0 */
         struct mg_set *set;             /* owned by set.c */
         struct mg_guard_options opt;
@@ -93,10 +100,15 @@ struct mg_guard {
 
         struct mg_mem_events last_events;
         bool have_last_events;
-        uint64_t last_restores;         /* workingset_restore at the last slow tick, or UINT64_MAX */
-        uint64_t last_high_events;      /* memory.events.local high then, or UINT64_MAX */
-        uint64_t pressure_until_usec;   /* read PSI until then (working set lost, or at memory.high) */
+        uint64_t last_high_events;      /* memory.events.local high at the last slow tick, or UINT64_MAX */
         uint64_t throttle_until_usec;   /* read memory.high and cpu.stat until then (at memory.high) */
+        /* The kernel limits the fast-path line follows (MG_UNLIMITED for
+         * "max"): read at mg_guard_new() and every MG_LIMITS_REREAD_USEC,
+         * at once when memory.events.local changes on the fast path, and
+         * written by the guard's own lends. */
+        uint64_t high_bytes, max_bytes;
+        uint64_t limits_due_usec;       /* next re-read */
+        uint32_t page_bytes;
         bool throttled;                 /* MG_EVENT_THROTTLED sent for this episode */
         int trigger_fd[2];              /* PSI triggers on memory and io.pressure while slow, in a set */
         struct mg_throttle_info throttle;

@@ -156,6 +156,7 @@ static void derive_kernel(struct mg_memstat *st) {
 
 static const char *const tick_keys[] = {
         "anon", "shmem", "sock", "workingset_restore_anon", "workingset_restore_file",
+        "file", "file_mapped", "workingset_refault_file",
 };
 static const char *const kernel_parts[] = {
         "kernel_stack", "pagetables", "sec_pagetables", "percpu", "vmalloc", "slab", "slab_reclaimable",

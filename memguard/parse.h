@@ -43,7 +43,8 @@ int mg_parse_mem_events_keys(const char *buf, size_t len, struct mg_mem_events *
  * tables (memory_stats[] and memcg_vm_event_stat[] in mm/memcontrol.c), so a
  * key sits on the same line on every read of one boot.  A full parse learns
  * the lines of the keys the decision needs (used's terms, or the parts of
- * "kernel" before 5.18, and workingset_restore_*); the tick steps over every
+ * "kernel" before 5.18, workingset_restore_*, and for the refault rule file,
+ * file_mapped and workingset_refault_file); the tick steps over every
  * other line with memchr and parses those alone, checking each key's name.
  * Lines it steps over are not checked.  Fills only those fields of ret (and
  * kernel, derived as the full parse does); -ESTALE when the buffer does not

@@ -11,6 +11,17 @@ void mg_policy_reset(struct mg_policy_state *s) {
         s->head = 0;
         s->count = 0;
         s->stalling_since_usec = 0;
+        s->seg.set = s->streak.set = s->streak_mapped.set = false;
+        s->stall_refault_bytes = 0;
+}
+
+uint64_t mg_policy_line(uint64_t limit_bytes, uint64_t margin_bytes, uint64_t kernel_limit_bytes) {
+        if (kernel_limit_bytes >= limit_bytes)
+                return limit_bytes - margin_bytes;
+        /* margin < limit, so the product fits in 128 bits and the share is
+         * below kernel_limit_bytes */
+        return kernel_limit_bytes -
+               (uint64_t) ((unsigned __int128) kernel_limit_bytes * margin_bytes / limit_bytes);
 }
 
 bool mg_policy_overshoot(const struct mg_policy_params *p, uint64_t current_bytes, uint64_t used_bytes) {
@@ -71,6 +82,84 @@ static unsigned lost_time(const struct mg_policy_params *p, const struct mg_samp
         return sig;
 }
 
+static struct mg_policy_mark mark_of(const struct mg_sample *x) {
+        return (struct mg_policy_mark) {
+                .time_usec = x->time_usec,
+                .limit_events = x->limit_events,
+                .refault_bytes = x->refault_bytes,
+                .mem_some_usec = x->mem_some_usec,
+                .io_some_usec = x->io_some_usec,
+                .set = true,
+        };
+}
+
+/* lost_time() from a mark to a sample. */
+static unsigned lost_time_since(const struct mg_policy_params *p, const struct mg_policy_mark *o,
+                                const struct mg_sample *x) {
+        struct mg_sample a = { .time_usec = o->time_usec, .mem_some_usec = o->mem_some_usec,
+                               .io_some_usec = o->io_some_usec, .have_pressure = true };
+        return lost_time(p, &a, x);
+}
+
+/* Re-read between o and x at a pace that re-reads the whole cache (at x)
+ * at least once per window: refaulted * window >= cache * span. */
+static bool rereads_cache(const struct mg_policy_mark *o, const struct mg_sample *x, uint64_t window_usec) {
+        uint64_t re = delta(x->refault_bytes, o->refault_bytes);
+        return re > 0 && (unsigned __int128) re * window_usec >=
+                                 (unsigned __int128) x->file_bytes * (x->time_usec - o->time_usec);
+}
+
+/*
+ * The refault rule, one sample at a time.  A segment ends at the first
+ * sample half a stall window after it began; it qualifies if the limit was
+ * hit, time was lost and the cache was re-read at the window's pace.  A
+ * streak is the run of qualifying segments up to now; any segment that does
+ * not qualify ends it.  Returns the verdict and, for STALL and STALLING, the
+ * streak it is about in *ret.
+ */
+static enum mg_verdict refault_decide(const struct mg_policy_params *p, struct mg_policy_state *s,
+                                      const struct mg_sample *x, const struct mg_policy_mark **ret) {
+        const struct mg_policy_mark *o = &s->seg;
+        uint64_t seg_usec = p->stall_window_usec / 2;
+
+        if (!x->have_events || !x->have_pressure || p->refault_window_usec == 0) {
+                s->seg.set = s->streak.set = s->streak_mapped.set = false;
+                return MG_VERDICT_NEAR;
+        }
+        if (!o->set) {
+                s->seg = mark_of(x);
+                return MG_VERDICT_NEAR;
+        }
+        if (x->time_usec - o->time_usec >= seg_usec) {
+                bool base = delta(x->limit_events, o->limit_events) > 0 && lost_time_since(p, o, x);
+                bool any = base && rereads_cache(o, x, p->refault_window_usec);
+                bool mapped = base && x->mapped_bytes >= x->file_bytes - x->mapped_bytes &&
+                              rereads_cache(o, x, p->refault_mapped_window_usec);
+                if (!any)
+                        s->streak.set = false;
+                else if (!s->streak.set)
+                        s->streak = *o;
+                if (!mapped)
+                        s->streak_mapped.set = false;
+                else if (!s->streak_mapped.set)
+                        s->streak_mapped = *o;
+                s->seg = mark_of(x);
+        }
+        if (s->streak_mapped.set && x->time_usec - s->streak_mapped.time_usec >= p->refault_mapped_window_usec) {
+                *ret = &s->streak_mapped;
+                return MG_VERDICT_STALL;
+        }
+        if (s->streak.set && x->time_usec - s->streak.time_usec >= p->refault_window_usec) {
+                *ret = &s->streak;
+                return MG_VERDICT_STALL;
+        }
+        /* the longer-running of the two, for how long it has held */
+        *ret = s->streak_mapped.set && (!s->streak.set || s->streak_mapped.time_usec < s->streak.time_usec)
+                       ? &s->streak_mapped
+                       : &s->streak;
+        return (*ret)->set ? MG_VERDICT_STALLING : MG_VERDICT_NEAR;
+}
+
 enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_policy_state *s,
                                  const struct mg_sample *x, uint64_t *ret_stall_usec, unsigned *ret_signals) {
         const struct mg_sample *o, *m;
@@ -109,8 +198,26 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
         } else {
                 s->stalling_since_usec = 0;
         }
+        uint64_t stall_usec = s->stalling_since_usec ? x->time_usec - s->stalling_since_usec : 0;
+
+        /* The refault rule runs on every sample (its segments must see them
+         * all); it decides only where the restore rule did not. */
+        const struct mg_policy_mark *streak = NULL;
+        enum mg_verdict rv = refault_decide(p, s, x, &streak);
+        s->stall_refault_bytes = 0;
+        if (v != MG_VERDICT_OVERSHOOT && v != MG_VERDICT_STALL && rv != MG_VERDICT_NEAR) {
+                if (rv == MG_VERDICT_STALL) {
+                        v = MG_VERDICT_STALL;
+                        sig = MG_STALL_REFAULT | lost_time_since(p, streak, x);
+                        stall_usec = x->time_usec - streak->time_usec;
+                        s->stall_refault_bytes = delta(x->refault_bytes, streak->refault_bytes);
+                } else if (x->time_usec - streak->time_usec > stall_usec) {
+                        v = MG_VERDICT_STALLING;
+                        stall_usec = x->time_usec - streak->time_usec;
+                }
+        }
         if (ret_stall_usec)
-                *ret_stall_usec = s->stalling_since_usec ? x->time_usec - s->stalling_since_usec : 0;
+                *ret_stall_usec = stall_usec;
         if (ret_signals)
                 *ret_signals = sig;
         return v;

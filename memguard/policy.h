@@ -14,8 +14,11 @@
 struct mg_policy_params {
         uint64_t limit_bytes;
         uint64_t margin_bytes;
+        uint64_t line_bytes;            /* the fast path is below it: mg_policy_line() */
         uint64_t stall_window_usec;
         uint32_t stall_pressure_permyriad;
+        uint64_t refault_window_usec;   /* the refault rule, pages re-read through read() */
+        uint64_t refault_mapped_window_usec; /* ... pages mostly mapped */
 };
 
 /* What one slow-path tick read. */
@@ -27,6 +30,8 @@ struct mg_sample {
         uint64_t mem_some_usec;         /* memory.pressure some total */
         uint64_t io_some_usec;          /* io.pressure some total */
         uint64_t restores;              /* workingset_restore_anon + _file, same memory.stat read */
+        uint64_t refault_bytes;         /* workingset_refault_file in bytes, same read */
+        uint64_t file_bytes, mapped_bytes; /* file, file_mapped: the cache and how much of it is mapped */
         uint64_t high_events;           /* memory.events.local high */
         uint64_t high_bytes;            /* memory.high, MG_UNLIMITED if none */
         uint64_t cpu_usec;              /* cpu.stat usage_usec */
@@ -37,9 +42,19 @@ struct mg_sample {
  * 250 ms tick (the tuned windows stop at 8 s). */
 #define MG_POLICY_RING 64
 
+/* Counter totals at one instant, for the refault rule. */
+struct mg_policy_mark {
+        uint64_t time_usec, limit_events, refault_bytes, mem_some_usec, io_some_usec;
+        bool set;
+};
+
 struct mg_policy_state {
         unsigned head, count;           /* ring[head] is the newest */
         uint64_t stalling_since_usec;   /* 0: criteria do not hold */
+        /* The refault rule: the segment under way, and where the present
+         * streaks of qualifying segments began (any, and mapped only). */
+        struct mg_policy_mark seg, streak, streak_mapped;
+        uint64_t stall_refault_bytes;   /* re-read over the streak the last verdict names */
         struct mg_sample ring[MG_POLICY_RING];
 };
 
@@ -47,9 +62,16 @@ struct mg_policy_state {
  * without swap.  Page cache (file), dirty or not, is not in it. */
 uint64_t mg_used_bytes(const struct mg_memstat *st);
 
-/* The fast path: below limit - margin nothing else is read. */
+/* The fast-path line: limit - margin, or, where a kernel limit (the lower
+ * of memory.high and memory.max, MG_UNLIMITED for none) is below the
+ * guard's limit, that kernel limit less the same share of it.  An actor
+ * pressed against memory.high at 90 % of its limit (kubelet's MemoryQoS)
+ * sits below limit - limit/16 and must still be seen at its limit. */
+uint64_t mg_policy_line(uint64_t limit_bytes, uint64_t margin_bytes, uint64_t kernel_limit_bytes);
+
+/* The fast path: below the line nothing else is read. */
 static inline bool mg_policy_fast(const struct mg_policy_params *p, uint64_t current_bytes) {
-        return current_bytes < p->limit_bytes - p->margin_bytes;
+        return current_bytes < p->line_bytes;
 }
 
 /* The kernel's sleep for one 64-page charge batch over memory.high
@@ -82,7 +104,21 @@ bool mg_policy_overshoot(const struct mg_policy_params *p, uint64_t current_byte
  * (they hold for the part of the window seen so far) or MG_VERDICT_NEAR.
  * ret_stall_usec and ret_signals (may be NULL) get how long the stall
  * criteria have held and which share of time lost (enum mg_stall_signal)
- * met the threshold over the whole window.
+ * met the threshold over the whole window; MG_STALL_REFAULT when the
+ * refault rule decided, with s->stall_refault_bytes what was re-read.
+ *
+ * Two stall rules (docs/design.md):
+ *  - restores: across the stall window the limit was hit, pages of the
+ *    working set were read back (workingset_restore rose), and time was
+ *    lost in each half of it;
+ *  - refaults: in every segment (half a stall window) of a longer window,
+ *    the limit was hit, time was lost, and file pages were read back at a
+ *    pace that re-reads the whole cache at least once per window.  The
+ *    window is refault_mapped_window_usec when at least half the cache is
+ *    mapped (program text, mmapped data) in every segment, else
+ *    refault_window_usec, long enough for a finite job that re-reads a file
+ *    a few times to finish.  A hot set larger than the cache books no
+ *    restores (mm/workingset.c): this rule is what sees it.
  */
 enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_policy_state *s,
                                  const struct mg_sample *x, uint64_t *ret_stall_usec, unsigned *ret_signals);

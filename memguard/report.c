@@ -44,14 +44,21 @@ const char *mg_event_type_to_string(enum mg_event_type t) {
 int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len) {
         const struct mg_report *r = &k->report;
         const struct mg_memstat *s = &r->stat;
+        char reread[160] = "";
 
+        if (r->stall_signals & MG_STALL_REFAULT)
+                snprintf(reread, sizeof(reread),
+                         ", re-read %" PRIu64 "kB of file pages in %" PRIu64 "ms (%" PRIu64
+                         "x its page cache, %" PRIu64 "%% of it mapped)",
+                         KIB(r->stall_refault_bytes), r->stall_usec / 1000,
+                         s->file ? r->stall_refault_bytes / s->file : 0, s->file ? s->file_mapped * 100 / s->file : 0);
         return snprintf(buf, len,
                         "memguard: %s killed: %s; limit %" PRIu64 "kB, used %" PRIu64 "kB "
                         "(anon %" PRIu64 "kB shmem %" PRIu64 "kB kernel %" PRIu64 "kB sock %" PRIu64 "kB), "
                         "memory.current %" PRIu64 "kB, page cache %" PRIu64 "kB (dirty %" PRIu64 "kB "
                         "writeback %" PRIu64 "kB, not counted), memory.high events %" PRIu64 " max %" PRIu64
                         " oom_kill %" PRIu64 ", pressure some memory %" PRIu64 "ms io %" PRIu64
-                        "ms total, stalled %" PRIu64 "ms%s%s, verdict to empty %" PRIu64 "ms%s",
+                        "ms total, stalled %" PRIu64 "ms%s%s%s, verdict to empty %" PRIu64 "ms%s",
                         k->cgroup ? k->cgroup : "?", k->reason == MG_KILL_OVERSHOOT
                                                          ? "used memory above its limit"
                                                          : "stuck at its memory limit (stall)",
@@ -60,7 +67,7 @@ int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len)
                         KIB(s->file_writeback), r->events.high, r->events.max, r->events.oom_kill,
                         r->memory_pressure.some.total_usec / 1000, r->io_pressure.some.total_usec / 1000,
                         r->stall_usec / 1000, r->stall_signals & MG_STALL_MEMORY ? " on memory" : "",
-                        r->stall_signals & MG_STALL_IO ? " on io" : "",
+                        r->stall_signals & MG_STALL_IO ? " on io" : "", reread,
                         k->empty_usec > k->detect_usec ? (k->empty_usec - k->detect_usec) / 1000 : 0,
                         k->empty_timed_out ? " (cgroup not empty yet)" : "");
 }

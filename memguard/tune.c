@@ -37,6 +37,15 @@ static void tuned_defaults(uint64_t limit, struct mg_guard_options *d) {
          * some while io pressure was 85 %); 10 % of the window stalled on
          * memory while the limit keeps being hit is already a stuck actor. */
         d->stall_pressure_permyriad = 1000;
+        /* A hot set larger than the cache books no restores; the refault
+         * rule needs the re-reading to last.  Read through read(), 20 s at
+         * 256 MiB and below (a finite job re-reading a file a few times,
+         * `cat` of 256 MiB thrice at 48 MiB, took 9-14 s in the kernel
+         * suite), +2 s per doubling, at most 30 s.  Mostly mapped (program
+         * text, mmapped data, seed 000's file-hot): 4 stall windows, 8 s to
+         * 20 s. */
+        d->refault_window_usec = clamp_u64(20 + 2 * (uint64_t) (dbl < 0 ? 0 : dbl), 20, 30) * USEC_PER_SEC;
+        d->refault_mapped_window_usec = clamp_u64(4 * d->stall_window_usec, 8 * USEC_PER_SEC, 20 * USEC_PER_SEC);
         /* Time to write the whole limit at 50 MiB/s (a slow network disk),
          * plus 10 s: a forgotten lend cannot outlive a real snapshot write. */
         d->lend_deadline_usec = 10 * USEC_PER_SEC + limit / (50 * MIB) * USEC_PER_SEC;
@@ -79,6 +88,8 @@ int mg_options_resolve(const struct mg_guard_options *o, struct mg_guard_options
         DEFAULT(lend_deadline_usec);
         DEFAULT(kill_wait_usec);
         DEFAULT(post_kill_holdoff_usec);
+        DEFAULT(refault_window_usec);
+        DEFAULT(refault_mapped_window_usec);
 #undef DEFAULT
 
         if (r.margin_bytes >= r.limit_bytes || r.tick_usec < 10 * USEC_PER_MSEC ||

@@ -70,6 +70,7 @@ enum mg_verdict {
 enum mg_stall_signal {
         MG_STALL_MEMORY = 1 << 0,       /* memory.pressure some */
         MG_STALL_IO = 1 << 1,           /* io.pressure some: refaults are reads */
+        MG_STALL_REFAULT = 1 << 2,      /* re-read its whole cache over, no restores booked */
 };
 
 /* Everything one slow-path read saw; a kill record carries one. */
@@ -80,12 +81,13 @@ struct mg_report {
         uint64_t used_bytes;            /* anon + shmem + kernel + sock, one memory.stat read */
         uint64_t high_bytes, max_bytes; /* memory.high / memory.max, MG_UNLIMITED for max */
         struct mg_memstat stat;
-        struct mg_psi memory_pressure;  /* read only while the actor loses its working set */
+        struct mg_psi memory_pressure;  /* every slow-path read */
         struct mg_psi io_pressure;
         struct mg_mem_events events;    /* memory.events.local */
         uint64_t stall_usec;            /* how long the stall criteria have held */
         unsigned stall_signals;         /* enum mg_stall_signal, for a stall */
         enum mg_verdict verdict;
+        uint64_t stall_refault_bytes;   /* MG_STALL_REFAULT: file pages re-read over stall_usec */
 };
 
 enum mg_kill_reason {
@@ -166,7 +168,8 @@ struct mg_guard_options {
         uint64_t size;
         uint64_t limit_bytes;           /* required: what the actor paid for */
         uint64_t tick_usec;             /* default 250 ms */
-        uint64_t margin_bytes;          /* fast path below limit - margin; default limit/16 */
+        uint64_t margin_bytes;          /* fast path below limit - margin (or the lower kernel
+                                           limit less its share of it); default limit/16 */
         uint64_t stall_window_usec;     /* stall criteria must hold this long */
         uint32_t stall_pressure_permyriad; /* memory some stall share over the window */
         uint64_t lend_deadline_usec;    /* default lend deadline */
@@ -176,6 +179,11 @@ struct mg_guard_options {
         void *userdata;
         mg_log_fn log;
         void *log_userdata;
+        /* The refault stall rule (docs/design.md): how long an actor at its
+         * limit must keep re-reading its cache, stalled, to be killed; the
+         * mapped window applies while at least half its cache is mapped. */
+        uint64_t refault_window_usec;
+        uint64_t refault_mapped_window_usec;
 };
 
 /* Fills *o with defaults tuned to limit_bytes.  Returns 0 or -EINVAL. */

@@ -73,7 +73,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(t.anon == a.anon && t.shmem == a.shmem && t.sock == a.sock && t.kernel == a.kernel &&
                            t.kernel_derived == a.kernel_derived &&
                            t.workingset_restore_anon == a.workingset_restore_anon &&
-                           t.workingset_restore_file == a.workingset_restore_file);
+                           t.workingset_restore_file == a.workingset_restore_file && t.file == a.file &&
+                           t.file_mapped == a.file_mapped &&
+                           t.workingset_refault_file == a.workingset_refault_file);
         }
         return 0;
 }

@@ -23,6 +23,14 @@ int t_kernel_oom_attributed(void);
 int t_psi_trigger_wakes(void);
 int t_healthy_neighbours(void);
 
+/* field.c: the seeds' thrashes at their sizes, and who must survive */
+int t_thrash_sequential(void);
+int t_thrash_under_high(void);
+int t_thrash_below_line(void);
+int t_reread_finite(void);
+int t_dirty_writer(void);
+int t_throttled_below_line(void);
+
 /* snapshot.c: the snapshot module's writes and restores */
 int t_snapshot_write(void);
 int t_snapshot_baseline(void);

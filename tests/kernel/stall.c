@@ -20,16 +20,24 @@ static bool oom_seen(void *ud) {
         return ((struct kt_events *) ud)->n[MG_EVENT_KERNEL_OOM] > 0;
 }
 
-/* Actor: memory.max 32 MiB, guard limit 256 MiB, so the guard stays on its
- * fast path and never reads memory.events.local on a tick; anon grows to
- * 96 MiB.  Expect: the kernel OOM-kills it, and the set, woken by the change
- * of memory.events.local, reports MG_EVENT_KERNEL_OOM within a second. */
+/* Actor: no limit of its own, in a parent whose memory.max is 32 MiB; guard
+ * limit 256 MiB.  The guard's line follows the actor's own kernel limits
+ * only, so it stays on its fast path and never reads memory.events.local on
+ * a tick; anon grows to 96 MiB.  Expect: the kernel OOM-kills it (the
+ * victim's memory.events.local counts the oom_kill), and the set, woken by
+ * the change of memory.events.local, reports MG_EVENT_KERNEL_OOM within a
+ * second. */
 int t_kernel_oom_attributed(void) {
         struct kt_events ev = {};
         mg_set *s = kt_set_new();
-        const char *cg = kt_cg_new("kernel-oom");
-        KT_CHECK(s && cg, "setup");
-        KT_CHECK(kt_cg_write(cg, "memory.max", "%" PRIu64, 32 * MIB) == 0, "memory.max");
+        const char *parent = kt_cg_new("kernel-oom-parent"), *base = kt_base, *cg;
+        KT_CHECK(s && parent, "setup");
+        KT_CHECK(kt_cg_write(parent, "memory.max", "%" PRIu64, 32 * MIB) == 0, "memory.max");
+        KT_CHECK(kt_cg_write(parent, "cgroup.subtree_control", "+memory") == 0, "subtree_control");
+        kt_base = parent; /* the child is removed before the parent */
+        cg = kt_cg_new("kernel-oom");
+        kt_base = base;
+        KT_CHECK(cg, "child");
         KT_CHECK(kt_guard(s, cg, 256 * MIB, &ev, NULL) == 0, "guard");
         pid_t pid = kt_spawn(cg, (const char *[]) { "anon", "96", "256", "-1", NULL });
         KT_CHECK(pid > 0, "spawn");

@@ -75,13 +75,14 @@ void fixture_stat(struct fixture *f, uint64_t anon, uint64_t file, uint64_t kern
         snprintf(buf, sizeof(buf),
                  "anon %" PRIu64 "\nfile %" PRIu64 "\nkernel %" PRIu64 "\nkernel_stack 16384\npagetables 40960\n"
                  "sec_pagetables 0\npercpu 0\nsock %" PRIu64 "\nvmalloc 0\nshmem %" PRIu64 "\nzswap 0\n"
-                 "file_mapped 0\nfile_dirty %" PRIu64 "\nfile_writeback %" PRIu64 "\nswapcached 0\n"
+                 "file_mapped %" PRIu64 "\nfile_dirty %" PRIu64 "\nfile_writeback %" PRIu64 "\nswapcached 0\n"
                  "anon_thp 0\ninactive_anon %" PRIu64 "\nactive_anon 0\ninactive_file %" PRIu64 "\n"
                  "active_file 0\nunevictable 0\nslab_reclaimable 0\nslab_unreclaimable 0\nslab 0\n"
-                 "workingset_refault_anon 0\nworkingset_refault_file 0\nworkingset_restore_file %" PRIu64 "\n"
+                 "workingset_refault_anon 0\nworkingset_refault_file %" PRIu64 "\nworkingset_restore_file %" PRIu64 "\n"
                  "pgscan 0\npgsteal 0\n"
                  "pgfault 0\npgmajfault 0\n",
-                 anon, file, kernel, sock, shmem, dirty, writeback, anon, file, f->restore_file);
+                 anon, file, kernel, sock, shmem, f->mapped, dirty, writeback, anon, file, f->refault_file,
+                 f->restore_file);
         fixture_write(f, "memory.stat", buf);
 }
 

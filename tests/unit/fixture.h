@@ -22,6 +22,8 @@ struct fixture {
         int fail_errno;             /* injected into every read while non-zero */
         uint64_t now_usec;          /* the injected clock */
         uint64_t restore_file;      /* workingset_restore_file in fixture_stat() */
+        uint64_t refault_file;      /* workingset_refault_file (pages) in fixture_stat() */
+        uint64_t mapped;            /* file_mapped in fixture_stat() */
 };
 
 /* Makes a cgroup dir with plausible files for a 256 MiB actor at rest. */

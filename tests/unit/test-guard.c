@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,26 +131,70 @@ Test(guard, slow_path_read_counts) {
         fixture_current(&fx, 250 * MIB);
         fixture_stat(&fx, 100 * MIB, 140 * MIB, 2 * MIB, 0, 0, 0, 0);
         cr_expect_eq(tick_at(g, 250 * MS), 0);
-        /* current, stat, events.local */
-        cr_expect_eq(fx.reads, 3);
-        cr_expect_eq(fx.reads_of[MG_CG_STAT], 1, "memory.stat read once");
-        cr_expect_eq(fx.reads_of[MG_CG_PRESSURE], 0, "no PSI while the working set is intact");
-        /* losing its working set: both pressure files join, for a window */
-        fx.restore_file = 10;
-        fixture_stat(&fx, 100 * MIB, 140 * MIB, 2 * MIB, 0, 0, 0, 0);
-        fixture_reset_counts(&fx);
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        /* current, stat, events.local, and both pressure files: the stall
+         * rules need PSI at both ends of their windows, from the start */
         cr_expect_eq(fx.reads, 5);
-        cr_expect_eq(fx.reads_of[MG_CG_PRESSURE], 1);
+        cr_expect_eq(fx.reads_of[MG_CG_STAT], 1, "memory.stat read once");
+        cr_expect_eq(fx.reads_of[MG_CG_PRESSURE], 1, "PSI whether or not the working set is lost");
         cr_expect_eq(fx.reads_of[MG_CG_IO_PRESSURE], 1);
         fixture_reset_counts(&fx);
         for (int i = 0; i < 13; i++)
-                tick_at(g, 250 * MS); /* 3 s window + 2 ticks after the last loss */
-        cr_expect_eq(fx.reads_of[MG_CG_PRESSURE], 13);
+                tick_at(g, 250 * MS);
+        cr_expect_eq(fx.reads, 13 * 5, "the same five on every slow tick");
+        cr_expect_eq(fx.opens, 0);
+        mg_guard_free(g);
+}
+
+Test(guard, line_follows_kernel_limits) {
+        /* memory.high at 90 % of the limit (kubelet MemoryQoS), read at
+         * mg_guard_new(): the line is 230.4 MiB less a sixteenth of it */
+        char high[32];
+        snprintf(high, sizeof(high), "%" PRIu64 "\n", 256 * MIB * 9 / 10);
+        fixture_write(&fx, "memory.high", high);
+        mg_guard *g = new_guard();
+        cr_expect_eq(g->params.line_bytes, 256 * MIB * 9 / 10 - 256 * MIB * 9 / 160);
+        fixture_current(&fx, 230 * MIB);
+        fixture_stat(&fx, 100 * MIB, 120 * MIB, 2 * MIB, 0, 0, 0, 0);
+        tick_at(g, 250 * MS);
+        cr_expect_eq(fx.reads_of[MG_CG_STAT], 1, "pressed against memory.high below limit - margin: slow path");
+
+        /* raised from outside: seen at the next re-read, within 10 s */
+        fixture_write(&fx, "memory.high", "max\n");
+        fixture_reset_counts(&fx);
+        for (int i = 0; i < 38; i++)
+                tick_at(g, 250 * MS); /* 9.75 s since mg_guard_new() */
+        cr_expect_eq(fx.reads_of[MG_CG_MAX], 0, "not re-read before 10 s");
+        cr_expect_eq(fx.reads_of[MG_CG_STAT], 38);
         fixture_reset_counts(&fx);
         tick_at(g, 250 * MS);
-        cr_expect_eq(fx.reads, 3, "back to three once the loss stopped for a window");
-        cr_expect_eq(fx.opens, 0);
+        cr_expect_eq(fx.reads_of[MG_CG_HIGH], 1);
+        cr_expect_eq(fx.reads_of[MG_CG_MAX], 1);
+        cr_expect_eq(g->params.line_bytes, 240 * MIB);
+        cr_expect_eq(fx.reads, 4, "memory.high, memory.max, memory.current, and memory.events.local once "
+                                  "on leaving the slow path (a kernel OOM kill there is not missed)");
+        cr_expect_eq(fx.reads_of[MG_CG_EVENTS_LOCAL], 1);
+
+        /* a memory.max below the line, lowered from outside: the fast path
+         * reads memory.current alone until the next re-read */
+        fixture_write(&fx, "memory.max", "209715200\n");
+        fixture_reset_counts(&fx);
+        for (int i = 0; i < 39; i++)
+                tick_at(g, 250 * MS);
+        cr_expect_eq(fx.reads, 39, "one read per fast tick");
+        tick_at(g, 250 * MS);
+        cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16);
+        cr_expect_eq(fx.reads_of[MG_CG_STAT], 1, "230 MiB is at a 200 MiB memory.max");
+        mg_guard_free(g);
+}
+
+Test(guard, lend_moves_the_line) {
+        fixture_write(&fx, "memory.high", "209715200\n");
+        mg_guard *g = new_guard();
+        cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_expect_eq(g->params.line_bytes, 240 * MIB, "memory.high lent to max");
+        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16, "back with memory.high");
         mg_guard_free(g);
 }
 
@@ -241,9 +286,9 @@ Test(guard, stall_kills_after_window) {
                 acted = tick_at(g, 250 * MS);
         }
         cr_assert_eq(acted, 1);
-        /* the second slow tick sees the first working-set loss and starts
-         * reading PSI; the kill comes when 3 s of that are covered */
-        cr_expect_eq(fx.now_usec - t0, 3500 * MS);
+        /* PSI is read from the first slow tick on: the kill comes when the
+         * 3 s window from that tick is covered */
+        cr_expect_eq(fx.now_usec - t0, 3250 * MS);
         fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
         tick_at(g, 250 * MS);
         cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
@@ -251,6 +296,57 @@ Test(guard, stall_kills_after_window) {
         cr_expect_geq(seen.kill.report.stall_usec, 3000 * MS);
         cr_expect_eq(seen.kill.report.stat.file, 40 * MIB, "the record has memory.stat whole");
         cr_expect_eq(seen.kill.report.stat.inactive_file, 40 * MIB);
+        mg_guard_free(g);
+}
+
+/* Tick i of seed 000's sequential file-hot at a 256 MiB guard: no
+ * restores, 190 of 200 MiB of cache mapped and re-read at 40 MiB/s, max
+ * events +5 and io some +30 % per tick, memory.current as given. */
+static int tick_refault_thrash(mg_guard *g, int i, uint64_t current) {
+        fx.mapped = 190 * MIB;
+        fx.refault_file = (uint64_t) i * 10 * MIB / 4096;
+        fixture_current(&fx, current);
+        fixture_stat(&fx, 40 * MIB, 200 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_events(&fx, 0, (uint64_t) i * 5, 0);
+        fixture_psi(&fx, "io.pressure", (uint64_t) i * 75 * MS);
+        return tick_at(g, 250 * MS);
+}
+
+Test(guard, refault_thrash_killed_through_dips) {
+        /* every 3 s memory.current dips below the line for a tick, as
+         * 6.12's batched reclaim makes it do */
+        mg_guard *g = new_guard();
+        uint64_t t0 = fx.now_usec;
+        int acted = 0;
+        for (int i = 1; i <= 100 && !acted; i++)
+                acted = tick_refault_thrash(g, i, i % 12 == 0 ? 200 * MIB : 255 * MIB);
+        cr_assert_eq(acted, 1);
+        /* first slow tick at 0.25 s; the streak starts there, 12 s mapped */
+        cr_expect_eq(fx.now_usec - t0, 12250 * MS);
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        tick_at(g, 250 * MS);
+        cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.kill.reason, MG_KILL_STALL);
+        cr_expect_eq(seen.kill.report.stall_signals, MG_STALL_REFAULT | MG_STALL_IO);
+        cr_expect_eq(seen.kill.report.stall_usec, 12000 * MS);
+        cr_expect_eq(seen.kill.report.stall_refault_bytes, 12 * 4 * 10 * MIB);
+        char buf[1024];
+        mg_kill_record_format(&seen.kill, buf, sizeof(buf));
+        cr_expect(strstr(buf, "re-read 491520kB of file pages in 12000ms (2x its page cache, 95% of it mapped)"),
+                  "%s", buf);
+        mg_guard_free(g);
+}
+
+Test(guard, leaving_the_limit_clears_the_windows) {
+        /* the same thrash, but the actor gets below the line for 2 s, more
+         * than half a stall window: what came before is not counted */
+        mg_guard *g = new_guard();
+        uint64_t t0 = fx.now_usec;
+        int acted = 0;
+        for (int i = 1; i <= 100 && !acted; i++)
+                acted = tick_refault_thrash(g, i, i >= 24 && i < 32 ? 200 * MIB : 255 * MIB);
+        cr_assert_eq(acted, 1);
+        cr_expect_eq(fx.now_usec - t0, 8000 * MS + 12000 * MS, "12 s from the first slow tick after the stay below, not %" PRIu64 " ms", (fx.now_usec - t0) / 1000);
         mg_guard_free(g);
 }
 

@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <criterion/criterion.h>
 
+#include <inttypes.h>
+
 #include "memguard/policy.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MS UINT64_C(1000)
 
-/* A 256 MiB actor, 16 MiB margin, 3 s window, 10 % memory some. */
+/* A 256 MiB actor, 16 MiB margin, 3 s window, 10 % memory some; the
+ * refault rule's windows as tuned for 256 MiB (20 s, mapped 12 s). */
 static const struct mg_policy_params P = {
         .limit_bytes = 256 * MIB,
         .margin_bytes = 16 * MIB,
+        .line_bytes = 240 * MIB,
         .stall_window_usec = 3000 * MS,
         .stall_pressure_permyriad = 1000,
+        .refault_window_usec = 20000 * MS,
+        .refault_mapped_window_usec = 12000 * MS,
 };
 
 Test(policy, used_excludes_page_cache) {
@@ -227,13 +233,150 @@ Test(policy, ring_wraps) {
         cr_expect_eq(t, 4000 * MS);
 }
 
+Test(policy, line_follows_the_lower_kernel_limit) {
+        /* no kernel limit below the guard's: limit - margin */
+        cr_expect_eq(mg_policy_line(256 * MIB, 16 * MIB, MG_UNLIMITED), 240 * MIB);
+        cr_expect_eq(mg_policy_line(256 * MIB, 16 * MIB, 300 * MIB), 240 * MIB);
+        cr_expect_eq(mg_policy_line(256 * MIB, 16 * MIB, 256 * MIB), 240 * MIB);
+        /* memory.high at 90 % (kubelet MemoryQoS): 230.4 MiB less a sixteenth */
+        cr_expect_eq(mg_policy_line(256 * MIB, 16 * MIB, 256 * MIB * 9 / 10), 256 * MIB * 9 / 10 - 256 * MIB * 9 / 160);
+        cr_expect_eq(mg_policy_line(64 * MIB, 4 * MIB, 48 * MIB), 45 * MIB);
+        cr_expect_eq(mg_policy_line(64 * MIB, 4 * MIB, 0), 0, "memory.max 0: always at the limit");
+        /* no overflow at the top of the range */
+        cr_expect_eq(mg_policy_line(UINT64_MAX - 1, (UINT64_MAX - 1) / 2, UINT64_MAX - 2), (UINT64_C(1) << 63) - 1);
+}
+
+/*
+ * The refault rule.  A sample every 250 ms at the limit: limit events +5,
+ * io some 30 % of each tick, no restores (the hot set is larger than the
+ * cache), a 200 MiB cache re-read at refault_mib_per_s, mapped_mib of it
+ * mapped.  Returns the verdict of the last of n samples, the time of the
+ * first kill in *ret_kill_t (0 if none) and its signals.
+ */
+struct refault_feed {
+        int n;
+        uint64_t refault_mib_per_s, mapped_mib, events_per_tick, io_per_tick;
+        int stop_after; /* refaults stop after this many ticks (0: never) */
+        uint64_t kill_t, stall_usec, refault_bytes;
+        unsigned signals;
+};
+
+static enum mg_verdict feed_refaults(struct mg_policy_state *s, struct refault_feed *f) {
+        enum mg_verdict v = MG_VERDICT_NEAR;
+        uint64_t refault = 0;
+        for (int i = 0; i < f->n; i++) {
+                if (!f->stop_after || i < f->stop_after)
+                        refault += f->refault_mib_per_s * MIB / 4;
+                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
+                                       .used_bytes = 50 * MIB, .limit_events = (uint64_t) i * f->events_per_tick,
+                                       .io_some_usec = (uint64_t) i * f->io_per_tick, .refault_bytes = refault,
+                                       .file_bytes = 200 * MIB, .mapped_bytes = f->mapped_mib * MIB,
+                                       .have_events = true, .have_pressure = true };
+                uint64_t stall;
+                unsigned sig;
+                v = mg_policy_decide(&P, s, &x, &stall, &sig);
+                if (v == MG_VERDICT_STALL && !f->kill_t) {
+                        f->kill_t = x.time_usec - 1000 * MS;
+                        f->signals = sig;
+                        f->stall_usec = stall;
+                        f->refault_bytes = s->stall_refault_bytes;
+                }
+        }
+        return v;
+}
+
+Test(refault, mapped_hot_set_larger_than_the_cache) {
+        /* seed 000's sequential file-hot: all of the cache mapped, re-read at
+         * 40 MiB/s, memory and restores silent, io some 30 % */
+        struct mg_policy_state s = {};
+        struct refault_feed f = { .n = 80, .refault_mib_per_s = 40, .mapped_mib = 190, .events_per_tick = 5,
+                                  .io_per_tick = 75 * MS };
+        cr_expect_eq(feed_refaults(&s, &f), MG_VERDICT_STALL);
+        /* the first segment ends at 1.5 s; the streak begins at its start
+         * (0 s) and the mapped window is 12 s */
+        cr_expect_eq(f.kill_t, 12000 * MS);
+        cr_expect_eq(f.signals, MG_STALL_REFAULT | MG_STALL_IO);
+        cr_expect_eq(f.stall_usec, 12000 * MS);
+        cr_expect_eq(f.refault_bytes, UINT64_C(12) * 40 * MIB);
+}
+
+Test(refault, unmapped_rereads_need_the_long_window) {
+        /* a table scanned with read() that never fits: 20 s, not 12 */
+        struct mg_policy_state s = {};
+        struct refault_feed f = { .n = 49, .refault_mib_per_s = 40, .mapped_mib = 2, .events_per_tick = 5,
+                                  .io_per_tick = 75 * MS };
+        cr_expect_eq(feed_refaults(&s, &f), MG_VERDICT_STALLING, "12 s in: still stalling");
+        cr_expect_eq(f.kill_t, 0);
+        mg_policy_reset(&s);
+        f.n = 100;
+        cr_expect_eq(feed_refaults(&s, &f), MG_VERDICT_STALL);
+        cr_expect_eq(f.kill_t, 20000 * MS, "20 s after the start of the first qualifying segment");
+        cr_expect_eq(f.signals, MG_STALL_REFAULT | MG_STALL_IO);
+}
+
+Test(refault, finite_rereader_survives) {
+        /* cat of a file four times the cache, three times: 14 s of re-reads,
+         * then it is done and the refaults stop */
+        struct mg_policy_state s = {};
+        struct refault_feed f = { .n = 160, .refault_mib_per_s = 40, .mapped_mib = 0, .events_per_tick = 5,
+                                  .io_per_tick = 75 * MS, .stop_after = 56 };
+        cr_expect_lt(feed_refaults(&s, &f), MG_VERDICT_STALLING);
+        cr_expect_eq(f.kill_t, 0);
+}
+
+Test(refault, a_trickle_is_not_a_thrash) {
+        /* at its limit, io busy (a writer beside it), a few pages of text
+         * read back: 1 MiB/s against a 200 MiB cache is a re-read of it every
+         * 200 s, not once per window */
+        struct mg_policy_state s = {};
+        struct refault_feed f = { .n = 400, .refault_mib_per_s = 1, .mapped_mib = 190, .events_per_tick = 5,
+                                  .io_per_tick = 200 * MS };
+        cr_expect_lt(feed_refaults(&s, &f), MG_VERDICT_STALLING);
+        cr_expect_eq(f.kill_t, 0);
+}
+
+Test(refault, needs_the_limit_and_lost_time) {
+        struct mg_policy_state s = {};
+        struct refault_feed f = { .n = 200, .refault_mib_per_s = 40, .mapped_mib = 190, .events_per_tick = 0,
+                                  .io_per_tick = 75 * MS };
+        cr_expect_lt(feed_refaults(&s, &f), MG_VERDICT_STALLING, "no limit events: the cache is not squeezed");
+        mg_policy_reset(&s);
+        f = (struct refault_feed) { .n = 200, .refault_mib_per_s = 40, .mapped_mib = 190, .events_per_tick = 5,
+                                    .io_per_tick = 12500 };
+        cr_expect_lt(feed_refaults(&s, &f), MG_VERDICT_STALLING, "5 % io: re-reading, but not stalled by it");
+        cr_expect_eq(f.kill_t, 0);
+}
+
+Test(refault, a_quiet_segment_ends_the_streak) {
+        struct mg_policy_state s = {};
+        enum mg_verdict v = MG_VERDICT_NEAR;
+        uint64_t refault = 0, kill_t = 0;
+        /* re-reads for 10 s, 2 s without, then again: the window counts from
+         * the second start */
+        for (int i = 0; i < 120 && !kill_t; i++) {
+                if (i < 40 || i >= 48)
+                        refault += 10 * MIB;
+                struct mg_sample x = { .time_usec = (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
+                                       .used_bytes = 50 * MIB, .limit_events = (uint64_t) i * 5,
+                                       .io_some_usec = (uint64_t) i * 75 * MS, .refault_bytes = refault,
+                                       .file_bytes = 200 * MIB, .mapped_bytes = 190 * MIB,
+                                       .have_events = true, .have_pressure = true };
+                v = mg_policy_decide(&P, &s, &x, NULL, NULL);
+                if (v == MG_VERDICT_STALL)
+                        kill_t = x.time_usec;
+        }
+        cr_expect_eq(v, MG_VERDICT_STALL);
+        cr_expect_geq(kill_t, 12000 * MS + 12000 * MS, "killed at %" PRIu64 " ms", kill_t / 1000);
+}
+
 /* docs/tuning.md prints this table; these rows pin it. */
 Test(tuning, table_rows) {
         static const struct {
-                uint64_t limit, window_ms, deadline_s, kill_wait_s;
+                uint64_t limit, window_ms, deadline_s, kill_wait_s, refault_s, mapped_s;
         } rows[] = {
-                { 64 * MIB, 2000, 11, 2 },     { 256 * MIB, 3000, 15, 2 },    { 1024 * MIB, 4000, 30, 3 },
-                { 4096 * MIB, 5000, 91, 6 },   { 65536 * MIB, 7000, 1320, 30 },
+                { 64 * MIB, 2000, 11, 2, 20, 8 },     { 256 * MIB, 3000, 15, 2, 20, 12 },
+                { 1024 * MIB, 4000, 30, 3, 24, 16 },  { 4096 * MIB, 5000, 91, 6, 28, 20 },
+                { 65536 * MIB, 7000, 1320, 30, 30, 20 },
         };
         for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
                 struct mg_guard_options o;
@@ -245,6 +388,8 @@ Test(tuning, table_rows) {
                 cr_expect_eq(o.lend_deadline_usec / 1000000, rows[i].deadline_s, "row %zu", i);
                 cr_expect_eq(o.kill_wait_usec / 1000000, rows[i].kill_wait_s, "row %zu", i);
                 cr_expect_eq(o.post_kill_holdoff_usec, 2250 * MS);
+                cr_expect_eq(o.refault_window_usec / 1000000, rows[i].refault_s, "row %zu", i);
+                cr_expect_eq(o.refault_mapped_window_usec / 1000000, rows[i].mapped_s, "row %zu", i);
         }
 }
 

@@ -221,11 +221,10 @@ static void actor_sample(struct actor *a) {
                         a->crossed_usec = now;
         }
         if (a->watch_onset && !a->onset_usec && now - a->last_onset_usec >= 100 * MS) {
-                uint64_t restores = demo_key(a->cg, "memory.stat", "workingset_restore_file") +
-                                    demo_key(a->cg, "memory.stat", "workingset_restore_anon");
+                uint64_t refaults = demo_key(a->cg, "memory.stat", "workingset_refault_file");
                 if (!a->last_onset_usec)
-                        a->restores0 = restores;
-                else if (restores > a->restores0)
+                        a->refaults0 = refaults;
+                else if (refaults > a->refaults0)
                         a->onset_usec = now;
                 a->last_onset_usec = now;
         }

@@ -53,7 +53,7 @@ struct actor {
         uint64_t peak, crossed_usec;
         /* thrash onset: the first read-back of a page of its working set */
         bool watch_onset;
-        uint64_t restores0, onset_usec, last_onset_usec;
+        uint64_t refaults0, onset_usec, last_onset_usec; /* onset: first file refault */
         unsigned kills, lend_begin, lend_end, errors;
         struct mg_kill_record kill;
         /* the worst the guard would have said, sampled with mg_guard_report() */

@@ -263,6 +263,63 @@ static int mode_hotfile(int argc, char **argv) {
         return 0;
 }
 
+/*
+ * Seed 000's file-hot, with its anon-hog beside it in the same process: hold
+ * ANON_MIB MiB of heap, map FILE PROT_READ|PROT_EXEC as program text and hot
+ * data are mapped, and touch its pages in passes of one touch per page of the
+ * file.  "seq PAUSE_MS" walks the file front to back and sleeps PAUSE_MS
+ * between passes; "skew HOT_MIB PCT" sends PCT % of the touches at random into
+ * the first HOT_MIB MiB and the rest anywhere.  No warm-up: the first pass
+ * reads the file from disk, as a program starting cold does.  Prints each
+ * pass's time to stderr and their percentiles on its final line.
+ */
+static int mode_filehot(int argc, char **argv) {
+        if (argc < 4)
+                return 2;
+        double secs = num_arg(argv[1]);
+        bool seq = strcmp(argv[2], "seq") == 0;
+        if (!seq && (strcmp(argv[2], "skew") != 0 || argc < 5))
+                return 2;
+        uint64_t pause_ms = seq ? (uint64_t) num_arg(argv[3]) : 0;
+        uint64_t hot_mib = seq ? 0 : (uint64_t) num_arg(argv[3]), skew = seq ? 0 : (uint64_t) num_arg(argv[4]);
+        uint64_t anon = argc > (seq ? 4 : 5) ? (uint64_t) num_arg(argv[seq ? 4 : 5]) : 0;
+        int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                die(argv[0]);
+        off_t size = lseek(fd, 0, SEEK_END);
+        uint64_t pages = (uint64_t) size / PAGE, hot = hot_mib * MIB / PAGE, sum = 0;
+        if (pages == 0 || (!seq && (hot == 0 || hot > pages))) {
+                close(fd);
+                return 2;
+        }
+        const volatile char *map = mmap(NULL, (size_t) size, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED)
+                die("mmap");
+        size_t steps;
+        free(grow_anon(anon, 256, &steps));
+        static uint64_t pass_ms[100000];
+        size_t n = 0;
+        uint64_t t0 = now_usec();
+        while (now_usec() - t0 < (uint64_t) (secs * 1e6) && n < sizeof(pass_ms) / sizeof(pass_ms[0])) {
+                uint64_t t = now_usec();
+                for (uint64_t i = 0; i < pages; i++) {
+                        uint64_t r = seq ? 0 : xorshift();
+                        uint64_t pg = seq ? i : (r % 100 < skew) ? (r >> 8) % hot : (r >> 8) % pages;
+                        sum += (unsigned char) map[pg * PAGE];
+                }
+                pass_ms[n] = (now_usec() - t) / 1000;
+                fprintf(stderr, "pass %zu: %" PRIu64 " ms\n", n, pass_ms[n]);
+                n++;
+                if (pause_ms)
+                        usleep((useconds_t) (pause_ms * 1000));
+        }
+        uint64_t elapsed = (now_usec() - t0) / 1000, first = n ? pass_ms[0] : 0;
+        printf("workload=filehot mode=%s pages=%" PRIu64 " anon_mib=%" PRIu64 " passes=%zu first_pass_ms=%" PRIu64
+               " pass_p50_ms=%" PRIu64 " pass_max_ms=%" PRIu64 " elapsed_ms=%" PRIu64 " sum=%" PRIu64 "\n",
+               argv[2], pages, anon, n, first, pct(pass_ms, n, 50), pct(pass_ms, n, 100), elapsed, sum);
+        return 0;
+}
+
 /* Alternates a burst of anon memory and a burst of page cache, so
  * memory.current swings by tens of MiB faster than memory.stat is flushed. */
 static int mode_churn(int argc, char **argv) {
@@ -415,6 +472,7 @@ static const struct {
         { "write", "FILE MIB [FSYNC] [BEHIND_MIB]", mode_write },
         { "read", "FILE SECONDS", mode_read },
         { "hotfile", "FILE SECONDS [HOT_PCT] [SKEW_PCT]", mode_hotfile },
+        { "filehot", "FILE SECONDS seq PAUSE_MS [ANON_MIB] | FILE SECONDS skew HOT_MIB PCT [ANON_MIB]", mode_filehot },
         { "churn", "ANON_MIB FILE SECONDS", mode_churn },
         { "owncode", "ANON_MIB PAD_MIB SECONDS [HOT_PCT] [SKEW_PCT] (from a copy padded with 0xc3)", mode_owncode },
         { "procs", "N MIB_EACH", mode_procs },
