@@ -118,6 +118,12 @@ void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata);
 uint64_t mg_guard_now(const mg_guard *g);
 uint64_t mg_now_usec(void);
 
+/* a + b for points in time, saturated: UINT64_MAX is "never" (a deadline,
+ * a next tick) and stays so, rather than wrapping into the past. */
+static inline uint64_t mg_usec_add(uint64_t a, uint64_t b) {
+        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 /* Adds a guard made by mg_guard_new_internal() to a set, which then owns it. */
 int mg_set_add_guard(struct mg_set *s, mg_guard *g);
 

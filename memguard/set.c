@@ -215,7 +215,7 @@ int mg_set_add_guard(mg_set *s, mg_guard *g) {
         /* Spread first ticks over one period so thousands of guards added
          * together do not all read at the same instant. */
         s->heap[s->n] = (struct heap_entry) {
-                .when = mg_guard_now(g) + (s->n * 7919 % 1000) * g->opt.tick_usec / 1000,
+                .when = mg_usec_add(mg_guard_now(g), (s->n * 7919 % 1000) * g->opt.tick_usec / 1000),
                 .g = g,
         };
         heap_up(s, s->n++);
@@ -335,7 +335,8 @@ int mg_set_process(mg_set *s) {
                         for (size_t off = 0; off < 256; off += 64)
                                 __builtin_prefetch((const char *) s->heap[c].g + off);
 
-                if (when > now + MG_SET_SLACK_USEC)
+                /* UINT64_MAX: only unscheduled (gone) guards are left */
+                if (when == UINT64_MAX || when > mg_usec_add(now, MG_SET_SLACK_USEC))
                         break;
                 tick_guard(s, g, &acted);
                 if (g->set != s)
@@ -349,9 +350,13 @@ int mg_set_process(mg_set *s) {
                          * removes it after MG_EVENT_GONE. */
                         when = UINT64_MAX;
                 } else {
-                        when += g->opt.tick_usec;
+                        /* Saturated: a clock within a tick of its end (an
+                         * injected one) leaves the guard unscheduled, where
+                         * a wrapped time would be in the past and tick it
+                         * again in this loop without end. */
+                        when = mg_usec_add(when, g->opt.tick_usec);
                         if (when <= now)
-                                when = now + g->opt.tick_usec;
+                                when = mg_usec_add(now, g->opt.tick_usec);
                 }
                 heap_update(s, i, when);
         }

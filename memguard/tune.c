@@ -9,6 +9,12 @@
 #define USEC_PER_SEC UINT64_C(1000000)
 #define MIB (UINT64_C(1) << 20)
 
+/* A guard that looks less often than this guards nothing (an actor can
+ * fill its limit within seconds).  The bound also keeps the times built
+ * from a tick (the set's next tick, the pressure reads' hold, the ring's
+ * span) far from the end of the clock. */
+#define MG_TICK_MAX_USEC (3600 * USEC_PER_SEC)
+
 /* How many times limit doubles past 256 MiB (negative below it). */
 static int doublings_past_256m(uint64_t limit) {
         int d = 0;
@@ -81,7 +87,7 @@ int mg_options_resolve(const struct mg_guard_options *o, struct mg_guard_options
         DEFAULT(post_kill_holdoff_usec);
 #undef DEFAULT
 
-        if (r.margin_bytes >= r.limit_bytes || r.tick_usec < 10 * USEC_PER_MSEC ||
+        if (r.margin_bytes >= r.limit_bytes || r.tick_usec < 10 * USEC_PER_MSEC || r.tick_usec > MG_TICK_MAX_USEC ||
             r.stall_pressure_permyriad > 10000 ||
             /* the ring must span the window (see MG_POLICY_RING) */
             r.stall_window_usec / r.tick_usec >= MG_POLICY_RING - 1)

@@ -135,7 +135,7 @@ struct mg_throttle_info {
 struct mg_lend_info {
         uint64_t old_high_bytes;        /* MG_UNLIMITED for "max" */
         uint64_t new_high_bytes;
-        uint64_t deadline_usec;         /* absolute CLOCK_MONOTONIC */
+        uint64_t deadline_usec;         /* absolute CLOCK_MONOTONIC; UINT64_MAX: none */
 };
 
 struct mg_event {
@@ -165,7 +165,7 @@ typedef void (*mg_log_fn)(int level, const char *msg, void *userdata);
 struct mg_guard_options {
         uint64_t size;
         uint64_t limit_bytes;           /* required: what the actor paid for */
-        uint64_t tick_usec;             /* default 250 ms */
+        uint64_t tick_usec;             /* default 250 ms; 10 ms to 1 h */
         uint64_t margin_bytes;          /* fast path below limit - margin; default limit/16 */
         uint64_t stall_window_usec;     /* stall criteria must hold this long */
         uint32_t stall_pressure_permyriad; /* memory some stall share over the window */
@@ -217,8 +217,9 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret);
 /*
  * Lends memory.high around a snapshot write: raises it by extra_bytes
  * (MG_UNLIMITED writes "max"), pauses kills.  deadline_usec is relative;
- * 0 takes the option's default.  After it the guard restores memory.high
- * by itself (MG_EVENT_LEND_EXPIRED).  Returns 0, -EBUSY if already lent,
+ * 0 takes the option's default, UINT64_MAX (or any past the clock's end)
+ * means none.  After it the guard restores memory.high by itself
+ * (MG_EVENT_LEND_EXPIRED).  Returns 0, -EBUSY if already lent,
  * or the errno of the memory.high write (then nothing changed).
  */
 int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec);

@@ -340,6 +340,61 @@ Test(guard, lend_default_deadline_scales) {
         mg_guard_free(g);
 }
 
+/* A deadline that does not fit the clock (UINT64_MAX: "never") saturates
+ * instead of wrapping into the past, and never expires: not after hours of
+ * ticks, not when the guard's clock is swapped for one far ahead. */
+static uint64_t clock_far_ahead(void *userdata) {
+        (void) userdata;
+        return fx.now_usec + UINT64_C(1000000) * 3600 * 24 * 365;
+}
+
+Test(guard, lend_never_expires) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, UINT64_MAX), 0);
+        cr_expect_eq(g->lend.deadline_usec, UINT64_MAX);
+        for (int i = 0; i < 1000; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0, "tick %d", i);
+        cr_expect_eq(tick_at(g, 3600 * 1000 * MS), 0);
+        mg_guard_set_clock(g, clock_far_ahead, NULL);
+        cr_expect_eq(g->lend.deadline_usec, UINT64_MAX, "the clock swap moved a deadline of never");
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        mg_guard_set_clock(g, fixture_clock, &fx);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect(mg_guard_is_lent(g));
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
+        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+
+        /* a finite deadline keeps the time it had left across a clock swap */
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS), 0);
+        mg_guard_set_clock(g, clock_far_ahead, NULL);
+        cr_expect_eq(g->lend.deadline_usec, clock_far_ahead(NULL) + 1000 * MS);
+        cr_expect_eq(tick_at(g, 750 * MS), 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        mg_guard_free(g);
+}
+
+/* tick_usec is bounded (10 ms to 1 h): the set adds it to its heap's times. */
+Test(guard, tick_usec_bounded) {
+        static const uint64_t bad[] = { UINT64_MAX, UINT64_MAX / 2, 3600 * 1000 * MS + 1, 9 * MS };
+        struct mg_guard_options o;
+        mg_guard *g = NULL;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                mg_guard_options_init(&o, 256 * MIB);
+                o.tick_usec = bad[i];
+                cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -EINVAL,
+                             "tick_usec %llu", (unsigned long long) bad[i]);
+        }
+        mg_guard_options_init(&o, 256 * MIB);
+        o.tick_usec = 3600 * 1000 * MS;
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        cr_expect_eq(mg_guard_get_tick_usec(g), 3600 * 1000 * MS);
+        mg_guard_free(g);
+}
+
 Test(guard, lend_without_memory_high) {
         struct mg_guard_options o;
         mg_guard *g;
@@ -525,5 +580,23 @@ Test(guard, set_fd_wakes_poll) {
                 cr_expect_geq(mg_set_process(s), 0);
         }
         cr_expect_geq(fx.reads_of[MG_CG_CURRENT], 2);
+        mg_set_free(s);
+}
+
+/* The set's heap times saturate: a clock 10 ms from its end (an injected
+ * one; CLOCK_MONOTONIC gets there after 584,000 years) still ticks the due
+ * guard once, and leaves it unscheduled instead of wrapping its next tick
+ * into the past. */
+Test(guard, set_at_the_end_of_the_clock) {
+        mg_set *s;
+        mg_guard *g = new_guard();
+        uint64_t t;
+        fx.now_usec = UINT64_MAX - 10 * MS;
+        cr_assert_eq(mg_set_new(NULL, &s), 0);
+        cr_assert_eq(mg_set_add_guard(s, g), 0);
+        cr_expect_geq(mg_set_process(s), 0);
+        cr_expect_eq(fx.reads_of[MG_CG_CURRENT], 1, "the due guard ticked %u times", fx.reads_of[MG_CG_CURRENT]);
+        cr_expect_eq(mg_set_get_timeout(s, &t), 0);
+        cr_expect_eq(t, UINT64_MAX);
         mg_set_free(s);
 }
