@@ -184,9 +184,22 @@ static void set_slow(mg_guard *g, bool slow) {
                 triggers_close(g);
 }
 
+void mg_guard_release_lend(mg_guard *g, bool taken_over_too) {
+        int r;
+
+        if (!g->lent || (g->lend_adopted && !taken_over_too))
+                return;
+        r = mg_guard_lend_end(g);
+        if (r < 0 && g->lent)
+                glog(g, MG_LOG_ERR, "%s: restoring memory.high to %s as the guard goes: %s%s", g->path,
+                     g->lend_old_high, strerror(-r),
+                     g->lend_recorded || g->lend_adopted ? " (the lend record stays, for mg_guard_recover())" : "");
+}
+
 mg_guard *mg_guard_free(mg_guard *g) {
         if (!g)
                 return NULL;
+        mg_guard_release_lend(g, false);
         triggers_close(g);
         mg_cgroup_close(&g->cg);
         free(g->path);

@@ -193,7 +193,18 @@ int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes);
  * -EINVAL, -E2BIG, -ENOMEM.
  */
 int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret);
-mg_guard *mg_guard_free(mg_guard *g);  /* accepts NULL; returns NULL */
+/*
+ * Frees a guard; accepts NULL, returns NULL.  A lend the guard began
+ * (mg_guard_lend_begin()) and has not ended is ended first, as
+ * mg_guard_lend_end() does (MG_EVENT_LEND_END): memory.high back to its
+ * previous value, the lend record removed.  Best effort: a write that
+ * fails is logged, and the record stays for mg_guard_recover().  A lend
+ * the guard took over from a record at mg_guard_new() is left as found,
+ * record and all: its lender may still be running (mg_set_remove() ends
+ * that one too).  A set's guards are freed by mg_set_remove() and
+ * mg_set_free(), not by this.
+ */
+mg_guard *mg_guard_free(mg_guard *g);
 
 /*
  * One tick for callers running their own loop: call it every
@@ -269,7 +280,8 @@ int mg_set_new(const struct mg_set_options *o, mg_set **ret);   /* o may be NULL
 mg_set *mg_set_free(mg_set *s);        /* frees its guards too */
 /* Creates a guard and adds it; the set owns it.  Same errors as mg_guard_new. */
 int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret);
-/* Removes and frees a guard of the set; restores a lent memory.high first. */
+/* Removes and frees a guard of the set, ending its lend first as
+ * mg_guard_free() does, a lend it took over from a record included. */
 int mg_set_remove(mg_set *s, mg_guard *g);
 size_t mg_set_size(const mg_set *s);
 int mg_set_get_fd(const mg_set *s);

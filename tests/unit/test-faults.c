@@ -18,8 +18,9 @@
  *         system calls): a member it cannot signal fails the kill.
  * lend:   the lend record (user.memguard.lend): written before memory.high
  *         is raised, removed after the restore, ended by mg_guard_recover()
- *         or taken over by mg_guard_new() after a "crash" (a guard freed
- *         mid-lend), hostile records, and faults of the xattr calls.  Skips
+ *         or taken over by mg_guard_new() after a crash (a forked child
+ *         that exits mid-lend), hostile records, and faults of the xattr
+ *         calls.  Skips
  *         where the fixture's file system has no user xattrs.
  *
  * The actor in the fault runs sits at its limit with everything the slow
@@ -36,6 +37,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -992,6 +994,25 @@ static ssize_t get_record(void) {
         return n;
 }
 
+/* A lender that dies mid-lend: a child lends and exits without ending it. */
+static void lend_and_crash(uint64_t extra_bytes, uint64_t deadline_usec) {
+        int st;
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+        if (pid == 0) {
+                struct mg_guard_options o;
+                mg_guard *g;
+                int r = mg_guard_options_init(&o, 256 * MIB);
+                if (r == 0)
+                        r = mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g);
+                if (r == 0)
+                        r = mg_guard_lend_begin(g, extra_bytes, deadline_usec);
+                _exit(r == 0 ? 0 : 1);
+        }
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child could not lend (status %d)", st);
+}
+
 /* pwrite that notes whether the record exists when memory.high is raised */
 static ssize_t pwrite_checks_record(void *ud, int fd, const void *buf, size_t len, off_t off) {
         if (file_of_fd(fd) == MG_CG_HIGH && len >= 3 && memcmp(buf, "max", 3) == 0)
@@ -1031,15 +1052,13 @@ Test(lend, record_before_raise_removed_after_restore) {
         mg_guard_free(g);
 }
 
-/* The process that lent is gone (mg_guard_free without lend_end is what a
- * crash leaves): memory.high is still raised; recover restores the exact
- * value and removes the record; a second recover finds nothing. */
+/* The process that lent is gone (a child that exits mid-lend): memory.high
+ * is still raised; recover restores the exact value and removes the
+ * record; a second recover finds nothing. */
 Test(lend, recover_after_a_crash) {
         need_user_xattrs();
-        mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
-        mg_guard_free(g);
+        lend_and_crash(MG_UNLIMITED, 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
         cr_expect_eq(mg_guard_recover_internal(fx.dir, MG_RECOVER_EXPIRED, MG_CGROUP_ANY_FS, &fio), -EBUSY,
                      "deadline ahead: a live lender may still end it");
@@ -1149,6 +1168,41 @@ Test(lend, new_guard_takes_the_lend_over) {
         mg_guard_free(g);
 }
 
+/* mg_guard_free() of a guard that lent ends the lend: memory.high back,
+ * the record removed.  Best effort: a restore that fails leaves the record
+ * for mg_guard_recover().  A lend the guard took over from a record is left
+ * as found, record and all: its lender may still be running (`memguard
+ * stat` makes a guard for one read, and the kernel scenario lend-crash
+ * frees a guard that took a lend over before it recovers). */
+Test(lend, free_ends_its_own_lend) {
+        need_user_xattrs();
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_expect_gt(get_record(), 0);
+        mg_guard_free(g);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_lt(get_record(), 0, "record left after mg_guard_free: %s", record);
+
+        g = new_guard();
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        arm(FOP_WRITE, MG_CG_HIGH, EIO, PERSISTENT, SHORT_NONE);
+        mg_guard_free(g);
+        disarm();
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        cr_expect_gt(get_record(), 0, "the record went with memory.high still raised");
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+
+        lend_and_crash(MG_UNLIMITED, 60 * SEC);
+        g = new_guard();
+        cr_assert(mg_guard_is_lent(g));
+        mg_guard_free(g);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max", "ended a lend it took over");
+        cr_expect_gt(get_record(), 0);
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), 1);
+}
+
 /* One lend per cgroup, whichever process makes it: XATTR_CREATE. */
 Test(lend, one_lend_per_cgroup) {
         need_user_xattrs();
@@ -1199,8 +1253,7 @@ Test(lend, record_faults) {
         /* the record cannot be read at mg_guard_new: logged, not adopted;
          * recover reports the error */
         mg_guard_free(g);
-        cr_assert_eq(mg_guard_lend_begin(g = new_guard(), MG_UNLIMITED, 0), 0);
-        mg_guard_free(g);
+        lend_and_crash(MG_UNLIMITED, 0);
         arm(FOP_GETXATTR, ANY_FILE, EIO, PERSISTENT, SHORT_NONE);
         g = new_guard();
         cr_expect_not(mg_guard_is_lent(g));

@@ -395,6 +395,35 @@ Test(guard, tick_usec_bounded) {
         mg_guard_free(g);
 }
 
+/* A guard freed while it lends ends the lend, as mg_guard_lend_end() does
+ * (and mg_set_remove(), mg_set_free() for a set's guards): memory.high
+ * holds the old value again. */
+Test(guard, free_ends_the_lend) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
+        mg_guard_free(g);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
+
+        mg_set *s;
+        cr_assert_eq(mg_set_new(NULL, &s), 0);
+        for (int i = 0; i < 2; i++) {
+                g = new_guard();
+                cr_assert_eq(mg_set_add_guard(s, g), 0);
+                cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+                cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+                if (i == 0)
+                        cr_expect_eq(mg_set_remove(s, g), 0);
+                else
+                        mg_set_free(s);
+                cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480", "%s",
+                                 i == 0 ? "mg_set_remove" : "mg_set_free");
+        }
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 3);
+}
+
 Test(guard, lend_without_memory_high) {
         struct mg_guard_options o;
         mg_guard *g;
