@@ -13,6 +13,7 @@
 #include "guard.h"
 #include "kill.h"
 #include "parse.h"
+#include "sized.h"
 #include "tune.h"
 
 uint64_t mg_now_usec(void) {
@@ -215,8 +216,8 @@ uint64_t mg_guard_get_tick_usec(const mg_guard *g) {
 int mg_guard_get_options(const mg_guard *g, struct mg_guard_options *ret) {
         if (!g || !ret)
                 return -EINVAL;
-        *ret = g->opt;
-        return 0;
+        /* ret may be an older caller's, shorter struct */
+        return mg_sized_copy_out(ret, &g->opt, sizeof(g->opt));
 }
 
 bool mg_guard_is_killing(const mg_guard *g) {

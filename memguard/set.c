@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "sized.h"
 
 /*
  * Many guards, one thread: a binary min-heap of guards by next tick time
@@ -143,24 +144,26 @@ void mg_set_watch(mg_set *s, mg_guard *g, int fd, enum mg_watch what, bool on) {
 
 int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
         struct epoll_event ev = { .events = EPOLLIN };
+        struct mg_set_options opt = { .size = sizeof(opt) };
         mg_set *s;
         int r;
 
         if (!ret)
                 return -EINVAL;
+        if (o) {
+                r = mg_sized_copy_in(&opt, sizeof(opt), o, MG_SIZED_MIN);
+                if (r < 0)
+                        return r;
+        }
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
+        s->opt = opt;
         s->tfd = -1;
         s->stat_buf = malloc(MG_STAT_BUF_SIZE);
         if (!s->stat_buf) {
                 free(s);
                 return -ENOMEM;
-        }
-        if (o) {
-                if (o->size == 0)
-                        goto einval;
-                memcpy(&s->opt, o, o->size < sizeof(s->opt) ? o->size : sizeof(s->opt));
         }
         s->epfd = epoll_create1(EPOLL_CLOEXEC);
         if (s->epfd < 0)
@@ -173,10 +176,6 @@ int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
                 goto errno_fail;
         *ret = s;
         return 0;
-einval:
-        free(s->stat_buf);
-        free(s);
-        return -EINVAL;
 errno_fail:
         r = -errno;
         mg_set_free(s);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "sized.h"
 #include "tune.h"
 
 #define USEC_PER_MSEC UINT64_C(1000)
@@ -61,18 +62,15 @@ int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes) {
 }
 
 int mg_options_resolve(const struct mg_guard_options *o, struct mg_guard_options *ret) {
-        struct mg_guard_options r = {}, d = {};
+        struct mg_guard_options r, d = {};
+        int e;
 
-        if (!o || o->size < offsetof(struct mg_guard_options, on_event))
+        if (!o)
                 return -EINVAL;
-        if (o->size > sizeof(r)) {
-                const unsigned char *tail = (const unsigned char *) o + sizeof(r);
-                for (size_t i = 0; i < o->size - sizeof(r); i++)
-                        if (tail[i])
-                                return -E2BIG;
-        }
-        memcpy(&r, o, o->size < sizeof(r) ? o->size : sizeof(r));
-        r.size = sizeof(r);
+        /* the first version's fields: everything before the callbacks */
+        e = mg_sized_copy_in(&r, sizeof(r), o, offsetof(struct mg_guard_options, on_event));
+        if (e < 0)
+                return e;
         if (r.limit_bytes == 0 || r.limit_bytes == MG_UNLIMITED)
                 return -EINVAL;
 

@@ -11,6 +11,14 @@
  * nothing was done and 1 when something was; output parameters come last
  * and are not written on failure.  The library never prints and never exits:
  * it reports through the event and log callbacks of the options.
+ *
+ * Structs with a .size (a uint64_t, first) grow at the end; the caller
+ * sets .size to the sizeof it was built with, and the library reads or
+ * fills only the part both know: min(.size, its own sizeof).  An input
+ * with a larger .size and non-zero bytes this library does not know is
+ * -E2BIG; an output gets what fits, zeros in the caller's fields this
+ * library does not know, and nothing past .size (which stays as set).  A
+ * .size below 8 (not even .size) is -EINVAL.
  */
 
 #include <stdbool.h>
@@ -214,7 +222,10 @@ mg_guard *mg_guard_free(mg_guard *g);
  */
 int mg_guard_tick(mg_guard *g);
 uint64_t mg_guard_get_tick_usec(const mg_guard *g);
-/* The options in force, every default filled in.  Returns 0 or -EINVAL. */
+/* The options in force, every default filled in, into a struct whose
+ * .size the caller set (sizeof, or an older build's: what fits is filled,
+ * see the conventions above).  Returns 0 or -EINVAL (also for a .size
+ * below 8). */
 int mg_guard_get_options(const mg_guard *g, struct mg_guard_options *ret);
 /* Killed, and waiting for the cgroup to empty (MG_EVENT_KILL follows). */
 bool mg_guard_is_killing(const mg_guard *g);
@@ -270,13 +281,17 @@ int mg_guard_recover(const char *cgroup_path, unsigned flags);
  * mg_set_process().  A set and its guards belong to that thread: call the
  * guard functions (report, lend) of its guards from it, callbacks included
  * (its guards share one memory.stat buffer).
+ * Options: .size = sizeof; fields may be added at the end, as for
+ * mg_guard_options (-E2BIG, -EINVAL: see the conventions above).
  */
 struct mg_set_options {
         uint64_t size;
         mg_log_fn log;
         void *log_userdata;
 };
-int mg_set_new(const struct mg_set_options *o, mg_set **ret);   /* o may be NULL */
+/* o may be NULL.  Returns 0, -EINVAL, -E2BIG, -ENOMEM, or the errno of
+ * epoll_create1() or timerfd_create(). */
+int mg_set_new(const struct mg_set_options *o, mg_set **ret);
 mg_set *mg_set_free(mg_set *s);        /* frees its guards too */
 /* Creates a guard and adds it; the set owns it.  Same errors as mg_guard_new. */
 int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret);

@@ -2,6 +2,9 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <poll.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +115,105 @@ Test(guard, options_abi) {
         o = (struct mg_guard_options) { .size = 8, .limit_bytes = 1 };
         cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -EINVAL);
         cr_expect_eq(mg_guard_options_init(&o, 0), -EINVAL);
+}
+
+/* n bytes that end where an inaccessible page starts: a read or write past
+ * them is a SIGSEGV.  Left mapped (the test's process ends). */
+static void *at_page_end(size_t n) {
+        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+        char *p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        cr_assert_neq(p, MAP_FAILED);
+        cr_assert_eq(mprotect(p + page, page, PROT_NONE), 0);
+        return p + page - n;
+}
+
+/* Sized structs, one rule (memguard/sized.h): the library reads or fills
+ * min(the caller's .size, its sizeof) bytes; a larger input with unknown
+ * non-zero bytes is -E2BIG; an output gets what fits, zeros where the
+ * caller's struct is longer, nothing past the caller's .size. */
+Test(guard, options_of_an_older_caller_are_read_to_their_size) {
+        size_t cut = offsetof(struct mg_guard_options, on_event);
+        struct mg_guard_options full;
+        mg_guard *g = NULL;
+        mg_guard_options_init(&full, 256 * MIB);
+        full.size = cut;
+        void *old = at_page_end(cut);
+        memcpy(old, &full, cut);
+        cr_assert_eq(mg_guard_new_internal(fx.dir, old, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        cr_expect_eq(g->opt.tick_usec, 250 * MS);
+        cr_expect_null(g->opt.on_event);
+        mg_guard_free(g);
+}
+
+Test(guard, get_options_fills_what_fits) {
+        union {
+                struct mg_guard_options o;
+                unsigned char b[sizeof(struct mg_guard_options) + 64];
+        } u;
+        size_t cut = offsetof(struct mg_guard_options, on_event);
+        mg_guard *g = new_guard();
+
+        /* an older caller's struct, without the callbacks */
+        memset(&u, 0xa5, sizeof(u));
+        u.o.size = cut;
+        cr_assert_eq(mg_guard_get_options(g, &u.o), 0);
+        cr_expect_eq(u.o.size, cut, "the caller's .size is kept");
+        cr_expect_eq(u.o.limit_bytes, 256 * MIB);
+        cr_expect_eq(u.o.tick_usec, 250 * MS);
+        cr_expect_eq(u.o.post_kill_holdoff_usec, 2250 * MS);
+        for (size_t i = cut; i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past the caller's %zu", i, cut);
+
+        /* .size alone: nothing to fill, nothing written */
+        memset(&u, 0xa5, sizeof(u));
+        u.o.size = sizeof(uint64_t);
+        cr_assert_eq(mg_guard_get_options(g, &u.o), 0);
+        for (size_t i = sizeof(uint64_t); i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past .size", i);
+        u.o.size = 7;
+        cr_expect_eq(mg_guard_get_options(g, &u.o), -EINVAL);
+        u.o.size = 0;
+        cr_expect_eq(mg_guard_get_options(g, &u.o), -EINVAL);
+
+        /* a newer caller's: the fields this library lacks are zeroed */
+        memset(&u, 0xa5, sizeof(u));
+        u.o.size = sizeof(u.o) + 16;
+        cr_assert_eq(mg_guard_get_options(g, &u.o), 0);
+        cr_expect_eq(u.o.size, sizeof(u.o) + 16);
+        cr_expect_eq(u.o.on_event, on_event);
+        for (size_t i = sizeof(u.o); i < sizeof(u.o) + 16; i++)
+                cr_assert_eq(u.b[i], 0, "byte %zu of the caller's newer fields not zeroed", i);
+        for (size_t i = sizeof(u.o) + 16; i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past the caller's struct", i);
+        /* and what it filled is good options */
+        mg_guard *h = NULL;
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &u.o, MG_CGROUP_ANY_FS, &fx.io, &h), 0);
+        mg_guard_free(h);
+        mg_guard_free(g);
+}
+
+Test(guard, set_options_abi) {
+        struct {
+                struct mg_set_options o;
+                uint64_t future;
+        } big = { .o = { .size = sizeof(big) }, .future = 1 };
+        mg_set *s = NULL;
+        cr_expect_eq(mg_set_new(&big.o, &s), -E2BIG, "unknown non-zero bytes past the struct");
+        cr_expect_null(s);
+        big.future = 0;
+        cr_expect_eq(mg_set_new(&big.o, &s), 0, "a zero tail is fine");
+        mg_set_free(s);
+        s = NULL;
+        struct mg_set_options o = { .size = 7 };
+        cr_expect_eq(mg_set_new(&o, &s), -EINVAL);
+        o.size = 0;
+        cr_expect_eq(mg_set_new(&o, &s), -EINVAL);
+        cr_expect_null(s);
+        /* an older caller's: .size alone, at the end of a page */
+        uint64_t *old = at_page_end(sizeof(uint64_t));
+        *old = sizeof(uint64_t);
+        cr_expect_eq(mg_set_new((const struct mg_set_options *) old, &s), 0);
+        mg_set_free(s);
 }
 
 Test(guard, fast_path_reads_only_memory_current) {
