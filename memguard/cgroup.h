@@ -61,6 +61,9 @@ struct mg_io {
         ssize_t (*fgetxattr)(void *ud, int fd, const char *name, void *buf, size_t size);
         int (*fsetxattr)(void *ud, int fd, const char *name, const void *value, size_t size, int flags);
         int (*fremovexattr)(void *ud, int fd, const char *name);
+        /* The kill's fallback without cgroup.kill (kill.c). */
+        int (*pidfd_open)(void *ud, pid_t pid, unsigned flags);
+        int (*pidfd_send_signal)(void *ud, int pidfd, int sig, unsigned flags);
 };
 
 /* openat2 resolve flags for every file below the actor's directory. */

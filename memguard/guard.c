@@ -13,6 +13,7 @@
 #include "guard.h"
 #include "kill.h"
 #include "parse.h"
+#include "sized.h"
 #include "tune.h"
 
 uint64_t mg_now_usec(void) {
@@ -48,9 +49,10 @@ void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata) {
         g->clock = clock ? clock : default_clock;
         g->clock_userdata = userdata;
         g->limits_due_usec = mg_guard_now(g) + MG_LIMITS_REREAD_USEC;
-        /* a lend adopted at mg_guard_new() keeps the time it had left */
-        if (g->lent)
-                g->lend.deadline_usec = mg_guard_now(g) + left;
+        /* a lend adopted at mg_guard_new() keeps the time it had left; one
+         * that never ends still never does */
+        if (g->lent && g->lend.deadline_usec != UINT64_MAX)
+                g->lend.deadline_usec = mg_usec_add(mg_guard_now(g), left);
 }
 
 __attribute__((format(printf, 3, 4))) static void glog(const mg_guard *g, int level, const char *fmt, ...) {
@@ -190,9 +192,22 @@ static void set_slow(mg_guard *g, bool slow) {
                 triggers_close(g);
 }
 
+void mg_guard_release_lend(mg_guard *g, bool taken_over_too) {
+        int r;
+
+        if (!g->lent || (g->lend_adopted && !taken_over_too))
+                return;
+        r = mg_guard_lend_end(g);
+        if (r < 0 && g->lent)
+                glog(g, MG_LOG_ERR, "%s: restoring memory.high to %s as the guard goes: %s%s", g->path,
+                     g->lend_old_high, strerror(-r),
+                     g->lend_recorded || g->lend_adopted ? " (the lend record stays, for mg_guard_recover())" : "");
+}
+
 mg_guard *mg_guard_free(mg_guard *g) {
         if (!g)
                 return NULL;
+        mg_guard_release_lend(g, false);
         triggers_close(g);
         mg_cgroup_close(&g->cg);
         free(g->path);
@@ -208,8 +223,8 @@ uint64_t mg_guard_get_tick_usec(const mg_guard *g) {
 int mg_guard_get_options(const mg_guard *g, struct mg_guard_options *ret) {
         if (!g || !ret)
                 return -EINVAL;
-        *ret = g->opt;
-        return 0;
+        /* ret may be an older caller's, shorter struct */
+        return mg_sized_copy_out(ret, &g->opt, sizeof(g->opt));
 }
 
 bool mg_guard_is_killing(const mg_guard *g) {
@@ -562,7 +577,7 @@ static void finish_kill(mg_guard *g, uint64_t now, bool timed_out) {
         g->kill.empty_usec = timed_out ? 0 : now;
         g->kill.empty_timed_out = timed_out;
         g->state = MG_GUARD_HOLDOFF;
-        g->holdoff_until_usec = now + g->opt.post_kill_holdoff_usec;
+        g->holdoff_until_usec = mg_usec_add(now, g->opt.post_kill_holdoff_usec);
         mg_policy_reset(&g->policy);
         g->detect_usec = 0;
         if (g->set)
@@ -666,7 +681,8 @@ int mg_guard_tick(mg_guard *g) {
                 return -ENODEV;
         now = mg_guard_now(g);
 
-        if (g->lent && now >= g->lend.deadline_usec) {
+        /* UINT64_MAX: a lend without a deadline (a saturated one) */
+        if (g->lent && g->lend.deadline_usec != UINT64_MAX && now >= g->lend.deadline_usec) {
                 r = lend_restore(g);
                 if (r < 0) {
                         if (g->state == MG_GUARD_GONE)
@@ -844,7 +860,7 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
         memcpy(rec.old_high, buf, (size_t) n + 1);
         rec.old_high_bytes = old;
         bt = mg_boottime_usec();
-        rec.deadline_boottime_usec = rel > UINT64_MAX - bt ? UINT64_MAX : bt + rel;
+        rec.deadline_boottime_usec = mg_usec_add(bt, rel);
         rec.pid = (uint64_t) getpid();
         r = mg_lend_record_format(&rec, text, sizeof(text));
         if (r < 0)
@@ -879,7 +895,7 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
         g->lend = (struct mg_lend_info) {
                 .old_high_bytes = old,
                 .new_high_bytes = strcmp(newval, "max") == 0 ? MG_UNLIMITED : old + extra_bytes,
-                .deadline_usec = now + rel,
+                .deadline_usec = mg_usec_add(now, rel),
         };
         g->lent = true;
         g->lend_recorded = recorded;
@@ -1000,7 +1016,10 @@ static void lend_adopt(mg_guard *g) {
                 return;
         }
         now_bt = mg_boottime_usec();
-        left = rec.deadline_boottime_usec > now_bt ? rec.deadline_boottime_usec - now_bt : 0;
+        if (rec.deadline_boottime_usec == UINT64_MAX)
+                left = UINT64_MAX; /* a lend without a deadline */
+        else
+                left = rec.deadline_boottime_usec > now_bt ? rec.deadline_boottime_usec - now_bt : 0;
         if (left > g->opt.lend_deadline_usec)
                 left = g->opt.lend_deadline_usec;
         if (read_u64(g, MG_CG_HIGH, &high) < 0)
@@ -1009,7 +1028,7 @@ static void lend_adopt(mg_guard *g) {
         g->lend = (struct mg_lend_info) {
                 .old_high_bytes = rec.old_high_bytes,
                 .new_high_bytes = high,
-                .deadline_usec = mg_guard_now(g) + left,
+                .deadline_usec = mg_usec_add(mg_guard_now(g), left),
         };
         g->lent = g->lend_adopted = true;
         g->lend_recorded = false;

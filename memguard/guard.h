@@ -130,6 +130,23 @@ void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata);
 uint64_t mg_guard_now(const mg_guard *g);
 uint64_t mg_now_usec(void);
 
+/* a + b for points in time, saturated: UINT64_MAX is "never" (a deadline,
+ * a next tick) and stays so, rather than wrapping into the past. */
+static inline uint64_t mg_usec_add(uint64_t a, uint64_t b) {
+        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/*
+ * The end of a guard's lend as the guard goes away, for mg_guard_free()
+ * and mg_set_remove(): mg_guard_lend_end() (memory.high back, the record
+ * removed), best effort: a failure is logged, and a record stays for
+ * mg_guard_recover().  A lend taken over from a record at mg_guard_new()
+ * is ended only with taken_over_too (a set's guard); a lone guard leaves
+ * it as found, since its lender may still run (`memguard stat` makes a
+ * guard for one read).
+ */
+void mg_guard_release_lend(mg_guard *g, bool taken_over_too);
+
 /* Adds a guard made by mg_guard_new_internal() to a set, which then owns it. */
 int mg_set_add_guard(struct mg_set *s, mg_guard *g);
 

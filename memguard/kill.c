@@ -16,7 +16,21 @@
 #define SYS_pidfd_send_signal 424
 #endif
 
-/* Is pid listed in buf (cgroup.procs: one decimal pid per line)? */
+/* The two system calls through the seam; each returns a negative errno on
+ * failure.  pidfd_open() fds are always close-on-exec. */
+static int io_pidfd_open(const struct mg_io *io, pid_t pid) {
+        int fd = io && io->pidfd_open ? io->pidfd_open(io->userdata, pid, 0) : (int) syscall(SYS_pidfd_open, pid, 0);
+        return fd < 0 ? -errno : fd;
+}
+
+static int io_pidfd_send_signal(const struct mg_io *io, int pidfd, int sig) {
+        int r = io && io->pidfd_send_signal ? io->pidfd_send_signal(io->userdata, pidfd, sig, 0)
+                                            : (int) syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+        return r < 0 ? -errno : 0;
+}
+
+/* Is pid listed in buf (cgroup.procs: one decimal pid per line, whole
+ * lines only: see read_procs)? */
 static bool procs_contains(const char *buf, long pid) {
         for (const char *p = buf; *p;) {
                 char *end;
@@ -30,6 +44,24 @@ static bool procs_contains(const char *buf, long pid) {
         return false;
 }
 
+/* Reads cgroup.procs into buf, whole lines only.  A read that filled buf
+ * ends mid-line, and the digits it kept are another pid's prefix ("12" of
+ * "123"): that line goes.  Returns 0 or a negative errno. */
+static int read_procs(struct mg_cgroup *cg, char *buf, size_t size) {
+        ssize_t n = mg_cgroup_read(cg, MG_CG_PROCS, buf, size);
+
+        if (n == -ENOBUFS) {
+                char *nl = strrchr(buf, '\n');
+                if (nl)
+                        nl[1] = '\0';
+                else
+                        buf[0] = '\0';
+        } else if (n < 0) {
+                return (int) n;
+        }
+        return 0;
+}
+
 /*
  * The fallback.  A pid read from cgroup.procs may exit and be reused by a
  * process elsewhere before we open it, so: pin it with pidfd_open, then
@@ -37,44 +69,55 @@ static bool procs_contains(const char *buf, long pid) {
  * that member (or it already died, and the signal fails with ESRCH); if it
  * is not, skip it.  Each pread of cgroup.procs sees at most one buffer of
  * pids, so go round until the file is empty or we stop making progress.
+ *
+ * ESRCH from either call is a member that exited meanwhile.  Any other
+ * failure (EMFILE, ENFILE, ENOMEM; ENOSYS before 5.3 or under a seccomp
+ * filter; EPERM from the signal for another user's process or an LSM)
+ * leaves a member running: the kill fails with it, after signalling the
+ * members it can.  Only the last round counts: a member that failed in one
+ * round is listed again in the next, and tried again.
  */
 static int kill_pidfd(struct mg_cgroup *cg) {
         char buf[4096], again[4096]; /* 4 KiB holds ~500 pids per round */
+        int err = 0;
 
         for (int round = 0; round < 64; round++) {
-                ssize_t n = mg_cgroup_read(cg, MG_CG_PROCS, buf, sizeof(buf));
-                int signalled = 0;
+                int signalled = 0, r;
 
-                if (n == -ENOBUFS)
-                        n = (ssize_t) sizeof(buf) - 1, buf[n] = '\0';
-                else if (n < 0)
-                        return (int) n;
-                if (n == 0)
-                        return 1;
-                /* Cut a partial last line left by a full buffer. */
-                char *nl = strrchr(buf, '\n');
-                if (nl)
-                        nl[1] = '\0';
-
+                r = read_procs(cg, buf, sizeof(buf));
+                if (r < 0)
+                        return r;
+                err = 0;
                 for (char *p = buf; *p;) {
                         char *end;
                         long pid = strtol(p, &end, 10);
                         if (end == p)
                                 break;
                         p = *end == '\n' ? end + 1 : end;
-                        int pfd = (int) syscall(SYS_pidfd_open, (pid_t) pid, 0);
-                        if (pfd < 0)
-                                continue; /* already gone */
-                        ssize_t m = mg_cgroup_read(cg, MG_CG_PROCS, again, sizeof(again));
-                        if ((m >= 0 || m == -ENOBUFS) && procs_contains(again, pid) &&
-                            syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) == 0)
-                                signalled++;
+                        int pfd = io_pidfd_open(cg->io, (pid_t) pid);
+                        if (pfd < 0) {
+                                if (pfd != -ESRCH && err == 0)
+                                        err = pfd;
+                                continue;
+                        }
+                        r = read_procs(cg, again, sizeof(again));
+                        if (r == 0 && procs_contains(again, pid)) {
+                                r = io_pidfd_send_signal(cg->io, pfd, SIGKILL);
+                                if (r == 0)
+                                        signalled++;
+                                else if (r == -ESRCH)
+                                        r = 0;
+                        }
+                        /* r == 0 without a signal: no longer listed, so the
+                         * pinned process is not the member (left alone). */
+                        if (r < 0 && err == 0)
+                                err = r;
                         close(pfd);
                 }
                 if (signalled == 0)
-                        return 1; /* the rest are dying; cgroup.events tells when */
+                        break; /* the rest are dying; cgroup.events tells when */
         }
-        return 1;
+        return err < 0 ? err : 1;
 }
 
 int mg_cgroup_kill(struct mg_cgroup *cg, enum mg_kill_method *ret_method) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "sized.h"
 
 /*
  * Many guards, one thread: a binary min-heap of guards by next tick time
@@ -143,24 +144,26 @@ void mg_set_watch(mg_set *s, mg_guard *g, int fd, enum mg_watch what, bool on) {
 
 int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
         struct epoll_event ev = { .events = EPOLLIN };
+        struct mg_set_options opt = { .size = sizeof(opt) };
         mg_set *s;
         int r;
 
         if (!ret)
                 return -EINVAL;
+        if (o) {
+                r = mg_sized_copy_in(&opt, sizeof(opt), o, MG_SIZED_MIN);
+                if (r < 0)
+                        return r;
+        }
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
+        s->opt = opt;
         s->tfd = -1;
         s->stat_buf = malloc(MG_STAT_BUF_SIZE);
         if (!s->stat_buf) {
                 free(s);
                 return -ENOMEM;
-        }
-        if (o) {
-                if (o->size == 0)
-                        goto einval;
-                memcpy(&s->opt, o, o->size < sizeof(s->opt) ? o->size : sizeof(s->opt));
         }
         s->epfd = epoll_create1(EPOLL_CLOEXEC);
         if (s->epfd < 0)
@@ -173,10 +176,6 @@ int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
                 goto errno_fail;
         *ret = s;
         return 0;
-einval:
-        free(s->stat_buf);
-        free(s);
-        return -EINVAL;
 errno_fail:
         r = -errno;
         mg_set_free(s);
@@ -215,7 +214,7 @@ int mg_set_add_guard(mg_set *s, mg_guard *g) {
         /* Spread first ticks over one period so thousands of guards added
          * together do not all read at the same instant. */
         s->heap[s->n] = (struct heap_entry) {
-                .when = mg_guard_now(g) + (s->n * 7919 % 1000) * g->opt.tick_usec / 1000,
+                .when = mg_usec_add(mg_guard_now(g), (s->n * 7919 % 1000) * g->opt.tick_usec / 1000),
                 .g = g,
         };
         heap_up(s, s->n++);
@@ -257,8 +256,7 @@ int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options
 int mg_set_remove(mg_set *s, mg_guard *g) {
         if (!s || !g || g->set != s)
                 return -EINVAL;
-        if (g->lent)
-                (void) mg_guard_lend_end(g);
+        mg_guard_release_lend(g, true);
         if (g->state == MG_GUARD_KILLING)
                 mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
         mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, false);
@@ -335,7 +333,8 @@ int mg_set_process(mg_set *s) {
                         for (size_t off = 0; off < 256; off += 64)
                                 __builtin_prefetch((const char *) s->heap[c].g + off);
 
-                if (when > now + MG_SET_SLACK_USEC)
+                /* UINT64_MAX: only unscheduled (gone) guards are left */
+                if (when == UINT64_MAX || when > mg_usec_add(now, MG_SET_SLACK_USEC))
                         break;
                 tick_guard(s, g, &acted);
                 if (g->set != s)
@@ -349,9 +348,13 @@ int mg_set_process(mg_set *s) {
                          * removes it after MG_EVENT_GONE. */
                         when = UINT64_MAX;
                 } else {
-                        when += g->opt.tick_usec;
+                        /* Saturated: a clock within a tick of its end (an
+                         * injected one) leaves the guard unscheduled, where
+                         * a wrapped time would be in the past and tick it
+                         * again in this loop without end. */
+                        when = mg_usec_add(when, g->opt.tick_usec);
                         if (when <= now)
-                                when = now + g->opt.tick_usec;
+                                when = mg_usec_add(now, g->opt.tick_usec);
                 }
                 heap_update(s, i, when);
         }

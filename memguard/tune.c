@@ -3,11 +3,18 @@
 #include <string.h>
 
 #include "policy.h"
+#include "sized.h"
 #include "tune.h"
 
 #define USEC_PER_MSEC UINT64_C(1000)
 #define USEC_PER_SEC UINT64_C(1000000)
 #define MIB (UINT64_C(1) << 20)
+
+/* A guard that looks less often than this guards nothing (an actor can
+ * fill its limit within seconds).  The bound also keeps the times built
+ * from a tick (the set's next tick, the pressure reads' hold, the ring's
+ * span) far from the end of the clock. */
+#define MG_TICK_MAX_USEC (3600 * USEC_PER_SEC)
 
 /* How many times limit doubles past 256 MiB (negative below it). */
 static int doublings_past_256m(uint64_t limit) {
@@ -64,18 +71,15 @@ int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes) {
 }
 
 int mg_options_resolve(const struct mg_guard_options *o, struct mg_guard_options *ret) {
-        struct mg_guard_options r = {}, d = {};
+        struct mg_guard_options r, d = {};
+        int e;
 
-        if (!o || o->size < offsetof(struct mg_guard_options, on_event))
+        if (!o)
                 return -EINVAL;
-        if (o->size > sizeof(r)) {
-                const unsigned char *tail = (const unsigned char *) o + sizeof(r);
-                for (size_t i = 0; i < o->size - sizeof(r); i++)
-                        if (tail[i])
-                                return -E2BIG;
-        }
-        memcpy(&r, o, o->size < sizeof(r) ? o->size : sizeof(r));
-        r.size = sizeof(r);
+        /* the first version's fields: everything before the callbacks */
+        e = mg_sized_copy_in(&r, sizeof(r), o, offsetof(struct mg_guard_options, on_event));
+        if (e < 0)
+                return e;
         if (r.limit_bytes == 0 || r.limit_bytes == MG_UNLIMITED)
                 return -EINVAL;
 
@@ -92,7 +96,7 @@ int mg_options_resolve(const struct mg_guard_options *o, struct mg_guard_options
         DEFAULT(refault_mapped_window_usec);
 #undef DEFAULT
 
-        if (r.margin_bytes >= r.limit_bytes || r.tick_usec < 10 * USEC_PER_MSEC ||
+        if (r.margin_bytes >= r.limit_bytes || r.tick_usec < 10 * USEC_PER_MSEC || r.tick_usec > MG_TICK_MAX_USEC ||
             r.stall_pressure_permyriad > 10000 ||
             /* the ring must span the window (see MG_POLICY_RING) */
             r.stall_window_usec / r.tick_usec >= MG_POLICY_RING - 1)

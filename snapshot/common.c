@@ -9,6 +9,7 @@
 
 #include "crc32c.h"
 #include "internal.h"
+#include "memguard/sized.h"
 
 struct mg_snap_test_hooks mg_snap_test;
 
@@ -40,16 +41,10 @@ int mg_snap_options_resolve(const struct mg_snapshot_options *o, struct mg_snaps
         uint32_t page = mg_snap_page_size();
 
         if (o) {
-                if (o->size < offsetof(struct mg_snapshot_options, lock))
-                        return -EINVAL;
-                if (o->size > sizeof(r)) {
-                        const unsigned char *tail = (const unsigned char *) o + sizeof(r);
-                        for (size_t i = 0; i < o->size - sizeof(r); i++)
-                                if (tail[i])
-                                        return -E2BIG;
-                }
-                memcpy(&r, o, o->size < sizeof(r) ? o->size : sizeof(r));
-                r.size = sizeof(r);
+                /* the first version's fields: everything before .lock */
+                int e = mg_sized_copy_in(&r, sizeof(r), o, offsetof(struct mg_snapshot_options, lock));
+                if (e < 0)
+                        return e;
         }
         if (r.flags & ~(uint32_t) MG_SNAPSHOT_NO_SYNC)
                 return -EINVAL;
@@ -166,18 +161,10 @@ ssize_t mg_snap_pread_full(int fd, void *buf, size_t len, uint64_t off) {
 }
 
 int mg_snap_stats_check(const struct mg_snapshot_stats *ret) {
-        if (ret && ret->size < sizeof(*ret))
-                return -EINVAL;
-        return 0;
+        return ret ? mg_sized_check_out(ret) : 0;
 }
 
 void mg_snap_stats_out(const struct mg_snapshot_stats *st, struct mg_snapshot_stats *ret) {
-        uint64_t size;
-
-        if (!ret)
-                return;
-        size = ret->size;
-        memset(ret, 0, (size_t) size);
-        memcpy(ret, st, sizeof(*st));
-        ret->size = size;
+        if (ret)
+                (void) mg_sized_copy_out(ret, st, sizeof(*st)); /* .size checked before the work */
 }

@@ -66,7 +66,9 @@ int mg_snap_dio_align(int fd, uint32_t *ret_mem_align, uint32_t *ret_offset_alig
  * at end of file (pread), or a negative errno. */
 ssize_t mg_snap_pread_full(int fd, void *buf, size_t len, uint64_t off);
 
-/* Copies the stats into the caller's struct of ret->size bytes.  Returns 0
- * or -EINVAL (size too small). */
+/* The caller's stats (NULL: none wanted) can take a result: 0, or -EINVAL
+ * for a .size below 8.  Checked before the work it would report. */
 int mg_snap_stats_check(const struct mg_snapshot_stats *ret);
+/* Copies the stats into the caller's struct of ret->size bytes, what fits
+ * (memguard/sized.h); a NULL ret takes nothing. */
 void mg_snap_stats_out(const struct mg_snapshot_stats *st, struct mg_snapshot_stats *ret);

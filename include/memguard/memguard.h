@@ -11,6 +11,14 @@
  * nothing was done and 1 when something was; output parameters come last
  * and are not written on failure.  The library never prints and never exits:
  * it reports through the event and log callbacks of the options.
+ *
+ * Structs with a .size (a uint64_t, first) grow at the end; the caller
+ * sets .size to the sizeof it was built with, and the library reads or
+ * fills only the part both know: min(.size, its own sizeof).  An input
+ * with a larger .size and non-zero bytes this library does not know is
+ * -E2BIG; an output gets what fits, zeros in the caller's fields this
+ * library does not know, and nothing past .size (which stays as set).  A
+ * .size below 8 (not even .size) is -EINVAL.
  */
 
 #include <stdbool.h>
@@ -137,7 +145,7 @@ struct mg_throttle_info {
 struct mg_lend_info {
         uint64_t old_high_bytes;        /* MG_UNLIMITED for "max" */
         uint64_t new_high_bytes;
-        uint64_t deadline_usec;         /* absolute CLOCK_MONOTONIC */
+        uint64_t deadline_usec;         /* absolute CLOCK_MONOTONIC; UINT64_MAX: none */
 };
 
 struct mg_event {
@@ -167,7 +175,7 @@ typedef void (*mg_log_fn)(int level, const char *msg, void *userdata);
 struct mg_guard_options {
         uint64_t size;
         uint64_t limit_bytes;           /* required: what the actor paid for */
-        uint64_t tick_usec;             /* default 250 ms */
+        uint64_t tick_usec;             /* default 250 ms; 10 ms to 1 h */
         uint64_t margin_bytes;          /* fast path below limit - margin (or the lower kernel
                                            limit less its share of it); default limit/16 */
         uint64_t stall_window_usec;     /* stall criteria must hold this long */
@@ -201,7 +209,18 @@ int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes);
  * -EINVAL, -E2BIG, -ENOMEM.
  */
 int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret);
-mg_guard *mg_guard_free(mg_guard *g);  /* accepts NULL; returns NULL */
+/*
+ * Frees a guard; accepts NULL, returns NULL.  A lend the guard began
+ * (mg_guard_lend_begin()) and has not ended is ended first, as
+ * mg_guard_lend_end() does (MG_EVENT_LEND_END): memory.high back to its
+ * previous value, the lend record removed.  Best effort: a write that
+ * fails is logged, and the record stays for mg_guard_recover().  A lend
+ * the guard took over from a record at mg_guard_new() is left as found,
+ * record and all: its lender may still be running (mg_set_remove() ends
+ * that one too).  A set's guards are freed by mg_set_remove() and
+ * mg_set_free(), not by this.
+ */
+mg_guard *mg_guard_free(mg_guard *g);
 
 /*
  * One tick for callers running their own loop: call it every
@@ -211,7 +230,10 @@ mg_guard *mg_guard_free(mg_guard *g);  /* accepts NULL; returns NULL */
  */
 int mg_guard_tick(mg_guard *g);
 uint64_t mg_guard_get_tick_usec(const mg_guard *g);
-/* The options in force, every default filled in.  Returns 0 or -EINVAL. */
+/* The options in force, every default filled in, into a struct whose
+ * .size the caller set (sizeof, or an older build's: what fits is filled,
+ * see the conventions above).  Returns 0 or -EINVAL (also for a .size
+ * below 8). */
 int mg_guard_get_options(const mg_guard *g, struct mg_guard_options *ret);
 /* Killed, and waiting for the cgroup to empty (MG_EVENT_KILL follows). */
 bool mg_guard_is_killing(const mg_guard *g);
@@ -225,8 +247,9 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret);
 /*
  * Lends memory.high around a snapshot write: raises it by extra_bytes
  * (MG_UNLIMITED writes "max"), pauses kills.  deadline_usec is relative;
- * 0 takes the option's default.  After it the guard restores memory.high
- * by itself (MG_EVENT_LEND_EXPIRED).  Returns 0, -EBUSY if already lent,
+ * 0 takes the option's default, UINT64_MAX (or any past the clock's end)
+ * means none.  After it the guard restores memory.high by itself
+ * (MG_EVENT_LEND_EXPIRED).  Returns 0, -EBUSY if already lent,
  * or the errno of the memory.high write (then nothing changed).
  */
 int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec);
@@ -266,17 +289,22 @@ int mg_guard_recover(const char *cgroup_path, unsigned flags);
  * mg_set_process().  A set and its guards belong to that thread: call the
  * guard functions (report, lend) of its guards from it, callbacks included
  * (its guards share one memory.stat buffer).
+ * Options: .size = sizeof; fields may be added at the end, as for
+ * mg_guard_options (-E2BIG, -EINVAL: see the conventions above).
  */
 struct mg_set_options {
         uint64_t size;
         mg_log_fn log;
         void *log_userdata;
 };
-int mg_set_new(const struct mg_set_options *o, mg_set **ret);   /* o may be NULL */
+/* o may be NULL.  Returns 0, -EINVAL, -E2BIG, -ENOMEM, or the errno of
+ * epoll_create1() or timerfd_create(). */
+int mg_set_new(const struct mg_set_options *o, mg_set **ret);
 mg_set *mg_set_free(mg_set *s);        /* frees its guards too */
 /* Creates a guard and adds it; the set owns it.  Same errors as mg_guard_new. */
 int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret);
-/* Removes and frees a guard of the set; restores a lent memory.high first. */
+/* Removes and frees a guard of the set, ending its lend first as
+ * mg_guard_free() does, a lend it took over from a record included. */
 int mg_set_remove(mg_set *s, mg_guard *g);
 size_t mg_set_size(const mg_set *s);
 int mg_set_get_fd(const mg_set *s);

@@ -126,7 +126,9 @@ struct mg_snapshot_options {
 };
 
 /* What a write or restore did.  The caller sets .size = sizeof before the
- * call; the library fills what fits and zeroes the rest. */
+ * call; the library fills what fits and zeroes the rest (the fields of a
+ * newer struct it does not know), writing nothing past .size, which stays
+ * as set.  A .size below 8 is -EINVAL, before anything is done. */
 struct mg_snapshot_stats {
         uint64_t size;
         uint32_t method;                /* enum mg_snapshot_method actually used */

@@ -13,11 +13,14 @@
  *         an error (cgroup.kill never written), no crash (CI runs this under
  *         ASan+UBSan), each error reported once per streak as
  *         MG_EVENT_ERROR (ENODEV/ENOENT: MG_EVENT_GONE), and a true
- *         overshoot acted on once the fault clears.
+ *         overshoot acted on once the fault clears.  The kill's pidfd
+ *         fallback runs on fake pidfd_open/pidfd_send_signal (never the
+ *         system calls): a member it cannot signal fails the kill.
  * lend:   the lend record (user.memguard.lend): written before memory.high
  *         is raised, removed after the restore, ended by mg_guard_recover()
- *         or taken over by mg_guard_new() after a "crash" (a guard freed
- *         mid-lend), hostile records, and faults of the xattr calls.  Skips
+ *         or taken over by mg_guard_new() after a crash (a forked child
+ *         that exits mid-lend), hostile records, and faults of the xattr
+ *         calls.  Skips
  *         where the fixture's file system has no user xattrs.
  *
  * The actor in the fault runs sits at its limit with everything the slow
@@ -28,16 +31,19 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "fixture.h"
 #include "memguard/guard.h"
+#include "memguard/kill.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MS UINT64_C(1000)
@@ -220,9 +226,68 @@ static int ft_fremovexattr(void *ud, int fd, const char *name) {
         return fremovexattr(fd, name);
 }
 
+/* The kill's fallback (no cgroup.kill): pidfd_open and pidfd_send_signal
+ * are always these fakes here, never the system calls, since the fixture's
+ * cgroup.procs lists made-up pids.  A pidfd is an fd on /dev/null that
+ * remembers its pid; the hooks say what each call does for a pid (0, or an
+ * errno to fail with). */
+static struct {
+        int (*on_open)(long pid);
+        int (*on_signal)(long pid);
+        struct { int fd; long pid; } pinned[16];
+        long signalled[16];             /* each pid signalled, once */
+        unsigned n_signalled, opens;
+} pk;
+
+static int fk_pidfd_open(void *ud, pid_t pid, unsigned flags) {
+        int err = pk.on_open ? pk.on_open(pid) : 0, fd;
+        (void) ud;
+        cr_expect_eq(flags, 0);
+        pk.opens++;
+        if (err) {
+                errno = err;
+                return -1;
+        }
+        fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        for (size_t i = 0; i < 16; i++)
+                if (pk.pinned[i].pid == 0) {
+                        pk.pinned[i].fd = fd;
+                        pk.pinned[i].pid = pid;
+                        return fd;
+                }
+        cr_assert_fail("more than 16 fake pidfds open at once");
+        return -1;
+}
+
+static int fk_pidfd_send_signal(void *ud, int pidfd, int sig, unsigned flags) {
+        long pid = 0;
+        (void) ud;
+        cr_expect_eq(sig, SIGKILL);
+        cr_expect_eq(flags, 0);
+        for (size_t i = 0; i < 16; i++)
+                if (pk.pinned[i].pid && pk.pinned[i].fd == pidfd) {
+                        pid = pk.pinned[i].pid;
+                        pk.pinned[i].pid = 0; /* one signal per pidfd: the fallback closes it after */
+                }
+        cr_assert_neq(pid, 0, "a signal through fd %d, which is no fake pidfd", pidfd);
+        int err = pk.on_signal ? pk.on_signal(pid) : 0;
+        if (err) {
+                errno = err;
+                return -1;
+        }
+        bool known = false;
+        for (unsigned i = 0; i < pk.n_signalled; i++)
+                known |= pk.signalled[i] == pid;
+        if (!known && pk.n_signalled < 16)
+                pk.signalled[pk.n_signalled++] = pid; /* each pid once */
+        return 0;
+}
+
 static void setup(void) {
         memset(&seen, 0, sizeof(seen));
         memset(&flt, 0, sizeof(flt));
+        memset(&pk, 0, sizeof(pk));
         fixture_init(&fx);
         fio = (struct mg_io) {
                 .openat = ft_openat,
@@ -231,6 +296,8 @@ static void setup(void) {
                 .fgetxattr = ft_fgetxattr,
                 .fsetxattr = ft_fsetxattr,
                 .fremovexattr = ft_fremovexattr,
+                .pidfd_open = fk_pidfd_open,
+                .pidfd_send_signal = fk_pidfd_send_signal,
         };
 }
 
@@ -634,6 +701,162 @@ Test(faults, fallback_kill_read_fails) {
         mg_guard_free(g);
 }
 
+/* The fallback's verdicts for the members 101 and 102 of the tests below. */
+static int fallback_errno;
+static int open_102_fails(long pid) {
+        return pid == 102 ? fallback_errno : 0;
+}
+static int signal_102_fails(long pid) {
+        return pid == 102 ? fallback_errno : 0;
+}
+
+static bool signalled(long pid) {
+        for (unsigned i = 0; i < pk.n_signalled; i++)
+                if (pk.signalled[i] == pid)
+                        return true;
+        return false;
+}
+
+/* One kill of the fallback on the fixture tree, without a guard. */
+static int fallback_kill(enum mg_kill_method *ret_method) {
+        struct mg_cgroup cg;
+        int r;
+        cr_assert_eq(mg_cgroup_open(&cg, fx.dir, MG_CGROUP_ANY_FS, &fio), 0);
+        cr_assert_lt(cg.fd[MG_CG_KILL], 0, "the fixture still has cgroup.kill");
+        r = mg_cgroup_kill(&cg, ret_method);
+        mg_cgroup_close(&cg);
+        return r;
+}
+
+/* A member the fallback could not signal: pidfd_open failing with anything
+ * but ESRCH (EMFILE, ENFILE: out of fds; ENOSYS: before 5.3, or a seccomp
+ * filter; EPERM, ENOMEM), or pidfd_send_signal refused (EPERM: another
+ * user's process, an LSM) means that member lives on.  The kill fails with
+ * that errno; the guard reports it once per streak, delivers no kill record
+ * (nothing says the cgroup is being emptied), and kills once the cause
+ * clears. */
+static void run_fallback_fails(int (**hook)(long), int err) {
+        enum mg_kill_method method = 0;
+        mg_guard *g = fresh();
+        const char *how = hook == &pk.on_open ? "pidfd_open" : "pidfd_send_signal";
+
+        fixture_remove(&fx, "cgroup.kill");
+        fixture_write(&fx, "cgroup.procs", "101\n102\n");
+        mg_guard_free(g);
+        g = new_guard();
+        fallback_errno = err;
+        *hook = hook == &pk.on_open ? open_102_fails : signal_102_fails;
+
+        cr_expect_eq(fallback_kill(&method), -err, "%s %s", how, strerror(err));
+        cr_expect(signalled(101), "%s %s: the member that could be signalled was not", how, strerror(err));
+        cr_expect_not(signalled(102));
+
+        overshoot();
+        for (int i = 0; i < 6; i++)
+                cr_expect_eq(tick(g), -err, "%s %s: tick %d", how, strerror(err), i);
+        cr_expect_not(mg_guard_is_killing(g), "%s %s: a failed kill taken for a kill", how, strerror(err));
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "%s %s: %d reports", how, strerror(err), seen.n[MG_EVENT_ERROR]);
+        cr_expect_eq(seen.last_error, -err);
+        cr_expect(seen.last_what && strcmp(seen.last_what, "kill") == 0, "what: %s", seen.last_what);
+        /* 101 died, 102 lives on: whatever cgroup.events says, no record */
+        fixture_write(&fx, "cgroup.procs", "102\n");
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        for (int i = 0; i < 3; i++)
+                (void) tick(g);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0, "%s %s: a kill record for a failed kill", how, strerror(err));
+
+        *hook = NULL;
+        fixture_write(&fx, "cgroup.events", "populated 1\nfrozen 0\n");
+        cr_expect_eq(tick(g), 1, "%s %s: the kill once the cause cleared", how, strerror(err));
+        cr_expect(signalled(102));
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        (void) tick(g);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.kill.method, MG_KILL_PIDFD);
+        mg_guard_free(g);
+}
+
+Test(faults, fallback_kill_pidfd_open_fails) {
+        static const int errs[] = { EMFILE, ENFILE, ENOSYS, EPERM, ENOMEM, EINVAL };
+        for (size_t e = 0; e < N(errs); e++)
+                run_fallback_fails(&pk.on_open, errs[e]);
+}
+
+Test(faults, fallback_kill_signal_refused) {
+        static const int errs[] = { EPERM, EINVAL, ENOMEM };
+        for (size_t e = 0; e < N(errs); e++)
+                run_fallback_fails(&pk.on_signal, errs[e]);
+}
+
+/* ESRCH: the member exited between the read of cgroup.procs and its
+ * pidfd_open, or between that and the signal.  A round in which every
+ * member turned out gone is a kill that worked. */
+static int esrch(long pid) {
+        (void) pid;
+        return ESRCH;
+}
+
+Test(faults, fallback_kill_members_gone) {
+        enum mg_kill_method method = 0;
+        fixture_remove(&fx, "cgroup.kill");
+        fixture_write(&fx, "cgroup.procs", "101\n102\n");
+        pk.on_open = esrch;
+        cr_expect_eq(fallback_kill(&method), 1);
+        cr_expect_eq(method, MG_KILL_PIDFD);
+        cr_expect_eq(pk.opens, 2);
+        pk.on_open = NULL;
+        pk.on_signal = esrch;
+        cr_expect_eq(fallback_kill(&method), 1);
+        cr_expect_eq(pk.n_signalled, 0);
+        /* one gone, one signalled */
+        pk.on_signal = NULL;
+        pk.on_open = open_102_fails;
+        fallback_errno = ESRCH;
+        cr_expect_eq(fallback_kill(&method), 1);
+        cr_expect(signalled(101));
+
+        mg_guard *g = new_guard();
+        pk.on_open = esrch;
+        overshoot();
+        cr_expect_eq(tick(g), 1);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 0);
+        mg_guard_free(g);
+}
+
+/*
+ * The re-read of cgroup.procs that confirms a pinned pid is still a member
+ * compares whole lines.  Member 12 exits after the first read, and an
+ * outside process gets pid 12 before pidfd_open pins it; meanwhile the
+ * cgroup grew, so the re-read fills its 4 KiB buffer and ends in "12", the
+ * first two digits of member 123.  That is no line "12": the pinned process
+ * is not signalled.
+ */
+static int member_12_recycled(long pid) {
+        char list[8192];
+        size_t n = 0;
+        if (pid != 12)
+                return ESRCH; /* the others below are dying */
+        /* 681 lines of 6 bytes, one of 7: "123\n" starts at byte 4093, and
+         * a read of 4095 bytes ends in "12" */
+        for (int i = 0; i < 681; i++)
+                n += (size_t) snprintf(list + n, sizeof(list) - n, "%d\n", 10000 + i);
+        n += (size_t) snprintf(list + n, sizeof(list) - n, "100000\n123\n");
+        cr_assert_eq(n, 4097);
+        fixture_write(&fx, "cgroup.procs", list);
+        return 0;
+}
+
+Test(faults, fallback_kill_whole_lines_only) {
+        enum mg_kill_method method = 0;
+        fixture_remove(&fx, "cgroup.kill");
+        fixture_write(&fx, "cgroup.procs", "12\n");
+        pk.on_open = member_12_recycled;
+        cr_expect_eq(fallback_kill(&method), 1);
+        cr_expect_eq(pk.opens, 1, "pid 12 pinned, nothing else to do");
+        cr_expect_not(signalled(12), "signalled the outside process that got pid 12");
+        cr_expect_eq(pk.n_signalled, 0);
+}
+
 /* After the kill, cgroup.events cannot be read: the guard still gives up
  * after kill_wait and delivers the record (timed out), instead of waiting
  * for ever; the error is reported once. */
@@ -771,6 +994,25 @@ static ssize_t get_record(void) {
         return n;
 }
 
+/* A lender that dies mid-lend: a child lends and exits without ending it. */
+static void lend_and_crash(uint64_t extra_bytes, uint64_t deadline_usec) {
+        int st;
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+        if (pid == 0) {
+                struct mg_guard_options o;
+                mg_guard *g;
+                int r = mg_guard_options_init(&o, 256 * MIB);
+                if (r == 0)
+                        r = mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g);
+                if (r == 0)
+                        r = mg_guard_lend_begin(g, extra_bytes, deadline_usec);
+                _exit(r == 0 ? 0 : 1);
+        }
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child could not lend (status %d)", st);
+}
+
 /* pwrite that notes whether the record exists when memory.high is raised */
 static ssize_t pwrite_checks_record(void *ud, int fd, const void *buf, size_t len, off_t off) {
         if (file_of_fd(fd) == MG_CG_HIGH && len >= 3 && memcmp(buf, "max", 3) == 0)
@@ -810,15 +1052,13 @@ Test(lend, record_before_raise_removed_after_restore) {
         mg_guard_free(g);
 }
 
-/* The process that lent is gone (mg_guard_free without lend_end is what a
- * crash leaves): memory.high is still raised; recover restores the exact
- * value and removes the record; a second recover finds nothing. */
+/* The process that lent is gone (a child that exits mid-lend): memory.high
+ * is still raised; recover restores the exact value and removes the
+ * record; a second recover finds nothing. */
 Test(lend, recover_after_a_crash) {
         need_user_xattrs();
-        mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
-        mg_guard_free(g);
+        lend_and_crash(MG_UNLIMITED, 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
         cr_expect_eq(mg_guard_recover_internal(fx.dir, MG_RECOVER_EXPIRED, MG_CGROUP_ANY_FS, &fio), -EBUSY,
                      "deadline ahead: a live lender may still end it");
@@ -928,6 +1168,41 @@ Test(lend, new_guard_takes_the_lend_over) {
         mg_guard_free(g);
 }
 
+/* mg_guard_free() of a guard that lent ends the lend: memory.high back,
+ * the record removed.  Best effort: a restore that fails leaves the record
+ * for mg_guard_recover().  A lend the guard took over from a record is left
+ * as found, record and all: its lender may still be running (`memguard
+ * stat` makes a guard for one read, and the kernel scenario lend-crash
+ * frees a guard that took a lend over before it recovers). */
+Test(lend, free_ends_its_own_lend) {
+        need_user_xattrs();
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_expect_gt(get_record(), 0);
+        mg_guard_free(g);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_lt(get_record(), 0, "record left after mg_guard_free: %s", record);
+
+        g = new_guard();
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        arm(FOP_WRITE, MG_CG_HIGH, EIO, PERSISTENT, SHORT_NONE);
+        mg_guard_free(g);
+        disarm();
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        cr_expect_gt(get_record(), 0, "the record went with memory.high still raised");
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+
+        lend_and_crash(MG_UNLIMITED, 60 * SEC);
+        g = new_guard();
+        cr_assert(mg_guard_is_lent(g));
+        mg_guard_free(g);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max", "ended a lend it took over");
+        cr_expect_gt(get_record(), 0);
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), 1);
+}
+
 /* One lend per cgroup, whichever process makes it: XATTR_CREATE. */
 Test(lend, one_lend_per_cgroup) {
         need_user_xattrs();
@@ -978,8 +1253,7 @@ Test(lend, record_faults) {
         /* the record cannot be read at mg_guard_new: logged, not adopted;
          * recover reports the error */
         mg_guard_free(g);
-        cr_assert_eq(mg_guard_lend_begin(g = new_guard(), MG_UNLIMITED, 0), 0);
-        mg_guard_free(g);
+        lend_and_crash(MG_UNLIMITED, 0);
         arm(FOP_GETXATTR, ANY_FILE, EIO, PERSISTENT, SHORT_NONE);
         g = new_guard();
         cr_expect_not(mg_guard_is_lent(g));

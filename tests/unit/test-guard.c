@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +116,105 @@ Test(guard, options_abi) {
         o = (struct mg_guard_options) { .size = 8, .limit_bytes = 1 };
         cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -EINVAL);
         cr_expect_eq(mg_guard_options_init(&o, 0), -EINVAL);
+}
+
+/* n bytes that end where an inaccessible page starts: a read or write past
+ * them is a SIGSEGV.  Left mapped (the test's process ends). */
+static void *at_page_end(size_t n) {
+        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+        char *p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        cr_assert_neq(p, MAP_FAILED);
+        cr_assert_eq(mprotect(p + page, page, PROT_NONE), 0);
+        return p + page - n;
+}
+
+/* Sized structs, one rule (memguard/sized.h): the library reads or fills
+ * min(the caller's .size, its sizeof) bytes; a larger input with unknown
+ * non-zero bytes is -E2BIG; an output gets what fits, zeros where the
+ * caller's struct is longer, nothing past the caller's .size. */
+Test(guard, options_of_an_older_caller_are_read_to_their_size) {
+        size_t cut = offsetof(struct mg_guard_options, on_event);
+        struct mg_guard_options full;
+        mg_guard *g = NULL;
+        mg_guard_options_init(&full, 256 * MIB);
+        full.size = cut;
+        void *old = at_page_end(cut);
+        memcpy(old, &full, cut);
+        cr_assert_eq(mg_guard_new_internal(fx.dir, old, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        cr_expect_eq(g->opt.tick_usec, 250 * MS);
+        cr_expect_null(g->opt.on_event);
+        mg_guard_free(g);
+}
+
+Test(guard, get_options_fills_what_fits) {
+        union {
+                struct mg_guard_options o;
+                unsigned char b[sizeof(struct mg_guard_options) + 64];
+        } u;
+        size_t cut = offsetof(struct mg_guard_options, on_event);
+        mg_guard *g = new_guard();
+
+        /* an older caller's struct, without the callbacks */
+        memset(&u, 0xa5, sizeof(u));
+        u.o.size = cut;
+        cr_assert_eq(mg_guard_get_options(g, &u.o), 0);
+        cr_expect_eq(u.o.size, cut, "the caller's .size is kept");
+        cr_expect_eq(u.o.limit_bytes, 256 * MIB);
+        cr_expect_eq(u.o.tick_usec, 250 * MS);
+        cr_expect_eq(u.o.post_kill_holdoff_usec, 2250 * MS);
+        for (size_t i = cut; i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past the caller's %zu", i, cut);
+
+        /* .size alone: nothing to fill, nothing written */
+        memset(&u, 0xa5, sizeof(u));
+        u.o.size = sizeof(uint64_t);
+        cr_assert_eq(mg_guard_get_options(g, &u.o), 0);
+        for (size_t i = sizeof(uint64_t); i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past .size", i);
+        u.o.size = 7;
+        cr_expect_eq(mg_guard_get_options(g, &u.o), -EINVAL);
+        u.o.size = 0;
+        cr_expect_eq(mg_guard_get_options(g, &u.o), -EINVAL);
+
+        /* a newer caller's: the fields this library lacks are zeroed */
+        memset(&u, 0xa5, sizeof(u));
+        u.o.size = sizeof(u.o) + 16;
+        cr_assert_eq(mg_guard_get_options(g, &u.o), 0);
+        cr_expect_eq(u.o.size, sizeof(u.o) + 16);
+        cr_expect_eq(u.o.on_event, on_event);
+        for (size_t i = sizeof(u.o); i < sizeof(u.o) + 16; i++)
+                cr_assert_eq(u.b[i], 0, "byte %zu of the caller's newer fields not zeroed", i);
+        for (size_t i = sizeof(u.o) + 16; i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past the caller's struct", i);
+        /* and what it filled is good options */
+        mg_guard *h = NULL;
+        cr_expect_eq(mg_guard_new_internal(fx.dir, &u.o, MG_CGROUP_ANY_FS, &fx.io, &h), 0);
+        mg_guard_free(h);
+        mg_guard_free(g);
+}
+
+Test(guard, set_options_abi) {
+        struct {
+                struct mg_set_options o;
+                uint64_t future;
+        } big = { .o = { .size = sizeof(big) }, .future = 1 };
+        mg_set *s = NULL;
+        cr_expect_eq(mg_set_new(&big.o, &s), -E2BIG, "unknown non-zero bytes past the struct");
+        cr_expect_null(s);
+        big.future = 0;
+        cr_expect_eq(mg_set_new(&big.o, &s), 0, "a zero tail is fine");
+        mg_set_free(s);
+        s = NULL;
+        struct mg_set_options o = { .size = 7 };
+        cr_expect_eq(mg_set_new(&o, &s), -EINVAL);
+        o.size = 0;
+        cr_expect_eq(mg_set_new(&o, &s), -EINVAL);
+        cr_expect_null(s);
+        /* an older caller's: .size alone, at the end of a page */
+        uint64_t *old = at_page_end(sizeof(uint64_t));
+        *old = sizeof(uint64_t);
+        cr_expect_eq(mg_set_new((const struct mg_set_options *) old, &s), 0);
+        mg_set_free(s);
 }
 
 Test(guard, fast_path_reads_only_memory_current) {
@@ -436,6 +538,90 @@ Test(guard, lend_default_deadline_scales) {
         mg_guard_free(g);
 }
 
+/* A deadline that does not fit the clock (UINT64_MAX: "never") saturates
+ * instead of wrapping into the past, and never expires: not after hours of
+ * ticks, not when the guard's clock is swapped for one far ahead. */
+static uint64_t clock_far_ahead(void *userdata) {
+        (void) userdata;
+        return fx.now_usec + UINT64_C(1000000) * 3600 * 24 * 365;
+}
+
+Test(guard, lend_never_expires) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, UINT64_MAX), 0);
+        cr_expect_eq(g->lend.deadline_usec, UINT64_MAX);
+        for (int i = 0; i < 1000; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0, "tick %d", i);
+        cr_expect_eq(tick_at(g, 3600 * 1000 * MS), 0);
+        mg_guard_set_clock(g, clock_far_ahead, NULL);
+        cr_expect_eq(g->lend.deadline_usec, UINT64_MAX, "the clock swap moved a deadline of never");
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        mg_guard_set_clock(g, fixture_clock, &fx);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect(mg_guard_is_lent(g));
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
+        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+
+        /* a finite deadline keeps the time it had left across a clock swap */
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS), 0);
+        mg_guard_set_clock(g, clock_far_ahead, NULL);
+        cr_expect_eq(g->lend.deadline_usec, clock_far_ahead(NULL) + 1000 * MS);
+        cr_expect_eq(tick_at(g, 750 * MS), 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        mg_guard_free(g);
+}
+
+/* tick_usec is bounded (10 ms to 1 h): the set adds it to its heap's times. */
+Test(guard, tick_usec_bounded) {
+        static const uint64_t bad[] = { UINT64_MAX, UINT64_MAX / 2, 3600 * 1000 * MS + 1, 9 * MS };
+        struct mg_guard_options o;
+        mg_guard *g = NULL;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                mg_guard_options_init(&o, 256 * MIB);
+                o.tick_usec = bad[i];
+                cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -EINVAL,
+                             "tick_usec %llu", (unsigned long long) bad[i]);
+        }
+        mg_guard_options_init(&o, 256 * MIB);
+        o.tick_usec = 3600 * 1000 * MS;
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        cr_expect_eq(mg_guard_get_tick_usec(g), 3600 * 1000 * MS);
+        mg_guard_free(g);
+}
+
+/* A guard freed while it lends ends the lend, as mg_guard_lend_end() does
+ * (and mg_set_remove(), mg_set_free() for a set's guards): memory.high
+ * holds the old value again. */
+Test(guard, free_ends_the_lend) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
+        mg_guard_free(g);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
+
+        mg_set *s;
+        cr_assert_eq(mg_set_new(NULL, &s), 0);
+        for (int i = 0; i < 2; i++) {
+                g = new_guard();
+                cr_assert_eq(mg_set_add_guard(s, g), 0);
+                cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+                cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+                if (i == 0)
+                        cr_expect_eq(mg_set_remove(s, g), 0);
+                else
+                        mg_set_free(s);
+                cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480", "%s",
+                                 i == 0 ? "mg_set_remove" : "mg_set_free");
+        }
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 3);
+}
+
 Test(guard, lend_without_memory_high) {
         struct mg_guard_options o;
         mg_guard *g;
@@ -621,5 +807,23 @@ Test(guard, set_fd_wakes_poll) {
                 cr_expect_geq(mg_set_process(s), 0);
         }
         cr_expect_geq(fx.reads_of[MG_CG_CURRENT], 2);
+        mg_set_free(s);
+}
+
+/* The set's heap times saturate: a clock 10 ms from its end (an injected
+ * one; CLOCK_MONOTONIC gets there after 584,000 years) still ticks the due
+ * guard once, and leaves it unscheduled instead of wrapping its next tick
+ * into the past. */
+Test(guard, set_at_the_end_of_the_clock) {
+        mg_set *s;
+        mg_guard *g = new_guard();
+        uint64_t t;
+        fx.now_usec = UINT64_MAX - 10 * MS;
+        cr_assert_eq(mg_set_new(NULL, &s), 0);
+        cr_assert_eq(mg_set_add_guard(s, g), 0);
+        cr_expect_geq(mg_set_process(s), 0);
+        cr_expect_eq(fx.reads_of[MG_CG_CURRENT], 1, "the due guard ticked %u times", fx.reads_of[MG_CG_CURRENT]);
+        cr_expect_eq(mg_set_get_timeout(s, &t), 0);
+        cr_expect_eq(t, UINT64_MAX);
         mg_set_free(s);
 }

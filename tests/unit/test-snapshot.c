@@ -763,7 +763,7 @@ Test(snapshot, bad_arguments) {
         o = opts(MG_SNAPSHOT_AUTO);
         o.flags = 1u << 7;
         cr_expect_eq(write_mem("snap", img, len, &o, NULL), -EINVAL);
-        st.size = 8;
+        st.size = 7;
         s = (struct mg_snapshot_source) { .kind = MG_SNAPSHOT_MEMORY, .addr = img, .length = len };
         cr_expect_eq(mg_snapshot_write(&s, dfd, "snap", NULL, &st), -EINVAL);
         cr_expect_eq(mg_snapshot_options_init(NULL), -EINVAL);
@@ -782,6 +782,60 @@ Test(snapshot, bad_arguments) {
         close(fd);
         cr_expect_eq(count_entries(), 1, "only the one good write");
         munmap(img, len);
+}
+
+/* The stats of an older caller (a struct cut before lend_bytes for a write,
+ * before read_usec for a restore) get what fits and nothing past it; a
+ * newer caller's fields this library lacks are zeroed. */
+union stats_buf {
+        struct mg_snapshot_stats st;
+        unsigned char b[sizeof(struct mg_snapshot_stats) + 64];
+};
+
+static void expect_untouched(const union stats_buf *u, size_t from, const char *what) {
+        for (size_t i = from; i < sizeof(*u); i++)
+                cr_assert_eq(u->b[i], 0xa5, "%s: byte %zu written past the caller's %zu", what, i, from);
+}
+
+Test(snapshot, stats_fill_what_fits) {
+        size_t len = 1 * MIB;
+        uint8_t *img = make_image(len, 12), *back = map(len);
+        struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = img, .length = len };
+        struct mg_snapshot_target dst = { .kind = MG_SNAPSHOT_MEMORY, .addr = back, .length = len };
+        union stats_buf u;
+
+        size_t cut = offsetof(struct mg_snapshot_stats, lend_bytes);
+        memset(&u, 0xa5, sizeof(u));
+        u.st.size = cut;
+        cr_assert_eq(mg_snapshot_write(&src, dfd, "snap", NULL, &u.st), 0, "%s", last_log);
+        cr_expect_eq(u.st.size, cut);
+        cr_expect_eq(u.st.image_bytes, len);
+        cr_expect_eq(u.st.data_bytes + u.st.skipped_bytes, len);
+        expect_untouched(&u, cut, "write");
+
+        cut = offsetof(struct mg_snapshot_stats, read_usec);
+        memset(&u, 0xa5, sizeof(u));
+        u.st.size = cut;
+        cr_assert_eq(mg_snapshot_restore(dfd, "snap", &dst, NULL, &u.st), 0, "%s", last_log);
+        cr_expect_eq(u.st.image_bytes, len);
+        expect_untouched(&u, cut, "restore");
+        cr_expect_eq(memcmp(img, back, len), 0);
+
+        memset(&u, 0xa5, sizeof(u));
+        u.st.size = sizeof(uint64_t);
+        cr_assert_eq(mg_snapshot_restore(dfd, "snap", &dst, NULL, &u.st), 0);
+        expect_untouched(&u, sizeof(uint64_t), ".size alone");
+
+        memset(&u, 0xa5, sizeof(u));
+        u.st.size = sizeof(u.st) + 16;
+        cr_assert_eq(mg_snapshot_write(&src, dfd, "snap", NULL, &u.st), 0);
+        cr_expect_eq(u.st.size, sizeof(u.st) + 16);
+        cr_expect_eq(u.st.image_bytes, len);
+        for (size_t i = sizeof(u.st); i < sizeof(u.st) + 16; i++)
+                cr_assert_eq(u.b[i], 0, "byte %zu of the caller's newer fields not zeroed", i);
+        expect_untouched(&u, sizeof(u.st) + 16, "a newer caller's");
+        munmap(img, len);
+        munmap(back, len);
 }
 
 /* ---- faults -------------------------------------------------------------- */
