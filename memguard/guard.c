@@ -244,9 +244,20 @@ bool mg_guard_is_lent(const mg_guard *g) {
 }
 
 /* A removed cgroup makes every open file return ENODEV (kernfs deactivates
- * the node); ENOENT is taken the same way.  Either ends the guard. */
+ * the node); ENOENT is taken the same way.  But a live cgroup can take one
+ * file away too: writing 0 to cgroup.pressure (6.1+) hides the pressure
+ * files (kernfs_show(), and their open fds read ENODEV), and a parent that
+ * drops +memory from cgroup.subtree_control removes every memory.* file.
+ * So the guard ends only when the cgroup itself says so: cgroup_removed(). */
 static bool gone_errno(int err) {
         return err == -ENODEV || err == -ENOENT;
+}
+
+/* cgroup.events is a core file that neither of those can hide. */
+static bool cgroup_removed(mg_guard *g) {
+        char buf[64];
+        ssize_t n = mg_cgroup_read(&g->cg, MG_CG_EVENTS, buf, sizeof(buf));
+        return n < 0 && gone_errno((int) n);
 }
 
 static int cgroup_gone(mg_guard *g, const char *what) {
@@ -286,7 +297,7 @@ static void clear_error(mg_guard *g, unsigned slot) {
 /* A read or parse error of a file the decision needs: reported, and the
  * window starts over (a gap in it says nothing). */
 static int read_failed(mg_guard *g, enum mg_cgfile f, int err) {
-        if (gone_errno(err))
+        if (gone_errno(err) && cgroup_removed(g))
                 return cgroup_gone(g, mg_cgfile_name(f));
         report_error(g, f, MG_LOG_WARNING, "reading", mg_cgfile_name(f), err);
         mg_policy_reset(&g->policy);
@@ -382,6 +393,19 @@ static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
         return r;
 }
 
+/* A pressure file that cannot be read.  Hidden by cgroup.pressure 0 while
+ * the cgroup lives: reported once, and the tick goes on without pressure
+ * (overshoots are still judged; the stall rules need pressure and wait for
+ * it to come back; the PSI triggers go, or their fds would poll as ready for
+ * good).  Any other error is read_failed()'s.  Returns 0 to go on. */
+static int pressure_failed(mg_guard *g, enum mg_cgfile f, int err) {
+        if (!gone_errno(err) || cgroup_removed(g))
+                return read_failed(g, f, err);
+        report_error(g, f, MG_LOG_WARNING, "reading", mg_cgfile_name(f), err);
+        triggers_close(g);
+        return 0;
+}
+
 /* The fast-path line follows the lower of the kernel limits. */
 static void set_kernel_limits(mg_guard *g, uint64_t high, uint64_t max) {
         g->high_bytes = high;
@@ -466,13 +490,14 @@ static int read_slow(mg_guard *g, uint64_t current, bool all, bool full_stat, st
         if (r >= 0) {
                 x->have_pressure = true;
                 x->mem_some_usec = rep->memory_pressure.some.total_usec;
-        } else if (r != -EOPNOTSUPP)
-                return read_failed(g, MG_CG_PRESSURE, r);
+        } else if (r != -EOPNOTSUPP && (r = pressure_failed(g, MG_CG_PRESSURE, r)) < 0) {
+                return r;
+        }
         r = read_parsed(g, MG_CG_IO_PRESSURE, &rep->io_pressure);
         if (r >= 0)
                 x->io_some_usec = rep->io_pressure.some.total_usec;
-        else if (r != -EOPNOTSUPP)
-                return read_failed(g, MG_CG_IO_PRESSURE, r);
+        else if (r != -EOPNOTSUPP && (r = pressure_failed(g, MG_CG_IO_PRESSURE, r)) < 0)
+                return r;
         if (all || x->time_usec < g->throttle_until_usec) {
                 /* Optional: without them there is no throttle diagnosis.  An
                  * error is reported all the same, but the window goes on. */
@@ -550,7 +575,7 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
 
         r = mg_cgroup_kill(&g->cg, &method);
         if (r < 0) {
-                if (gone_errno(r))
+                if (gone_errno(r) && cgroup_removed(g))
                         return cgroup_gone(g, "kill");
                 /* Once per streak: the verdict holds every tick until it works. */
                 return report_error(g, MG_ERR_KILL, MG_LOG_ERR, NULL, "kill", r);
@@ -830,7 +855,7 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
                 return -EBUSY;
         n = mg_cgroup_read(&g->cg, MG_CG_HIGH, buf, sizeof(buf));
         if (n < 0)
-                return gone_errno((int) n) ? cgroup_gone(g, "memory.high") : (int) n;
+                return gone_errno((int) n) && cgroup_removed(g) ? cgroup_gone(g, "memory.high") : (int) n;
         /* The kernel ends the value with a newline.  Without one the read
          * may have been cut short, and "2411" of "241172480" would be what
          * the end of the lend writes back: trusted only if a second read
@@ -841,7 +866,8 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
                 char again[32];
                 ssize_t m = mg_cgroup_read(&g->cg, MG_CG_HIGH, again, sizeof(again));
                 if (m != n || memcmp(buf, again, (size_t) n) != 0)
-                        return m < 0 && gone_errno((int) m) ? cgroup_gone(g, "memory.high") : -EBADMSG;
+                        return m < 0 && gone_errno((int) m) && cgroup_removed(g) ? cgroup_gone(g, "memory.high")
+                                                                                 : -EBADMSG;
         }
         r = mg_parse_u64_value(buf, (size_t) n, &old);
         if (r < 0)
@@ -876,7 +902,7 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
                  * test trees).  The lend works, but dies with the process. */
                 glog(g, MG_LOG_WARNING, "%s: no user xattrs here: this lend is not recorded, a crash leaves "
                      "memory.high raised", g->path);
-        } else if (gone_errno(r)) {
+        } else if (gone_errno(r) && cgroup_removed(g)) {
                 return cgroup_gone(g, MG_LEND_XATTR);
         } else if (r < 0) {
                 return r;
@@ -887,7 +913,7 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
         if (r < 0) {
                 if (recorded)
                         (void) mg_cgroup_remove_xattr(&g->cg, MG_LEND_XATTR);
-                return gone_errno(r) ? cgroup_gone(g, "memory.high") : r;
+                return gone_errno(r) && cgroup_removed(g) ? cgroup_gone(g, "memory.high") : r;
         }
 
         now = mg_guard_now(g);

@@ -708,6 +708,7 @@ static const struct {
         { "kernel-oom-attributed", t_kernel_oom_attributed },
         { "psi-trigger-wakes", t_psi_trigger_wakes },
         { "healthy-neighbours", t_healthy_neighbours },
+        { "pressure-hidden", t_pressure_hidden },
         { "thrash-sequential", t_thrash_sequential },
         { "thrash-under-high", t_thrash_under_high },
         { "thrash-below-line", t_thrash_below_line },

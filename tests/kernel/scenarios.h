@@ -22,6 +22,7 @@ int t_kernel_facts(void);
 int t_kernel_oom_attributed(void);
 int t_psi_trigger_wakes(void);
 int t_healthy_neighbours(void);
+int t_pressure_hidden(void);
 
 /* field.c: the seeds' thrashes at their sizes, and who must survive */
 int t_thrash_sequential(void);

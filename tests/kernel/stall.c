@@ -242,3 +242,55 @@ int t_healthy_neighbours(void) {
         KT_CHECK(kt_cg_key(writer->cg, "memory.events", "max") > 0, "the writer never reached its memory.max");
         return KT_PASS;
 }
+
+/* Actor: guard limit 64 MiB, no memory.max, anon held at 62 MiB: above the
+ * 60 MiB line, so every tick reads the pressure files.  Then 0 is written to
+ * its cgroup.pressure (6.1+), which hides memory.pressure and io.pressure:
+ * the guard's open fds of them read ENODEV, as a removed cgroup's would.
+ * Expect: not MG_EVENT_GONE but one error per hidden file, the set's fd not
+ * spinning on the PSI triggers it held (a hidden trigger polls as ready), and
+ * the guard still guarding: anon grown to 160 MiB in the same cgroup is
+ * killed as an overshoot. */
+int t_pressure_hidden(void) {
+        struct kt_events ev = {};
+        mg_set *s = kt_set_new();
+        const char *cg = kt_cg_new("pressure-hidden");
+        KT_CHECK(s && cg, "setup");
+        char p[600];
+        snprintf(p, sizeof(p), "%s/cgroup.pressure", cg);
+        if (access(p, F_OK) < 0) {
+                snprintf(kt_skip_reason, sizeof(kt_skip_reason), "no cgroup.pressure on this kernel");
+                mg_set_free(s);
+                return KT_SKIP;
+        }
+        KT_CHECK(kt_guard(s, cg, 64 * MIB, &ev, NULL) == 0, "guard");
+        pid_t holder = kt_spawn(cg, (const char *[]) { "anon", "62", "256", "-1", NULL });
+        KT_CHECK(holder > 0, "spawn");
+        /* on the slow path, triggers held, for a few ticks */
+        uint64_t until = kt_now() + 3 * SEC;
+        kt_run(s, 3 * SEC, NULL, NULL, NULL);
+        KT_CHECK(kt_cg_u64(cg, "memory.current") >= 60 * MIB, "holder not at 62 MiB");
+        KT_CHECK(kt_cg_write(cg, "cgroup.pressure", "0") == 0, "cgroup.pressure 0");
+        unsigned wakeups = 0;
+        struct pollfd pfd = { .fd = mg_set_get_fd(s), .events = POLLIN };
+        for (until = kt_now() + 3 * SEC; kt_now() < until;) {
+                uint64_t due, now = kt_now();
+                mg_set_get_timeout(s, &due);
+                int ms = due > now ? (int) ((due - now + 999) / 1000) : 0;
+                if (poll(&pfd, 1, ms > 100 ? 100 : ms) == 1)
+                        wakeups++;
+                mg_set_process(s);
+        }
+        kt_note("after cgroup.pressure 0: %u wakeups in 3 s, errors %d, gone %d", wakeups, ev.n[MG_EVENT_ERROR],
+                ev.gone);
+        KT_CHECK(ev.gone == 0, "the guard took a hidden pressure file for a removed cgroup");
+        KT_CHECK(ev.n[MG_EVENT_ERROR] >= 1 && ev.n[MG_EVENT_ERROR] <= 2, "%d errors", ev.n[MG_EVENT_ERROR]);
+        KT_CHECK(wakeups <= 3 * 4 * 2, "the set's fd woke %u times in 3 s: a hidden trigger spins it", wakeups);
+        pid_t hog = kt_spawn(cg, (const char *[]) { "anon", "160", "256", "-1", NULL });
+        KT_CHECK(hog > 0, "spawn");
+        bool killed = kt_run(s, 30 * SEC, killed_any, NULL, &ev);
+        (void) kt_wait(hog, 10 * SEC);
+        mg_set_free(s);
+        KT_CHECK(killed && ev.kill.reason == MG_KILL_OVERSHOOT, "the overshoot was not killed");
+        return KT_PASS;
+}

@@ -12,7 +12,9 @@
  *         line boundary, or empty).  Expected every time: no kill because of
  *         an error (cgroup.kill never written), no crash (CI runs this under
  *         ASan+UBSan), each error reported once per streak as
- *         MG_EVENT_ERROR (ENODEV/ENOENT: MG_EVENT_GONE), and a true
+ *         MG_EVENT_ERROR (ENODEV/ENOENT with cgroup.events failing too, a
+ *         removed cgroup: MG_EVENT_GONE; a pressure file alone hidden: an
+ *         error, the tick goes on), and a true
  *         overshoot acted on once the fault clears.  The kill's pidfd
  *         fallback runs on fake pidfd_open/pidfd_send_signal (never the
  *         system calls): a member it cannot signal fails the kill.
@@ -87,6 +89,11 @@ static struct {
         unsigned writes_of[MG_CG_N];
         unsigned openat2_calls;
         bool openat2_enosys;
+        /* ENODEV/ENOENT model a removed cgroup, as kernfs makes it: every
+         * file of it fails so, cgroup.events included (the guard reads it to
+         * tell a removed cgroup from one file taken away).  Off: only the
+         * armed file is gone (cgroup.pressure 0 hides the pressure files). */
+        bool removed;
 } flt;
 static struct mg_io fio;
 
@@ -120,10 +127,12 @@ static void arm(enum fop op, int file, int err, int times, enum shortmode sm) {
         flt.times = times;
         flt.shortmode = sm;
         flt.hits = 0;
+        flt.removed = err == ENODEV || err == ENOENT;
 }
 
 static void disarm(void) {
         flt.times = 0;
+        flt.removed = false;
 }
 
 static int ft_openat(void *ud, int dirfd, const char *name, int flags) {
@@ -167,6 +176,10 @@ static ssize_t ft_pread(void *ud, int fd, void *buf, size_t len, off_t off) {
 
         if (flt.shortmode == SHORT_NONE && hit(FOP_READ, f)) {
                 errno = flt.err;
+                return -1;
+        }
+        if (flt.removed && f == MG_CG_EVENTS && flt.hits > 0) {
+                errno = flt.err; /* the removal the armed fault stood for */
                 return -1;
         }
         n = fx.io.pread(fx.io.userdata, fd, buf, len, off);
@@ -540,6 +553,33 @@ static void run_read_fault(int file, int err, int times) {
                 cr_expect(killed(), "%s %s x%d: the overshoot was not acted on", name, strerror(err), times);
         }
         mg_guard_free(g);
+}
+
+/* A file taken away from a live cgroup: writing 0 to cgroup.pressure hides
+ * the pressure files, whose open fds then read ENODEV.  That is not the
+ * cgroup gone: reported once, overshoots still judged, and the guard goes on
+ * with pressure once the files come back. */
+Test(faults, hidden_pressure_file_is_not_gone) {
+        static const int files[] = { MG_CG_PRESSURE, MG_CG_IO_PRESSURE };
+        for (size_t f = 0; f < N(files); f++) {
+                mg_guard *g = fresh();
+                arm(FOP_READ, files[f], ENODEV, PERSISTENT, SHORT_NONE);
+                flt.removed = false;
+                for (int i = 0; i < 12; i++) {
+                        at_limit();
+                        cr_expect_geq(tick(g), 0, "a hidden %s fails no tick", mg_cgfile_name(files[f]));
+                }
+                cr_expect_eq(seen.n[MG_EVENT_GONE], 0, "%s hidden: the guard ended", mg_cgfile_name(files[f]));
+                cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "%s hidden: %d reports", mg_cgfile_name(files[f]),
+                             seen.n[MG_EVENT_ERROR]);
+                cr_expect_eq(seen.last_error, -ENODEV);
+                overshoot();
+                cr_expect_eq(tick(g), 1, "an overshoot is still acted on while %s is hidden",
+                             mg_cgfile_name(files[f]));
+                cr_expect(killed());
+                disarm();
+                mg_guard_free(g);
+        }
 }
 
 Test(faults, reads_transient_and_persistent) {
