@@ -552,7 +552,8 @@ void mg_guard_events_changed(mg_guard *g) {
                 return;
         /* On the fast path, a memory.high or memory.max event says the actor
          * is pressed against a kernel limit the line may not know yet (it
-         * was lowered from outside): read the limits now, not in 10 s. */
+         * was lowered from outside): read the limits now, not at the next
+         * periodic re-read. */
         if (g->have_last_events && (rep.events.high > high || rep.events.max > max) && !g->slow) {
                 read_limits_now(g);
                 if (g->set)

@@ -60,9 +60,9 @@ int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flag
 
 /* How often memory.high and memory.max are re-read for the fast-path line:
  * an outside change is seen within this (at once, in a set, when the actor
- * hits the new limit: memory.events.local changes).  Two preads every 40
- * ticks. */
-#define MG_LIMITS_REREAD_USEC (10 * UINT64_C(1000000))
+ * hits the new limit: memory.events.local changes).  Two preads every 120
+ * ticks, 1.017 per fast tick. */
+#define MG_LIMITS_REREAD_USEC (30 * UINT64_C(1000000))
 
 /* memory.stat is about 2.5 KiB on 7.x (71 keys of at most 40 bytes). */
 #define MG_STAT_BUF_SIZE 8192

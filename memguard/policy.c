@@ -29,18 +29,18 @@ bool mg_policy_overshoot(const struct mg_policy_params *p, uint64_t current_byte
 }
 
 /* The newest sample at least age_usec older than the newest, or NULL. */
-static const struct mg_sample *sample_older_than(const struct mg_policy_state *s, uint64_t age_usec) {
-        const struct mg_sample *x = &s->ring[s->head];
+static const struct mg_ring_sample *sample_older_than(const struct mg_policy_state *s, uint64_t age_usec) {
+        const struct mg_ring_sample *x = &s->ring[s->head];
 
         for (unsigned i = 1; i < s->count; i++) {
-                const struct mg_sample *o = &s->ring[(s->head + MG_POLICY_RING - i) % MG_POLICY_RING];
+                const struct mg_ring_sample *o = &s->ring[(s->head + MG_POLICY_RING - i) % MG_POLICY_RING];
                 if (x->time_usec - o->time_usec >= age_usec)
                         return o;
         }
         return NULL;
 }
 
-static const struct mg_sample *sample_oldest(const struct mg_policy_state *s) {
+static const struct mg_ring_sample *sample_oldest(const struct mg_policy_state *s) {
         return &s->ring[(s->head + MG_POLICY_RING - (s->count - 1)) % MG_POLICY_RING];
 }
 
@@ -58,7 +58,7 @@ static uint64_t delta(uint64_t newer, uint64_t older) {
  * Both need only happen somewhere in the window: under an io-bound thrash
  * limit events come a few per second, and under MGLRU restores come in
  * bursts with seconds between them. */
-static bool losing_workingset(const struct mg_sample *o, const struct mg_sample *x) {
+static bool losing_workingset(const struct mg_ring_sample *o, const struct mg_ring_sample *x) {
         return o->have_events && x->have_events && delta(x->limit_events, o->limit_events) > 0 &&
                delta(x->restores, o->restores) > 0;
 }
@@ -68,7 +68,8 @@ static bool losing_workingset(const struct mg_sample *o, const struct mg_sample 
  * memory pressure under-reports a thrash (a refault is a memory stall only
  * for some pages, anon is outside the judgement), while the re-reads
  * themselves show as io pressure. */
-static unsigned lost_time(const struct mg_policy_params *p, const struct mg_sample *o, const struct mg_sample *x) {
+static unsigned lost_time(const struct mg_policy_params *p, const struct mg_ring_sample *o,
+                          const struct mg_ring_sample *x) {
         uint64_t span = x->time_usec - o->time_usec, need;
         unsigned sig = 0;
 
@@ -96,9 +97,11 @@ static struct mg_policy_mark mark_of(const struct mg_sample *x) {
 /* lost_time() from a mark to a sample. */
 static unsigned lost_time_since(const struct mg_policy_params *p, const struct mg_policy_mark *o,
                                 const struct mg_sample *x) {
-        struct mg_sample a = { .time_usec = o->time_usec, .mem_some_usec = o->mem_some_usec,
-                               .io_some_usec = o->io_some_usec, .have_pressure = true };
-        return lost_time(p, &a, x);
+        struct mg_ring_sample a = { .time_usec = o->time_usec, .mem_some_usec = o->mem_some_usec,
+                                    .io_some_usec = o->io_some_usec, .have_pressure = true };
+        struct mg_ring_sample b = { .time_usec = x->time_usec, .mem_some_usec = x->mem_some_usec,
+                                    .io_some_usec = x->io_some_usec, .have_pressure = x->have_pressure };
+        return lost_time(p, &a, &b);
 }
 
 /* Re-read between o and x at a pace that re-reads the whole cache (at x)
@@ -162,7 +165,7 @@ static enum mg_verdict refault_decide(const struct mg_policy_params *p, struct m
 
 enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_policy_state *s,
                                  const struct mg_sample *x, uint64_t *ret_stall_usec, unsigned *ret_signals) {
-        const struct mg_sample *o, *m;
+        const struct mg_ring_sample *o, *m, *xr;
         enum mg_verdict v = MG_VERDICT_NEAR;
         unsigned sig = 0;
 
@@ -171,7 +174,21 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
         if (s->count > 0 && x->time_usec < s->ring[s->head].time_usec)
                 mg_policy_reset(s);
         s->head = s->count == 0 ? 0 : (s->head + 1) % MG_POLICY_RING;
-        s->ring[s->head] = *x;
+        s->ring[s->head] = (struct mg_ring_sample) {
+                .time_usec = x->time_usec,
+                .current_bytes = x->current_bytes,
+                .limit_events = x->limit_events,
+                .mem_some_usec = x->mem_some_usec,
+                .io_some_usec = x->io_some_usec,
+                .restores = x->restores,
+                .high_events = x->high_events,
+                .high_bytes = x->high_bytes,
+                .cpu_usec = x->cpu_usec,
+                .have_events = x->have_events,
+                .have_pressure = x->have_pressure,
+                .have_throttle = x->have_throttle,
+        };
+        xr = &s->ring[s->head];
         if (s->count < MG_POLICY_RING)
                 s->count++;
 
@@ -179,15 +196,15 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
                 v = MG_VERDICT_OVERSHOOT;
         } else if (x->have_events && x->have_pressure && s->count > 1) {
                 o = sample_older_than(s, p->stall_window_usec);
-                const struct mg_sample *b = o ? o : sample_oldest(s);
-                if (losing_workingset(b, x) && lost_time(p, b, x)) {
+                const struct mg_ring_sample *b = o ? o : sample_oldest(s);
+                if (losing_workingset(b, xr) && lost_time(p, b, xr)) {
                         v = MG_VERDICT_STALLING;
                         /* "Across the whole window": time is lost in each half
                          * of it, not in one burst. */
                         m = sample_older_than(s, p->stall_window_usec / 2);
-                        if (o && m && lost_time(p, o, m) && lost_time(p, m, x)) {
+                        if (o && m && lost_time(p, o, m) && lost_time(p, m, xr)) {
                                 v = MG_VERDICT_STALL;
-                                sig = lost_time(p, o, x);
+                                sig = lost_time(p, o, xr);
                         }
                 }
         }
@@ -237,7 +254,7 @@ uint64_t mg_high_delay_usec(uint64_t current_bytes, uint64_t high_bytes) {
 
 bool mg_policy_throttled(const struct mg_policy_params *p, const struct mg_policy_state *s,
                          struct mg_throttle_info *ret) {
-        const struct mg_sample *x, *o;
+        const struct mg_ring_sample *x, *o;
         uint64_t span;
 
         if (s->count < 2)

@@ -38,6 +38,15 @@ struct mg_sample {
         bool have_events, have_pressure, have_throttle;
 };
 
+/* What the ring keeps of a sample: what the restore and throttle rules look
+ * back at.  The refault rule keeps its own marks, and overshoot needs only
+ * the newest sample. */
+struct mg_ring_sample {
+        uint64_t time_usec, current_bytes, limit_events, mem_some_usec, io_some_usec, restores;
+        uint64_t high_events, high_bytes, cpu_usec;
+        bool have_events, have_pressure, have_throttle;
+};
+
 /* Ring of the consecutive slow-path samples; 64 covers a 15 s window at the
  * 250 ms tick (the tuned windows stop at 8 s). */
 #define MG_POLICY_RING 64
@@ -55,7 +64,7 @@ struct mg_policy_state {
          * streaks of qualifying segments began (any, and mapped only). */
         struct mg_policy_mark seg, streak, streak_mapped;
         uint64_t stall_refault_bytes;   /* re-read over the streak the last verdict names */
-        struct mg_sample ring[MG_POLICY_RING];
+        struct mg_ring_sample ring[MG_POLICY_RING];
 };
 
 /* used = anon + shmem + kernel + sock: memory the actor cannot give back
