@@ -267,13 +267,12 @@ int t_pressure_hidden(void) {
         pid_t holder = kt_spawn(cg, (const char *[]) { "anon", "62", "256", "-1", NULL });
         KT_CHECK(holder > 0, "spawn");
         /* on the slow path, triggers held, for a few ticks */
-        uint64_t until = kt_now() + 3 * SEC;
         kt_run(s, 3 * SEC, NULL, NULL, NULL);
         KT_CHECK(kt_cg_u64(cg, "memory.current") >= 60 * MIB, "holder not at 62 MiB");
         KT_CHECK(kt_cg_write(cg, "cgroup.pressure", "0") == 0, "cgroup.pressure 0");
         unsigned wakeups = 0;
         struct pollfd pfd = { .fd = mg_set_get_fd(s), .events = POLLIN };
-        for (until = kt_now() + 3 * SEC; kt_now() < until;) {
+        for (uint64_t until = kt_now() + 3 * SEC; kt_now() < until;) {
                 uint64_t due, now = kt_now();
                 mg_set_get_timeout(s, &due);
                 int ms = due > now ? (int) ((due - now + 999) / 1000) : 0;

@@ -433,7 +433,7 @@ Test(guard, refault_thrash_killed_through_dips) {
         cr_expect_eq(seen.kill.reason, MG_KILL_STALL);
         cr_expect_eq(seen.kill.report.stall_signals, MG_STALL_REFAULT | MG_STALL_IO);
         cr_expect_eq(seen.kill.report.stall_usec, 12000 * MS);
-        cr_expect_eq(seen.kill.report.stall_refault_bytes, 12 * 4 * 10 * MIB);
+        cr_expect_eq(seen.kill.report.stall_refault_bytes, UINT64_C(12) * 4 * 10 * MIB);
         char buf[1024];
         mg_kill_record_format(&seen.kill, buf, sizeof(buf));
         cr_expect(strstr(buf, "re-read 491520kB of file pages in 12000ms (2x its page cache, 95% of it mapped)"),
@@ -555,7 +555,7 @@ Test(guard, lend_never_expires) {
         cr_expect_eq(g->lend.deadline_usec, UINT64_MAX);
         for (int i = 0; i < 1000; i++)
                 cr_expect_eq(tick_at(g, 250 * MS), 0, "tick %d", i);
-        cr_expect_eq(tick_at(g, 3600 * 1000 * MS), 0);
+        cr_expect_eq(tick_at(g, UINT64_C(3600) * 1000 * MS), 0);
         mg_guard_set_clock(g, clock_far_ahead, NULL);
         cr_expect_eq(g->lend.deadline_usec, UINT64_MAX, "the clock swap moved a deadline of never");
         cr_expect_eq(tick_at(g, 250 * MS), 0);
@@ -579,7 +579,7 @@ Test(guard, lend_never_expires) {
 
 /* tick_usec is bounded (10 ms to 1 h): the set adds it to its heap's times. */
 Test(guard, tick_usec_bounded) {
-        static const uint64_t bad[] = { UINT64_MAX, UINT64_MAX / 2, 3600 * 1000 * MS + 1, 9 * MS };
+        static const uint64_t bad[] = { UINT64_MAX, UINT64_MAX / 2, UINT64_C(3600) * 1000 * MS + 1, 9 * MS };
         struct mg_guard_options o;
         mg_guard *g = NULL;
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -589,9 +589,9 @@ Test(guard, tick_usec_bounded) {
                              "tick_usec %llu", (unsigned long long) bad[i]);
         }
         mg_guard_options_init(&o, 256 * MIB);
-        o.tick_usec = 3600 * 1000 * MS;
+        o.tick_usec = UINT64_C(3600) * 1000 * MS;
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
-        cr_expect_eq(mg_guard_get_tick_usec(g), 3600 * 1000 * MS);
+        cr_expect_eq(mg_guard_get_tick_usec(g), UINT64_C(3600) * 1000 * MS);
         mg_guard_free(g);
 }
 
