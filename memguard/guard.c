@@ -197,7 +197,7 @@ void mg_guard_release_lend(mg_guard *g, bool taken_over_too) {
 
         if (!g->lent || (g->lend_adopted && !taken_over_too))
                 return;
-        r = mg_guard_lend_end(g);
+        r = mg_guard_lend_end(g, g->lend.id);
         if (r < 0 && g->lent)
                 glog(g, MG_LOG_ERR, "%s: restoring memory.high to %s as the guard goes: %s%s", g->path,
                      g->lend_old_high, strerror(-r),
@@ -241,6 +241,10 @@ void *mg_guard_get_userdata(const mg_guard *g) {
 
 bool mg_guard_is_lent(const mg_guard *g) {
         return g->lent;
+}
+
+uint64_t mg_guard_get_lend_id(const mg_guard *g) {
+        return g && g->lent ? g->lend.id : 0;
 }
 
 /* A removed cgroup makes every open file return ENODEV (kernfs deactivates
@@ -814,7 +818,7 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
         return 0;
 }
 
-int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec) {
+int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id) {
         struct mg_lend_record rec = {};
         char buf[32], newval[32], text[MG_LEND_RECORD_MAX + 1];
         uint64_t old, now, rel, bt;
@@ -896,6 +900,7 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
                 .old_high_bytes = old,
                 .new_high_bytes = strcmp(newval, "max") == 0 ? MG_UNLIMITED : old + extra_bytes,
                 .deadline_usec = mg_usec_add(now, rel),
+                .id = ++g->lend_last_id,
         };
         g->lent = true;
         g->lend_recorded = recorded;
@@ -903,16 +908,24 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
         set_kernel_limits(g, g->lend.new_high_bytes, g->max_bytes);
         glog(g, MG_LOG_INFO, "%s: lent memory.high %s -> %s", g->path, g->lend_old_high, newval);
         emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_BEGIN, .time_usec = now, .lend = &g->lend });
+        if (ret_lend_id)
+                *ret_lend_id = g->lend.id;
         return 0;
 }
 
-int mg_guard_lend_end(mg_guard *g) {
+int mg_guard_lend_end(mg_guard *g, uint64_t lend_id) {
         int r;
 
         if (!g)
                 return -EINVAL;
         if (!g->lent)
                 return -ENOENT;
+        /* Ids are never reused: one that is not the open lend's is a lend
+         * that is over (it expired, and someone lent again since), or was
+         * never given.  Ending the open lend for it would lower memory.high
+         * and resume kills under a write still running in that lend. */
+        if (lend_id != g->lend.id)
+                return -ESTALE;
         r = lend_restore(g);
         if (r < 0)
                 return r;
@@ -993,9 +1006,10 @@ int mg_lend_record_parse(const char *buf, size_t len, struct mg_lend_record *ret
  * began and has not ended (it crashed or was killed; or it still runs, in
  * which case two guards watch one cgroup).  Not ignored: the guard takes
  * the lend over as its own, kills paused, and restores memory.high at the
- * record's deadline (MG_EVENT_LEND_EXPIRED), or at mg_guard_lend_end().
- * The wait is cut to this guard's own lend deadline: whoever can write the
- * directory's xattrs can write a record, and must not pause kills for long.
+ * record's deadline (MG_EVENT_LEND_EXPIRED), or at mg_guard_lend_end()
+ * (its id: mg_guard_get_lend_id()).  The wait is cut to this guard's own
+ * lend deadline: whoever can write the directory's xattrs can write a
+ * record, and must not pause kills for long.
  * A record that cannot be read or parsed is logged and left for
  * mg_guard_recover() to report.
  */
@@ -1029,6 +1043,7 @@ static void lend_adopt(mg_guard *g) {
                 .old_high_bytes = rec.old_high_bytes,
                 .new_high_bytes = high,
                 .deadline_usec = mg_usec_add(mg_guard_now(g), left),
+                .id = ++g->lend_last_id, /* no caller holds it: mg_guard_get_lend_id() */
         };
         g->lent = g->lend_adopted = true;
         g->lend_recorded = false;

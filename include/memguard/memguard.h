@@ -142,10 +142,13 @@ struct mg_throttle_info {
         uint32_t cpu_permyriad;         /* CPU used, share of one CPU */
 };
 
+/* The lend an MG_EVENT_LEND_* is about.  The library owns it; fields are
+ * added at the end. */
 struct mg_lend_info {
         uint64_t old_high_bytes;        /* MG_UNLIMITED for "max" */
         uint64_t new_high_bytes;
         uint64_t deadline_usec;         /* absolute CLOCK_MONOTONIC; UINT64_MAX: none */
+        uint64_t id;                    /* mg_guard_lend_begin()'s *ret_lend_id; never 0 */
 };
 
 struct mg_event {
@@ -249,14 +252,31 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret);
  * (MG_UNLIMITED writes "max"), pauses kills.  deadline_usec is relative;
  * 0 takes the option's default, UINT64_MAX (or any past the clock's end)
  * means none.  After it the guard restores memory.high by itself
- * (MG_EVENT_LEND_EXPIRED).  Returns 0, -EBUSY if already lent,
- * or the errno of the memory.high write (then nothing changed).
+ * (MG_EVENT_LEND_EXPIRED).
+ * *ret_lend_id (may be NULL) gets the lend's id, to give to
+ * mg_guard_lend_end(): ids count up from 1 for each guard and are never
+ * reused, so a lend that expired cannot be mistaken for the next one.
+ * Returns 0, -EBUSY if already lent, or the errno of the memory.high write
+ * (then nothing changed, and *ret_lend_id is not written).
  */
-int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec);
-/* Restores the exact previous memory.high and resumes at once.  Returns 0,
- * -ENOENT if no lend is open (or it already expired), or the write error. */
-int mg_guard_lend_end(mg_guard *g);
+int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id);
+/*
+ * Ends the lend lend_id: restores the exact previous memory.high and
+ * resumes at once.  Only that lend: a writer whose lend expired while it
+ * wrote, and whose retry (or anyone else) began a new one since, must not
+ * end the new one mid-write.
+ * Returns 0; -ENOENT if no lend is open (this one ended or expired, and
+ * none began since); -ESTALE if a lend is open but lend_id is not its id
+ * (this one expired or ended and another began, or an id the guard never
+ * gave): nothing is changed, the open lend goes on; or the errno of the
+ * memory.high write (the lend stays open: try again).
+ */
+int mg_guard_lend_end(mg_guard *g, uint64_t lend_id);
 bool mg_guard_is_lent(const mg_guard *g);
+/* The id of the open lend, 0 if none.  For a lend the caller did not
+ * begin, whose id it was never given: one mg_guard_new() took over from a
+ * record.  A caller ending its own lend passes the id lend_begin gave it. */
+uint64_t mg_guard_get_lend_id(const mg_guard *g);
 
 /*
  * A lend outlives the process that made it: mg_guard_lend_begin() writes a

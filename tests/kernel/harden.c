@@ -70,7 +70,7 @@ int t_lend_crash(void) {
                 char ok = 1;
                 close(pfd[0]);
                 if (mg_guard_options_init(&o, 64 * MIB) < 0 || mg_guard_new(cg, &o, &g) < 0 ||
-                    mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC) < 0)
+                    mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC, NULL) < 0)
                         ok = 0;
                 (void) !write(pfd[1], &ok, 1);
                 for (;;)

@@ -290,12 +290,13 @@ Test(guard, line_follows_kernel_limits) {
 }
 
 Test(guard, lend_moves_the_line) {
+        uint64_t lend = 0;
         fixture_write(&fx, "memory.high", "209715200\n");
         mg_guard *g = new_guard();
         cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16);
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
         cr_expect_eq(g->params.line_bytes, 240 * MIB, "memory.high lent to max");
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16, "back with memory.high");
         mg_guard_free(g);
 }
@@ -472,12 +473,13 @@ Test(guard, memory_stat_layout_change_is_followed) {
 }
 
 Test(guard, lend_restores_exact_value) {
+        uint64_t lend = 0;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
         cr_expect(mg_guard_is_lent(g));
-        cr_expect_eq(mg_guard_lend_begin(g, 1, 0), -EBUSY);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -EBUSY);
         cr_expect_eq(seen.n[MG_EVENT_LEND_BEGIN], 1);
 
         /* kills paused: a true overshoot during the lend is left alone */
@@ -490,11 +492,11 @@ Test(guard, lend_restores_exact_value) {
         /* the snapshot left dirty page cache behind: no kill after the lend */
         fixture_current(&fx, 256 * MIB);
         fixture_stat(&fx, 100 * MIB, 150 * MIB, 3 * MIB, 0, 0, 120 * MIB, 20 * MIB);
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_not(mg_guard_is_lent(g));
         cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
-        cr_expect_eq(mg_guard_lend_end(g), -ENOENT);
+        cr_expect_eq(mg_guard_lend_end(g, lend), -ENOENT);
         for (int i = 0; i < 8; i++)
                 cr_expect_eq(tick_at(g, 250 * MS), 0);
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
@@ -502,37 +504,91 @@ Test(guard, lend_restores_exact_value) {
 }
 
 Test(guard, lend_all_writes_max_and_back) {
+        uint64_t lend = 0;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         /* an actor with no memory.high gets "max" back */
         fixture_write(&fx, "memory.high", "max\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 32 * MIB, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 32 * MIB, 0, &lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
         mg_guard_free(g);
 }
 
 Test(guard, lend_deadline_restores) {
+        uint64_t lend = 0;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS, &lend), 0);
         cr_expect_eq(tick_at(g, 750 * MS), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
         cr_expect_eq(tick_at(g, 250 * MS), 1);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
-        cr_expect_eq(mg_guard_lend_end(g), -ENOENT, "the caller's late end is told it expired");
+        cr_expect_eq(mg_guard_lend_end(g, lend), -ENOENT, "the caller's late end is told it expired");
+        mg_guard_free(g);
+}
+
+/* A lend has an identity.  Lend A expires during a slow write, a retry
+ * begins lend B, then A's writer ends "its" lend late: B must hold, and
+ * A's writer is told (-ESTALE).  Ids are never 0 and never reused. */
+Test(guard, late_end_of_an_expired_lend_leaves_the_next_one) {
+        mg_guard *g = new_guard();
+        uint64_t a = 0, b = 0, c = 0, none = 4242;
+        struct mg_lend_info last = {};
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS, &a), 0);
+        cr_expect_neq(a, 0);
+        cr_expect_eq(g->lend.id, a, "the lend's events carry its id");
+        cr_expect_eq(mg_guard_get_lend_id(g), a);
+        cr_expect_eq(tick_at(g, 1000 * MS), 1);
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_eq(mg_guard_get_lend_id(g), 0, "no lend open");
+
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &b), 0);
+        cr_expect_neq(b, a);
+        cr_expect_neq(b, 0);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0, &none), -EBUSY);
+        cr_expect_eq(none, 4242, "*ret_lend_id written on failure");
+        last = g->lend;
+        cr_expect_eq(mg_guard_lend_end(g, a), -ESTALE, "A's late end");
+        cr_expect_eq(mg_guard_lend_end(g, 0), -ESTALE, "0 is never an id");
+        cr_expect_eq(mg_guard_lend_end(g, b + 1), -ESTALE, "an id never given");
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max", "A's late end ended B");
+        cr_expect(mg_guard_is_lent(g));
+        cr_expect_eq(mg_guard_get_lend_id(g), b);
+        cr_expect_eq(memcmp(&last, &g->lend, sizeof(last)), 0, "a stale end changed the lend");
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 0);
+
+        /* kills stay paused under B: a true overshoot is left alone */
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+
+        cr_expect_eq(mg_guard_lend_end(g, b), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
+        cr_expect_eq(mg_guard_lend_end(g, b), -ENOENT);
+
+        /* the next lend gets a new id again */
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &c), 0);
+        cr_expect(c != a && c != b && c != 0);
+        cr_expect_eq(mg_guard_lend_end(g, b), -ESTALE);
+        cr_expect_eq(mg_guard_lend_end(g, c), 0);
         mg_guard_free(g);
 }
 
 Test(guard, lend_default_deadline_scales) {
         mg_guard *g = new_guard();
-        cr_assert_eq(mg_guard_lend_begin(g, 1, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 1, 0, NULL), 0);
         /* 10 s + 256 MiB at 50 MiB/s (5 s, rounded down) */
         cr_expect_eq(g->lend.deadline_usec - fx.now_usec, 15000 * MS);
         mg_guard_free(g);
@@ -547,9 +603,10 @@ static uint64_t clock_far_ahead(void *userdata) {
 }
 
 Test(guard, lend_never_expires) {
+        uint64_t lend = 0;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, UINT64_MAX), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, UINT64_MAX, &lend), 0);
         cr_expect_eq(g->lend.deadline_usec, UINT64_MAX);
         for (int i = 0; i < 1000; i++)
                 cr_expect_eq(tick_at(g, 250 * MS), 0, "tick %d", i);
@@ -562,11 +619,11 @@ Test(guard, lend_never_expires) {
         cr_expect(mg_guard_is_lent(g));
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
 
         /* a finite deadline keeps the time it had left across a clock swap */
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS, &lend), 0);
         mg_guard_set_clock(g, clock_far_ahead, NULL);
         cr_expect_eq(g->lend.deadline_usec, clock_far_ahead(NULL) + 1000 * MS);
         cr_expect_eq(tick_at(g, 750 * MS), 0);
@@ -599,7 +656,7 @@ Test(guard, tick_usec_bounded) {
 Test(guard, free_ends_the_lend) {
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, NULL), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
         mg_guard_free(g);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
@@ -610,7 +667,7 @@ Test(guard, free_ends_the_lend) {
         for (int i = 0; i < 2; i++) {
                 g = new_guard();
                 cr_assert_eq(mg_set_add_guard(s, g), 0);
-                cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+                cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, NULL), 0);
                 cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
                 if (i == 0)
                         cr_expect_eq(mg_set_remove(s, g), 0);
@@ -628,7 +685,7 @@ Test(guard, lend_without_memory_high) {
         mg_guard_options_init(&o, 256 * MIB);
         fixture_remove(&fx, "memory.high");
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
-        cr_expect_eq(mg_guard_lend_begin(g, 1, 0), -EOPNOTSUPP);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -EOPNOTSUPP);
         cr_expect_not(mg_guard_is_lent(g));
         mg_guard_free(g);
 }
@@ -668,7 +725,7 @@ Test(guard, vanished_cgroup) {
         fx.fail_errno = 0;
         cr_expect_eq(tick_at(g, 250 * MS), -ENODEV, "a gone guard stays gone");
         cr_expect_eq(seen.n[MG_EVENT_GONE], 1);
-        cr_expect_eq(mg_guard_lend_begin(g, 1, 0), -ENODEV);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -ENODEV);
         mg_guard_free(g);
 }
 

@@ -162,6 +162,7 @@ static void event_json(const struct mg_event *ev, struct mgt_json *j) {
                 mgt_json_str(j, "cgroup", ev->cgroup);
                 mgt_json_bytes(j, "old_high_bytes", ev->lend->old_high_bytes);
                 mgt_json_bytes(j, "new_high_bytes", ev->lend->new_high_bytes);
+                mgt_json_u64(j, "lend_id", ev->lend->id);
                 return;
         case MG_EVENT_ERROR:
                 mgt_json_str(j, "cgroup", ev->cgroup);
