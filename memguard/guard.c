@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -634,41 +635,83 @@ static void lend_record_remove(mg_guard *g) {
         g->lend_recorded = g->lend_adopted = false;
 }
 
+/* The lend is over, whether memory.high went back or not: kills resume at
+ * once, with a window that starts now (what the lend let the actor do is
+ * not evidence of a stall), and the line follows memory.high as it is. */
+static void lend_close(mg_guard *g, uint64_t high) {
+        g->lent = false;
+        lend_record_remove(g);
+        set_kernel_limits(g, high, g->max_bytes);
+        mg_policy_reset(&g->policy);
+        g->detect_usec = 0;
+}
+
+/* memory.high as the kernel reads back bytes written to it: whole pages
+ * (page_counter_memparse() rounds down), and a count of pages at
+ * PAGE_COUNTER_MAX (LONG_MAX / PAGE_SIZE on 64-bit) reads "max". */
+static uint64_t high_as_kept(const mg_guard *g, uint64_t bytes) {
+        uint64_t pages;
+
+        if (bytes == MG_UNLIMITED)
+                return MG_UNLIMITED;
+        pages = bytes / g->page_bytes;
+        return pages >= (uint64_t) LONG_MAX / g->page_bytes ? MG_UNLIMITED : pages * g->page_bytes;
+}
+
+/*
+ * Ends the lend: memory.high back to the text read before it, but only if
+ * memory.high still holds what the lend wrote.  Anything else is someone
+ * else's change made during the lend (an in-place resize of the actor, an
+ * operator, kubelet): writing the saved value over it would undo it, so
+ * it is left as found, and the lend ends all the same.  What was found and
+ * whether it was restored go to g->lend for the event.  A change between
+ * this read and the write cannot be told (cgroupfs has no compare and
+ * swap); the window is one pread.
+ * Returns 1 if restored, 0 if the lend ended with memory.high left as
+ * found, or a negative errno (the lend stays open: retried).
+ */
 static int lend_restore(mg_guard *g) {
         uint64_t high;
         int r;
 
-        if (g->lend_adopted) {
-                /* Another process's record: trust it only to lower
-                 * memory.high.  A lend raises it, so its restore never
-                 * raises it; a record that would is not one (or someone
-                 * lowered memory.high since), and is dropped. */
-                r = read_u64(g, MG_CG_HIGH, &high);
-                if (gone_errno(r))
-                        return read_failed(g, MG_CG_HIGH, r);
-                if (r < 0)
-                        return r;
-                if (g->lend.old_high_bytes > high) {
-                        glog(g, MG_LOG_WARNING, "%s: the adopted lend record would raise memory.high to %s: dropped",
-                             g->path, g->lend_old_high);
-                        g->lent = false;
-                        lend_record_remove(g);
-                        return 0;
-                }
+        r = read_u64(g, MG_CG_HIGH, &high);
+        if (gone_errno(r))
+                return read_failed(g, MG_CG_HIGH, r);
+        if (r < 0)
+                return r;
+        g->lend.found_high_bytes = high;
+        g->lend.restored = false;
+        if (!g->lend_high_unknown && high_as_kept(g, high) != high_as_kept(g, g->lend.new_high_bytes)) {
+                char found[32];
+                if (high == MG_UNLIMITED)
+                        snprintf(found, sizeof(found), "max");
+                else
+                        snprintf(found, sizeof(found), "%" PRIu64, high);
+                glog(g, MG_LOG_WARNING,
+                     "%s: memory.high changed during the lend (%s, not what the lend wrote): left as found, "
+                     "not restored to %s; the lend is over",
+                     g->path, found, g->lend_old_high);
+                lend_close(g, high);
+                return 0;
+        }
+        /* Another process's record: trust it only to lower memory.high.  A
+         * lend raises it, so its restore never raises it; a record that
+         * would is not one (or someone lowered memory.high since), and is
+         * dropped. */
+        if (g->lend_adopted && g->lend.old_high_bytes > high) {
+                glog(g, MG_LOG_WARNING, "%s: the adopted lend record would raise memory.high to %s: dropped",
+                     g->path, g->lend_old_high);
+                lend_close(g, high);
+                return 0;
         }
         r = mg_cgroup_write(&g->cg, MG_CG_HIGH, g->lend_old_high);
         if (gone_errno(r))
                 return read_failed(g, MG_CG_HIGH, r);
         if (r < 0)
                 return r;
-        g->lent = false;
-        lend_record_remove(g);
-        set_kernel_limits(g, g->lend.old_high_bytes, g->max_bytes);
-        /* Resume at once, with a window that starts now: what the lend let
-         * the actor do is not evidence of a stall. */
-        mg_policy_reset(&g->policy);
-        g->detect_usec = 0;
-        return 0;
+        g->lend.restored = true;
+        lend_close(g, g->lend.old_high_bytes);
+        return 1;
 }
 
 int mg_guard_tick(mg_guard *g) {
@@ -696,8 +739,12 @@ int mg_guard_tick(mg_guard *g) {
                                      "memory.high", r);
                 } else {
                         clear_error(g, MG_ERR_WRITE_HIGH);
-                        glog(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high restored to %s", g->path,
-                             g->lend_old_high);
+                        if (r > 0)
+                                glog(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high restored to %s",
+                                     g->path, g->lend_old_high);
+                        else
+                                glog(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high left as found",
+                                     g->path);
                         emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_EXPIRED, .lend = &g->lend });
                         acted = 1;
                 }
@@ -898,13 +945,15 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
         memcpy(g->lend_old_high, buf, (size_t) n + 1);
         g->lend = (struct mg_lend_info) {
                 .old_high_bytes = old,
-                .new_high_bytes = strcmp(newval, "max") == 0 ? MG_UNLIMITED : old + extra_bytes,
+                /* what memory.high reads now: the end compares with it */
+                .new_high_bytes = strcmp(newval, "max") == 0 ? MG_UNLIMITED : high_as_kept(g, old + extra_bytes),
                 .deadline_usec = mg_usec_add(now, rel),
                 .id = ++g->lend_last_id,
         };
         g->lent = true;
         g->lend_recorded = recorded;
         g->lend_adopted = false;
+        g->lend_high_unknown = false;
         set_kernel_limits(g, g->lend.new_high_bytes, g->max_bytes);
         glog(g, MG_LOG_INFO, "%s: lent memory.high %s -> %s", g->path, g->lend_old_high, newval);
         emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_BEGIN, .time_usec = now, .lend = &g->lend });
@@ -930,7 +979,8 @@ int mg_guard_lend_end(mg_guard *g, uint64_t lend_id) {
         if (r < 0)
                 return r;
         clear_error(g, MG_ERR_WRITE_HIGH);
-        glog(g, MG_LOG_INFO, "%s: memory.high restored to %s", g->path, g->lend_old_high);
+        if (r > 0)
+                glog(g, MG_LOG_INFO, "%s: memory.high restored to %s", g->path, g->lend_old_high);
         emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_END, .lend = &g->lend });
         if (g->set)
                 mg_set_reschedule(g->set, g, mg_guard_now(g));
@@ -1036,7 +1086,11 @@ static void lend_adopt(mg_guard *g) {
                 left = rec.deadline_boottime_usec > now_bt ? rec.deadline_boottime_usec - now_bt : 0;
         if (left > g->opt.lend_deadline_usec)
                 left = g->opt.lend_deadline_usec;
-        if (read_u64(g, MG_CG_HIGH, &high) < 0)
+        /* What the lend wrote is not in the record: memory.high as found
+         * now stands for it, so a change made after this is not undone at
+         * the end.  Unread, only the rule against raising it is left. */
+        g->lend_high_unknown = read_u64(g, MG_CG_HIGH, &high) < 0;
+        if (g->lend_high_unknown)
                 high = MG_UNLIMITED;
         memcpy(g->lend_old_high, rec.old_high, sizeof(rec.old_high));
         g->lend = (struct mg_lend_info) {

@@ -122,8 +122,8 @@ struct mg_kill_record {
 enum mg_event_type {
         MG_EVENT_KILL = 1,      /* .kill valid; delivered once the cgroup is empty */
         MG_EVENT_LEND_BEGIN,    /* .lend valid */
-        MG_EVENT_LEND_END,
-        MG_EVENT_LEND_EXPIRED,  /* the deadline restored memory.high */
+        MG_EVENT_LEND_END,      /* .lend valid; .lend->restored: memory.high written back */
+        MG_EVENT_LEND_EXPIRED,  /* the deadline ended the lend (.lend->restored, as for END) */
         MG_EVENT_ERROR,         /* .error valid; the guard keeps going */
         MG_EVENT_GONE,          /* the cgroup vanished; the guard stops */
         MG_EVENT_KERNEL_OOM,    /* memory.events.local oom_kill rose */
@@ -149,6 +149,14 @@ struct mg_lend_info {
         uint64_t new_high_bytes;
         uint64_t deadline_usec;         /* absolute CLOCK_MONOTONIC; UINT64_MAX: none */
         uint64_t id;                    /* mg_guard_lend_begin()'s *ret_lend_id; never 0 */
+        /* MG_EVENT_LEND_END and _EXPIRED: memory.high as read at the end,
+         * and whether it was written back to old_high_bytes.  Only if it
+         * still held what the lend wrote (new_high_bytes): anything else is
+         * someone else's change during the lend (an in-place resize), left
+         * as found (restored false, found_high_bytes that value; the log
+         * says so at warning level).  The lend is over either way. */
+        uint64_t found_high_bytes;      /* MG_UNLIMITED for "max" */
+        bool restored;
 };
 
 struct mg_event {
@@ -216,7 +224,8 @@ int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_g
  * Frees a guard; accepts NULL, returns NULL.  A lend the guard began
  * (mg_guard_lend_begin()) and has not ended is ended first, as
  * mg_guard_lend_end() does (MG_EVENT_LEND_END): memory.high back to its
- * previous value, the lend record removed.  Best effort: a write that
+ * previous value (unless changed from outside during the lend), the lend
+ * record removed.  Best effort: a write that
  * fails is logged, and the record stays for mg_guard_recover().  A lend
  * the guard took over from a record at mg_guard_new() is left as found,
  * record and all: its lender may still be running (mg_set_remove() ends
@@ -252,7 +261,7 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret);
  * (MG_UNLIMITED writes "max"), pauses kills.  deadline_usec is relative;
  * 0 takes the option's default, UINT64_MAX (or any past the clock's end)
  * means none.  After it the guard restores memory.high by itself
- * (MG_EVENT_LEND_EXPIRED).
+ * (MG_EVENT_LEND_EXPIRED; see mg_guard_lend_end() for when it does not).
  * *ret_lend_id (may be NULL) gets the lend's id, to give to
  * mg_guard_lend_end(): ids count up from 1 for each guard and are never
  * reused, so a lend that expired cannot be mistaken for the next one.
@@ -265,11 +274,17 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
  * resumes at once.  Only that lend: a writer whose lend expired while it
  * wrote, and whose retry (or anyone else) began a new one since, must not
  * end the new one mid-write.
+ * Only its own value: memory.high is written back only if it still holds
+ * what the lend wrote.  Changed from outside meanwhile (an in-place resize
+ * of the actor), it is left as found and the lend ends all the same (0,
+ * MG_EVENT_LEND_END with .lend->restored false and .lend->found_high_bytes,
+ * a warning in the log).  The deadline's end and mg_guard_free() follow the
+ * same rule.
  * Returns 0; -ENOENT if no lend is open (this one ended or expired, and
  * none began since); -ESTALE if a lend is open but lend_id is not its id
  * (this one expired or ended and another began, or an id the guard never
  * gave): nothing is changed, the open lend goes on; or the errno of the
- * memory.high write (the lend stays open: try again).
+ * memory.high read or write (the lend stays open: try again).
  */
 int mg_guard_lend_end(mg_guard *g, uint64_t lend_id);
 bool mg_guard_is_lent(const mg_guard *g);

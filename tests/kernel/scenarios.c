@@ -720,6 +720,7 @@ static const struct {
         { "snapshot-faults", t_snapshot_faults },
         { "snapshot-cycles", t_snapshot_cycles },
         { "lend-crash", t_lend_crash },
+        { "lend-resize", t_lend_resize },
         { "confined-guard", t_confined_guard },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))

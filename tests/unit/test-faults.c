@@ -945,6 +945,31 @@ Test(faults, lend_end_write_fails) {
         }
 }
 
+/* The end reads memory.high before it restores (is it still the lend's?):
+ * a failing read leaves the lend open and memory.high as it is. */
+Test(faults, lend_end_read_fails) {
+        uint64_t lend = 0;
+        for (size_t e = 0; e < N(errnos); e++) {
+                int err = errnos[e];
+                mg_guard *g = fresh();
+                fixture_write(&fx, "memory.high", "241172480\n");
+                cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
+                arm(FOP_READ, MG_CG_HIGH, err, PERSISTENT, SHORT_NONE);
+                int r = mg_guard_lend_end(g, lend);
+                cr_expect_eq(r, gone_errno(err) ? -ENODEV : -err, "lend_end %s: %d", strerror(err), r);
+                disarm();
+                cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+                if (gone_errno(err)) {
+                        cr_expect_not(mg_guard_is_lent(g));
+                } else {
+                        cr_expect(mg_guard_is_lent(g), "the lend stays open until memory.high is read");
+                        cr_expect_eq(mg_guard_lend_end(g, lend), 0, "lend_end after the fault");
+                        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+                }
+                mg_guard_free(g);
+        }
+}
+
 /* The deadline's restore fails for a while: reported once, retried each
  * tick, kills stay paused until memory.high is back, then the overshoot is
  * acted on. */
@@ -1172,6 +1197,40 @@ Test(lend, new_guard_takes_the_lend_over) {
         cr_expect_neq(mg_guard_get_lend_id(g), 0);
         cr_expect_eq(mg_guard_lend_end(g, mg_guard_get_lend_id(g)), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_lt(get_record(), 0);
+        mg_guard_free(g);
+}
+
+/* A lend taken over from a record: what that lend wrote is not recorded,
+ * so memory.high as found at mg_guard_new() stands for it.  Changed from
+ * outside after that (a resize), it is left as found at the end, and the
+ * lend ends all the same: the record goes. */
+Test(lend, taken_over_lend_keeps_an_outside_change) {
+        need_user_xattrs();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        lend_and_crash(MG_UNLIMITED, 60 * SEC);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        mg_guard *g = new_guard();
+        cr_assert(mg_guard_is_lent(g));
+        fixture_write(&fx, "memory.high", "268435456\n");
+        cr_expect_eq(mg_guard_lend_end(g, mg_guard_get_lend_id(g)), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "268435456\n", "the resize was overwritten");
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_lt(get_record(), 0, "the record stays after the lend ended");
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
+        mg_guard_free(g);
+
+        /* at its deadline likewise */
+        fixture_write(&fx, "memory.high", "241172480\n");
+        lend_and_crash(MG_UNLIMITED, 1 * SEC);
+        g = new_guard();
+        cr_assert(mg_guard_is_lent(g));
+        fixture_write(&fx, "memory.high", "268435456\n");
+        for (int i = 0; i < 8 && mg_guard_is_lent(g); i++)
+                (void) tick(g);
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "268435456\n");
         cr_expect_lt(get_record(), 0);
         mg_guard_free(g);
 }

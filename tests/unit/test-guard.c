@@ -22,7 +22,19 @@ static struct {
         struct mg_kill_record kill;
         int last_error;
         uint64_t oom_count;
+        struct mg_lend_info lend;       /* of the last MG_EVENT_LEND_* */
+        int warnings;
+        char warning_log[2048];         /* every warning, one a line */
 } seen;
+
+static void on_log(int level, const char *msg, void *ud) {
+        size_t n = strlen(seen.warning_log);
+        (void) ud;
+        if (level == MG_LOG_WARNING) {
+                seen.warnings++;
+                snprintf(seen.warning_log + n, sizeof(seen.warning_log) - n, "%s\n", msg);
+        }
+}
 
 static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
         (void) g;
@@ -34,6 +46,8 @@ static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                 seen.last_error = ev->error;
         if (ev->type == MG_EVENT_KERNEL_OOM)
                 seen.oom_count += ev->count;
+        if (ev->lend)
+                seen.lend = *ev->lend;
 }
 
 static void setup(void) {
@@ -51,6 +65,7 @@ static mg_guard *new_guard(void) {
         mg_guard *g = NULL;
         cr_assert_eq(mg_guard_options_init(&o, 256 * MIB), 0);
         o.on_event = on_event;
+        o.log = on_log;
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
         mg_guard_set_clock(g, fixture_clock, &fx);
         fixture_map_fds(&fx, &g->cg);
@@ -530,6 +545,8 @@ Test(guard, lend_deadline_restores) {
         cr_expect_eq(tick_at(g, 250 * MS), 1);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        cr_expect(seen.lend.restored);
+        cr_expect_eq(seen.lend.found_high_bytes, MG_UNLIMITED);
         cr_expect_eq(mg_guard_lend_end(g, lend), -ENOENT, "the caller's late end is told it expired");
         mg_guard_free(g);
 }
@@ -563,7 +580,9 @@ Test(guard, late_end_of_an_expired_lend_leaves_the_next_one) {
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max", "A's late end ended B");
         cr_expect(mg_guard_is_lent(g));
         cr_expect_eq(mg_guard_get_lend_id(g), b);
-        cr_expect_eq(memcmp(&last, &g->lend, sizeof(last)), 0, "a stale end changed the lend");
+        cr_expect(last.id == g->lend.id && last.old_high_bytes == g->lend.old_high_bytes &&
+                  last.new_high_bytes == g->lend.new_high_bytes && last.deadline_usec == g->lend.deadline_usec,
+                  "a stale end changed the lend");
         cr_expect_eq(seen.n[MG_EVENT_LEND_END], 0);
 
         /* kills stay paused under B: a true overshoot is left alone */
@@ -583,6 +602,99 @@ Test(guard, late_end_of_an_expired_lend_leaves_the_next_one) {
         cr_expect(c != a && c != b && c != 0);
         cr_expect_eq(mg_guard_lend_end(g, b), -ESTALE);
         cr_expect_eq(mg_guard_lend_end(g, c), 0);
+        mg_guard_free(g);
+}
+
+/* Someone else changes memory.high during a lend (an in-place resize of
+ * the actor during a snapshot): the end of the lend must not write the
+ * saved value over theirs.  The lend ends all the same (kills resume) and
+ * says it did not restore. */
+Test(guard, lend_end_keeps_an_outside_change) {
+        mg_guard *g = new_guard();
+        uint64_t lend = 0;
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &lend), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
+        fixture_write(&fx, "memory.high", "209715200\n"); /* resized to 200 MiB */
+        seen.warnings = 0;
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "209715200\n", "the resize was overwritten");
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
+        cr_expect_not(seen.lend.restored, "the event says restored");
+        cr_expect_eq(seen.lend.found_high_bytes, 200 * MIB);
+        cr_expect_eq(seen.lend.new_high_bytes, 308281344);
+        cr_expect_eq(seen.lend.old_high_bytes, 241172480);
+        cr_expect_eq(seen.lend.id, lend);
+        cr_expect_eq(seen.warnings, 1);
+        cr_expect(strstr(seen.warning_log, "memory.high changed during the lend (209715200") != NULL, "%s",
+                  seen.warning_log);
+        cr_expect_eq(mg_guard_lend_end(g, lend), -ENOENT, "the lend is over");
+        cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16, "the line follows the resize");
+        /* kills resume */
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
+        mg_guard_free(g);
+
+        /* mg_guard_free() ending the lend leaves it too; an unchanged one
+         * is restored, and says so */
+        g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &lend), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
+        cr_expect(seen.lend.restored);
+        cr_expect_eq(seen.lend.found_high_bytes, 308281344);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, NULL), 0);
+        fixture_write(&fx, "memory.high", "134217728\n");
+        mg_guard_free(g);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "134217728\n");
+        cr_expect_not(seen.lend.restored);
+        cr_expect_eq(seen.lend.found_high_bytes, 128 * MIB);
+}
+
+/* The kernel keeps memory.high in whole pages: a lend of part of a page
+ * reads back rounded down, and that is still the lend's own value. */
+Test(guard, lend_of_part_of_a_page_is_still_ours) {
+        mg_guard *g = new_guard();
+        uint64_t lend = 0;
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 1000, 0, &lend), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241173480");
+        cr_expect_eq(seen.lend.new_high_bytes, 241172480, "what the kernel keeps of it");
+        fixture_write(&fx, "memory.high", "241172480\n"); /* as kernfs would read it back */
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
+        cr_expect(seen.lend.restored);
+        cr_assert_eq(mg_guard_lend_begin(g, 4096 + 1000, 0, &lend), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0); /* the fixture holds the bytes as written */
+        cr_expect(seen.lend.restored);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        mg_guard_free(g);
+}
+
+/* The same at the deadline: the guard's own restore leaves the outside
+ * value, ends the lend, and kills resume. */
+Test(guard, lend_expiry_keeps_an_outside_change) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS, NULL), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        fixture_write(&fx, "memory.high", "268435456\n");
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 750 * MS), 0, "kills paused during the lend");
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "268435456\n", "the resize was overwritten");
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        cr_expect_not(seen.lend.restored, "the event says restored");
+        cr_expect_eq(seen.lend.found_high_bytes, 256 * MIB);
+        cr_expect_eq(seen.lend.new_high_bytes, MG_UNLIMITED);
+        cr_expect(strstr(seen.warning_log, "lend deadline passed, memory.high left as found") != NULL, "%s",
+                  seen.warning_log);
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1", "kills resume at the end of the lend");
         mg_guard_free(g);
 }
 
