@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,6 +430,7 @@ static int read_slow(mg_guard *g, uint64_t current, bool all, bool full_stat, st
         int r;
 
         *rep = (struct mg_report) {
+                .size = sizeof(*rep),
                 .time_usec = mg_guard_now(g),
                 .limit_bytes = g->opt.limit_bytes,
                 .margin_bytes = g->opt.margin_bytes,
@@ -523,7 +525,7 @@ static void note_kernel_oom(mg_guard *g, const struct mg_report *rep) {
 }
 
 void mg_guard_events_changed(mg_guard *g) {
-        struct mg_report rep = {};
+        struct mg_report rep = { .size = sizeof(rep) };
         uint64_t high = g->last_events.high, max = g->last_events.max;
 
         if (g->state == MG_GUARD_GONE)
@@ -562,6 +564,7 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
         }
         clear_error(g, MG_ERR_KILL);
         g->kill = (struct mg_kill_record) {
+                .size = sizeof(g->kill),
                 .reason = reason,
                 .method = method,
                 .cgroup = g->path,
@@ -835,6 +838,11 @@ int mg_guard_tick(mg_guard *g) {
         return 1;
 }
 
+/* The smallest .size mg_guard_report() fills: .size and time_usec, the
+ * first field after it (a report without even that is a mistake, not an
+ * older caller). */
+#define MG_REPORT_SIZE_MIN (offsetof(struct mg_report, time_usec) + sizeof(uint64_t))
+
 int mg_guard_report(mg_guard *g, struct mg_report *ret) {
         struct mg_report rep;
         struct mg_sample x;
@@ -843,6 +851,10 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
         int r;
 
         if (!g || !ret)
+                return -EINVAL;
+        /* ret may be an older caller's, shorter struct; refused before
+         * anything is read if it has no room for the first field */
+        if (mg_sized_size(ret) < MG_REPORT_SIZE_MIN)
                 return -EINVAL;
         if (g->state == MG_GUARD_GONE)
                 return -ENODEV;
@@ -861,8 +873,7 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
                 rep.verdict = mg_policy_decide(&g->params, &scratch, &x, &rep.stall_usec, &rep.stall_signals);
                 rep.stall_refault_bytes = scratch.stall_refault_bytes;
         }
-        *ret = rep;
-        return 0;
+        return mg_sized_copy_out(ret, &rep, sizeof(rep));
 }
 
 int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id) {

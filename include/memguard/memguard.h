@@ -81,8 +81,16 @@ enum mg_stall_signal {
         MG_STALL_REFAULT = 1 << 2,      /* re-read its whole cache over, no restores booked */
 };
 
-/* Everything one slow-path read saw; a kill record carries one. */
+/*
+ * Everything one slow-path read saw; a kill record carries one.  Sized
+ * like the options (the conventions above): a caller sets .size before
+ * mg_guard_report(),
+ *   struct mg_report rep = { .size = sizeof(rep) };
+ * and gets what fits.  One the library hands out (a kill record's) has
+ * .size = the library's sizeof: fields past it do not exist there.
+ */
 struct mg_report {
+        uint64_t size;
         uint64_t time_usec;             /* CLOCK_MONOTONIC of the read */
         uint64_t limit_bytes, margin_bytes;
         uint64_t current_bytes;         /* memory.current */
@@ -108,15 +116,25 @@ enum mg_kill_method {
         MG_KILL_PIDFD = 2,              /* pidfd_send_signal per member */
 };
 
+/*
+ * What MG_EVENT_KILL hands out.  .size is the library's sizeof, so a
+ * caller built against a newer header can tell which fields this library
+ * has (a field exists if it ends within .size, and a report field within
+ * .report.size).  The report comes last: it grows at the end of the record
+ * without moving the fields before it.  A copy kept in a struct of the
+ * caller's own build is a whole struct assignment; one cut to an older
+ * layout has its .size set to what it holds before mg_kill_record_format().
+ */
 struct mg_kill_record {
+        uint64_t size;
         enum mg_kill_reason reason;
         enum mg_kill_method method;
         const char *cgroup;             /* the actor's cgroup path */
-        struct mg_report report;        /* the read that decided */
         uint64_t detect_usec;           /* first tick that saw the condition */
         uint64_t kill_usec;             /* signal sent */
         uint64_t empty_usec;            /* cgroup.events populated 0; 0 if not seen */
         bool empty_timed_out;           /* gave up waiting for populated 0 */
+        struct mg_report report;        /* the read that decided */
 };
 
 enum mg_event_type {
@@ -253,7 +271,12 @@ const char *mg_guard_get_path(const mg_guard *g);
 void *mg_guard_get_userdata(const mg_guard *g);
 
 /* Reads everything the slow path reads and the verdict it would give now,
- * without acting.  Returns 0 or a negative errno. */
+ * without acting, into a struct whose .size the caller set (sizeof, or an
+ * older build's: min(.size, the library's sizeof) is filled, fields the
+ * library does not know are zeroed, nothing past .size is written, .size
+ * keeps the caller's value).  Returns 0, -EINVAL (also for a .size below
+ * 16, that is without time_usec: checked before anything is read), or
+ * another negative errno. */
 int mg_guard_report(mg_guard *g, struct mg_report *ret);
 
 /*
@@ -354,7 +377,9 @@ const char *mg_kill_reason_to_string(enum mg_kill_reason r);
 const char *mg_event_type_to_string(enum mg_event_type t);
 
 /* Formats a kill record as a short OOM-style report (no trailing newline).
- * Returns the length it needed, like snprintf. */
+ * Reads only what k->size and k->report.size say exists (a field beyond
+ * them reads as 0).  Returns the length it needed, like snprintf, or
+ * -EINVAL for a .size that does not reach the report. */
 int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len);
 
 /*

@@ -215,7 +215,7 @@ int t_dirty_after_lend(void) {
         KT_CHECK(kt_cg_read(cg, "memory.high", after, sizeof(after)) > 0, "read");
         uint64_t cur = kt_cg_u64(cg, "memory.current");
         kt_run(s, 3 * SEC, killed_any, NULL, &ev);
-        struct mg_report rep;
+        struct mg_report rep = { .size = sizeof(rep) };
         mg_guard_report(g, &rep);
         mg_set_free(s);
         unlink(file);

@@ -98,7 +98,7 @@ Test(guard, required_and_optional_files) {
         fixture_remove(&fx, "memory.events.local");
         fixture_remove(&fx, "memory.pressure");
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
-        struct mg_report rep;
+        struct mg_report rep = { .size = sizeof(rep) };
         cr_expect_eq(mg_guard_report(g, &rep), 0);
         mg_guard_free(g);
         /* no memory controller: refused with a clear errno */
@@ -876,7 +876,7 @@ Test(guard, throttled_reported_once_never_killed) {
 
 Test(guard, report_does_not_feed_the_window) {
         mg_guard *g = new_guard();
-        struct mg_report rep;
+        struct mg_report rep = { .size = sizeof(rep) };
         fixture_current(&fx, 255 * MIB);
         fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 1 * MIB, 0, 2 * MIB, 0);
         fixture_write(&fx, "memory.high", "241172480\n");
@@ -886,6 +886,98 @@ Test(guard, report_does_not_feed_the_window) {
         cr_expect_eq(rep.high_bytes, 241172480);
         cr_expect_eq(rep.max_bytes, MG_UNLIMITED);
         cr_expect_eq(g->policy.count, 0);
+        mg_guard_free(g);
+}
+
+/* struct mg_report records its size like the other sized structs: an
+ * older caller's, shorter struct is filled to its .size and no further. */
+Test(guard, report_of_an_older_caller_is_filled_to_its_size) {
+        union {
+                struct mg_report r;
+                unsigned char b[sizeof(struct mg_report) + 64];
+        } u;
+        size_t cut = offsetof(struct mg_report, stat);
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 100 * MIB);
+        memset(&u, 0xa5, sizeof(u));
+        u.r.size = cut;
+        cr_assert_eq(mg_guard_report(g, &u.r), 0);
+        cr_expect_eq(u.r.size, cut, "the caller's .size is kept");
+        for (size_t i = cut; i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past the caller's %zu", i, cut);
+        cr_expect_eq(u.r.time_usec, fx.now_usec);
+        cr_expect_eq(u.r.limit_bytes, 256 * MIB);
+        cr_expect_eq(u.r.current_bytes, 100 * MIB);
+        cr_expect_eq(u.r.max_bytes, MG_UNLIMITED);
+
+        /* at the end of a page: a byte past it would be a SIGSEGV */
+        struct mg_report *old = at_page_end(cut);
+        old->size = cut;
+        cr_assert_eq(mg_guard_report(g, old), 0);
+        cr_expect_eq(old->high_bytes, MG_UNLIMITED);
+
+        /* the smallest: .size and time_usec; below it -EINVAL, nothing read */
+        memset(&u, 0xa5, sizeof(u));
+        u.r.size = 16;
+        cr_assert_eq(mg_guard_report(g, &u.r), 0);
+        cr_expect_eq(u.r.time_usec, fx.now_usec);
+        for (size_t i = 16; i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past .size 16", i);
+        fixture_reset_counts(&fx);
+        static const uint64_t bad[] = { 15, 8, 0 };
+        for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+                memset(&u, 0xa5, sizeof(u));
+                u.r.size = bad[k];
+                cr_expect_eq(mg_guard_report(g, &u.r), -EINVAL, ".size %" PRIu64, bad[k]);
+                for (size_t i = sizeof(uint64_t); i < sizeof(u); i++)
+                        cr_assert_eq(u.b[i], 0xa5, "byte %zu written for .size %" PRIu64, i, bad[k]);
+        }
+        cr_expect_eq(fx.reads, 0, "read before refusing the struct");
+
+        /* a newer caller's: the fields this library lacks are zeroed */
+        memset(&u, 0xa5, sizeof(u));
+        u.r.size = sizeof(u.r) + 16;
+        cr_assert_eq(mg_guard_report(g, &u.r), 0);
+        cr_expect_eq(u.r.size, sizeof(u.r) + 16);
+        cr_expect_eq(u.r.verdict, MG_VERDICT_OK);
+        for (size_t i = sizeof(u.r); i < sizeof(u.r) + 16; i++)
+                cr_assert_eq(u.b[i], 0, "byte %zu of the caller's newer fields not zeroed", i);
+        for (size_t i = sizeof(u.r) + 16; i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past the caller's struct", i);
+        mg_guard_free(g);
+}
+
+/* A kill record says how large it is, and so does its report; the
+ * formatter reads a record no further than they say. */
+Test(guard, kill_record_records_its_size) {
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        tick_at(g, 250 * MS);
+        cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.kill.size, sizeof(struct mg_kill_record));
+        cr_expect_eq(seen.kill.report.size, sizeof(struct mg_report));
+        char whole[1024], cut[1024];
+        cr_assert_gt(mg_kill_record_format(&seen.kill, whole, sizeof(whole)), 0);
+        cr_expect(strstr(whole, "limit 262144kB, used 289792kB") != NULL, "%s", whole);
+
+        /* a copy cut after the report's limits (an older caller's), at the
+         * end of a page: what it lacks reads as 0 */
+        size_t at = offsetof(struct mg_kill_record, report) + offsetof(struct mg_report, stat);
+        struct mg_kill_record *k = at_page_end(at);
+        memcpy(k, &seen.kill, at);
+        k->size = at;
+        cr_assert_gt(mg_kill_record_format(k, cut, sizeof(cut)), 0);
+        cr_expect(strstr(cut, "limit 262144kB, used 289792kB (anon 0kB") != NULL, "%s", cut);
+        /* its report's .size cuts it as well */
+        struct mg_kill_record c = seen.kill;
+        c.report.size = offsetof(struct mg_report, stat);
+        cr_assert_gt(mg_kill_record_format(&c, cut, sizeof(cut)), 0);
+        cr_expect(strstr(cut, "(anon 0kB") != NULL, "%s", cut);
+        c.size = offsetof(struct mg_kill_record, report);
+        cr_expect_eq(mg_kill_record_format(&c, cut, sizeof(cut)), -EINVAL, "no room for the report's .size");
         mg_guard_free(g);
 }
 
