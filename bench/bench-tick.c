@@ -352,7 +352,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < np; i++) {
                 if (pairs[i].a != A_MEMGUARD)
                         continue;
-                struct mg_report rep;
+                struct mg_report rep = { .size = sizeof(rep) };
                 if (mg_guard_report(pairs[i].g, &rep) == 0)
                         printf("target mode=%s current_kib=%" PRIu64 " used_kib=%" PRIu64 " limit_kib=%" PRIu64
                                " verdict=%s\n",

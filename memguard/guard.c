@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,7 +199,7 @@ void mg_guard_release_lend(mg_guard *g, bool taken_over_too) {
 
         if (!g->lent || (g->lend_adopted && !taken_over_too))
                 return;
-        r = mg_guard_lend_end(g);
+        r = mg_guard_lend_end(g, g->lend.id);
         if (r < 0 && g->lent)
                 glog(g, MG_LOG_ERR, "%s: restoring memory.high to %s as the guard goes: %s%s", g->path,
                      g->lend_old_high, strerror(-r),
@@ -241,6 +243,10 @@ void *mg_guard_get_userdata(const mg_guard *g) {
 
 bool mg_guard_is_lent(const mg_guard *g) {
         return g->lent;
+}
+
+uint64_t mg_guard_get_lend_id(const mg_guard *g) {
+        return g && g->lent ? g->lend.id : 0;
 }
 
 /* A removed cgroup makes every open file return ENODEV (kernfs deactivates
@@ -448,6 +454,7 @@ static int read_slow(mg_guard *g, uint64_t current, bool all, bool full_stat, st
         int r;
 
         *rep = (struct mg_report) {
+                .size = sizeof(*rep),
                 .time_usec = mg_guard_now(g),
                 .limit_bytes = g->opt.limit_bytes,
                 .margin_bytes = g->opt.margin_bytes,
@@ -543,7 +550,7 @@ static void note_kernel_oom(mg_guard *g, const struct mg_report *rep) {
 }
 
 void mg_guard_events_changed(mg_guard *g) {
-        struct mg_report rep = {};
+        struct mg_report rep = { .size = sizeof(rep) };
         uint64_t high = g->last_events.high, max = g->last_events.max;
 
         if (g->state == MG_GUARD_GONE)
@@ -583,6 +590,7 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
         }
         clear_error(g, MG_ERR_KILL);
         g->kill = (struct mg_kill_record) {
+                .size = sizeof(g->kill),
                 .reason = reason,
                 .method = method,
                 .cgroup = g->path,
@@ -656,41 +664,83 @@ static void lend_record_remove(mg_guard *g) {
         g->lend_recorded = g->lend_adopted = false;
 }
 
+/* The lend is over, whether memory.high went back or not: kills resume at
+ * once, with a window that starts now (what the lend let the actor do is
+ * not evidence of a stall), and the line follows memory.high as it is. */
+static void lend_close(mg_guard *g, uint64_t high) {
+        g->lent = false;
+        lend_record_remove(g);
+        set_kernel_limits(g, high, g->max_bytes);
+        mg_policy_reset(&g->policy);
+        g->detect_usec = 0;
+}
+
+/* memory.high as the kernel reads back bytes written to it: whole pages
+ * (page_counter_memparse() rounds down), and a count of pages at
+ * PAGE_COUNTER_MAX (LONG_MAX / PAGE_SIZE on 64-bit) reads "max". */
+static uint64_t high_as_kept(const mg_guard *g, uint64_t bytes) {
+        uint64_t pages;
+
+        if (bytes == MG_UNLIMITED)
+                return MG_UNLIMITED;
+        pages = bytes / g->page_bytes;
+        return pages >= (uint64_t) LONG_MAX / g->page_bytes ? MG_UNLIMITED : pages * g->page_bytes;
+}
+
+/*
+ * Ends the lend: memory.high back to the text read before it, but only if
+ * memory.high still holds what the lend wrote.  Anything else is someone
+ * else's change made during the lend (an in-place resize of the actor, an
+ * operator, kubelet): writing the saved value over it would undo it, so
+ * it is left as found, and the lend ends all the same.  What was found and
+ * whether it was restored go to g->lend for the event.  A change between
+ * this read and the write cannot be told (cgroupfs has no compare and
+ * swap); the window is one pread.
+ * Returns 1 if restored, 0 if the lend ended with memory.high left as
+ * found, or a negative errno (the lend stays open: retried).
+ */
 static int lend_restore(mg_guard *g) {
         uint64_t high;
         int r;
 
-        if (g->lend_adopted) {
-                /* Another process's record: trust it only to lower
-                 * memory.high.  A lend raises it, so its restore never
-                 * raises it; a record that would is not one (or someone
-                 * lowered memory.high since), and is dropped. */
-                r = read_u64(g, MG_CG_HIGH, &high);
-                if (gone_errno(r))
-                        return read_failed(g, MG_CG_HIGH, r);
-                if (r < 0)
-                        return r;
-                if (g->lend.old_high_bytes > high) {
-                        glog(g, MG_LOG_WARNING, "%s: the adopted lend record would raise memory.high to %s: dropped",
-                             g->path, g->lend_old_high);
-                        g->lent = false;
-                        lend_record_remove(g);
-                        return 0;
-                }
+        r = read_u64(g, MG_CG_HIGH, &high);
+        if (gone_errno(r))
+                return read_failed(g, MG_CG_HIGH, r);
+        if (r < 0)
+                return r;
+        g->lend.found_high_bytes = high;
+        g->lend.restored = false;
+        if (!g->lend_high_unknown && high_as_kept(g, high) != high_as_kept(g, g->lend.new_high_bytes)) {
+                char found[32];
+                if (high == MG_UNLIMITED)
+                        snprintf(found, sizeof(found), "max");
+                else
+                        snprintf(found, sizeof(found), "%" PRIu64, high);
+                glog(g, MG_LOG_WARNING,
+                     "%s: memory.high changed during the lend (%s, not what the lend wrote): left as found, "
+                     "not restored to %s; the lend is over",
+                     g->path, found, g->lend_old_high);
+                lend_close(g, high);
+                return 0;
+        }
+        /* Another process's record: trust it only to lower memory.high.  A
+         * lend raises it, so its restore never raises it; a record that
+         * would is not one (or someone lowered memory.high since), and is
+         * dropped. */
+        if (g->lend_adopted && g->lend.old_high_bytes > high) {
+                glog(g, MG_LOG_WARNING, "%s: the adopted lend record would raise memory.high to %s: dropped",
+                     g->path, g->lend_old_high);
+                lend_close(g, high);
+                return 0;
         }
         r = mg_cgroup_write(&g->cg, MG_CG_HIGH, g->lend_old_high);
         if (gone_errno(r))
                 return read_failed(g, MG_CG_HIGH, r);
         if (r < 0)
                 return r;
-        g->lent = false;
-        lend_record_remove(g);
-        set_kernel_limits(g, g->lend.old_high_bytes, g->max_bytes);
-        /* Resume at once, with a window that starts now: what the lend let
-         * the actor do is not evidence of a stall. */
-        mg_policy_reset(&g->policy);
-        g->detect_usec = 0;
-        return 0;
+        g->lend.restored = true;
+        lend_close(g, g->lend.old_high_bytes);
+        return 1;
 }
 
 int mg_guard_tick(mg_guard *g) {
@@ -718,8 +768,12 @@ int mg_guard_tick(mg_guard *g) {
                                      "memory.high", r);
                 } else {
                         clear_error(g, MG_ERR_WRITE_HIGH);
-                        glog(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high restored to %s", g->path,
-                             g->lend_old_high);
+                        if (r > 0)
+                                glog(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high restored to %s",
+                                     g->path, g->lend_old_high);
+                        else
+                                glog(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high left as found",
+                                     g->path);
                         emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_EXPIRED, .lend = &g->lend });
                         acted = 1;
                 }
@@ -810,6 +864,11 @@ int mg_guard_tick(mg_guard *g) {
         return 1;
 }
 
+/* The smallest .size mg_guard_report() fills: .size and time_usec, the
+ * first field after it (a report without even that is a mistake, not an
+ * older caller). */
+#define MG_REPORT_SIZE_MIN (offsetof(struct mg_report, time_usec) + sizeof(uint64_t))
+
 int mg_guard_report(mg_guard *g, struct mg_report *ret) {
         struct mg_report rep;
         struct mg_sample x;
@@ -818,6 +877,10 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
         int r;
 
         if (!g || !ret)
+                return -EINVAL;
+        /* ret may be an older caller's, shorter struct; refused before
+         * anything is read if it has no room for the first field */
+        if (mg_sized_size(ret) < MG_REPORT_SIZE_MIN)
                 return -EINVAL;
         if (g->state == MG_GUARD_GONE)
                 return -ENODEV;
@@ -836,11 +899,10 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
                 rep.verdict = mg_policy_decide(&g->params, &scratch, &x, &rep.stall_usec, &rep.stall_signals);
                 rep.stall_refault_bytes = scratch.stall_refault_bytes;
         }
-        *ret = rep;
-        return 0;
+        return mg_sized_copy_out(ret, &rep, sizeof(rep));
 }
 
-int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec) {
+int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id) {
         struct mg_lend_record rec = {};
         char buf[32], newval[32], text[MG_LEND_RECORD_MAX + 1];
         uint64_t old, now, rel, bt;
@@ -921,30 +983,42 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
         memcpy(g->lend_old_high, buf, (size_t) n + 1);
         g->lend = (struct mg_lend_info) {
                 .old_high_bytes = old,
-                .new_high_bytes = strcmp(newval, "max") == 0 ? MG_UNLIMITED : old + extra_bytes,
+                /* what memory.high reads now: the end compares with it */
+                .new_high_bytes = strcmp(newval, "max") == 0 ? MG_UNLIMITED : high_as_kept(g, old + extra_bytes),
                 .deadline_usec = mg_usec_add(now, rel),
+                .id = ++g->lend_last_id,
         };
         g->lent = true;
         g->lend_recorded = recorded;
         g->lend_adopted = false;
+        g->lend_high_unknown = false;
         set_kernel_limits(g, g->lend.new_high_bytes, g->max_bytes);
         glog(g, MG_LOG_INFO, "%s: lent memory.high %s -> %s", g->path, g->lend_old_high, newval);
         emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_BEGIN, .time_usec = now, .lend = &g->lend });
+        if (ret_lend_id)
+                *ret_lend_id = g->lend.id;
         return 0;
 }
 
-int mg_guard_lend_end(mg_guard *g) {
+int mg_guard_lend_end(mg_guard *g, uint64_t lend_id) {
         int r;
 
         if (!g)
                 return -EINVAL;
         if (!g->lent)
                 return -ENOENT;
+        /* Ids are never reused: one that is not the open lend's is a lend
+         * that is over (it expired, and someone lent again since), or was
+         * never given.  Ending the open lend for it would lower memory.high
+         * and resume kills under a write still running in that lend. */
+        if (lend_id != g->lend.id)
+                return -ESTALE;
         r = lend_restore(g);
         if (r < 0)
                 return r;
         clear_error(g, MG_ERR_WRITE_HIGH);
-        glog(g, MG_LOG_INFO, "%s: memory.high restored to %s", g->path, g->lend_old_high);
+        if (r > 0)
+                glog(g, MG_LOG_INFO, "%s: memory.high restored to %s", g->path, g->lend_old_high);
         emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_END, .lend = &g->lend });
         if (g->set)
                 mg_set_reschedule(g->set, g, mg_guard_now(g));
@@ -1020,9 +1094,10 @@ int mg_lend_record_parse(const char *buf, size_t len, struct mg_lend_record *ret
  * began and has not ended (it crashed or was killed; or it still runs, in
  * which case two guards watch one cgroup).  Not ignored: the guard takes
  * the lend over as its own, kills paused, and restores memory.high at the
- * record's deadline (MG_EVENT_LEND_EXPIRED), or at mg_guard_lend_end().
- * The wait is cut to this guard's own lend deadline: whoever can write the
- * directory's xattrs can write a record, and must not pause kills for long.
+ * record's deadline (MG_EVENT_LEND_EXPIRED), or at mg_guard_lend_end()
+ * (its id: mg_guard_get_lend_id()).  The wait is cut to this guard's own
+ * lend deadline: whoever can write the directory's xattrs can write a
+ * record, and must not pause kills for long.
  * A record that cannot be read or parsed is logged and left for
  * mg_guard_recover() to report.
  */
@@ -1049,13 +1124,18 @@ static void lend_adopt(mg_guard *g) {
                 left = rec.deadline_boottime_usec > now_bt ? rec.deadline_boottime_usec - now_bt : 0;
         if (left > g->opt.lend_deadline_usec)
                 left = g->opt.lend_deadline_usec;
-        if (read_u64(g, MG_CG_HIGH, &high) < 0)
+        /* What the lend wrote is not in the record: memory.high as found
+         * now stands for it, so a change made after this is not undone at
+         * the end.  Unread, only the rule against raising it is left. */
+        g->lend_high_unknown = read_u64(g, MG_CG_HIGH, &high) < 0;
+        if (g->lend_high_unknown)
                 high = MG_UNLIMITED;
         memcpy(g->lend_old_high, rec.old_high, sizeof(rec.old_high));
         g->lend = (struct mg_lend_info) {
                 .old_high_bytes = rec.old_high_bytes,
                 .new_high_bytes = high,
                 .deadline_usec = mg_usec_add(mg_guard_now(g), left),
+                .id = ++g->lend_last_id, /* no caller holds it: mg_guard_get_lend_id() */
         };
         g->lent = g->lend_adopted = true;
         g->lend_recorded = false;

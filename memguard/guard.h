@@ -95,6 +95,8 @@ struct mg_guard {
         struct mg_lend_info lend;
         bool lend_recorded;             /* our lend record is on the directory */
         bool lend_adopted;              /* the lend came from a record found at mg_guard_new() */
+        uint64_t lend_last_id;          /* the id of the last lend begun or taken over; 0: none yet */
+        bool lend_high_unknown;         /* taken over, memory.high unread: what the lend wrote is unknown */
         uint64_t stat_keys, events_keys;/* keys memory.stat / memory.events.local had: fewer is a cut read */
         struct mg_memstat_layout stat_layout; /* where the tick's memory.stat keys are */
 

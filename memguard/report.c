@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "memguard/memguard.h"
+#include "sized.h"
 
 const char *mg_verdict_to_string(enum mg_verdict v) {
         switch (v) {
@@ -41,10 +45,35 @@ const char *mg_event_type_to_string(enum mg_event_type t) {
 
 /* Modelled on the kernel's "Memory cgroup out of memory" report: what the
  * limit was, what was charged and what of it the tenant could not give back. */
-int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len) {
-        const struct mg_report *r = &k->report;
+/* The part of *src that its .size (and its report's) says exists, into
+ * *dst, zeros for the rest: a record made by another build of this
+ * library, or cut short in a caller's copy, is read no further than it
+ * goes.  0 or -EINVAL (no room for the report's .size). */
+static int kill_record_in(struct mg_kill_record *dst, const struct mg_kill_record *src) {
+        const size_t at = offsetof(struct mg_kill_record, report);
+        uint64_t size = src->size, rsize;
+
+        if (size < at + MG_SIZED_MIN)
+                return -EINVAL;
+        if (size > sizeof(*dst))
+                size = sizeof(*dst);
+        memset(dst, 0, sizeof(*dst));
+        memcpy(dst, src, (size_t) size);
+        rsize = mg_sized_size(&src->report);
+        if (rsize < size - at)
+                memset((char *) dst + at + rsize, 0, (size_t) (size - at - rsize));
+        return 0;
+}
+
+int mg_kill_record_format(const struct mg_kill_record *kr, char *buf, size_t len) {
+        struct mg_kill_record kc;
+        const struct mg_kill_record *k = &kc;
+        const struct mg_report *r = &kc.report;
         const struct mg_memstat *s = &r->stat;
         char reread[160] = "";
+
+        if (!kr || kill_record_in(&kc, kr) < 0)
+                return -EINVAL;
 
         if (r->stall_signals & MG_STALL_REFAULT)
                 snprintf(reread, sizeof(reread),

@@ -3,9 +3,10 @@
 
 /*
  * Structs that record their own size (a uint64_t .size first: the options
- * of a guard, a set and a snapshot, the snapshot stats) cross the library's
- * boundary by one rule, the kernel's for clone3() and sched_getattr():
- * the library reads or fills min(the caller's .size, its own sizeof) bytes.
+ * of a guard, a set and a snapshot, the snapshot stats, a report) cross the
+ * library's boundary by one rule, the kernel's for clone3() and
+ * sched_getattr(): the library reads or fills min(the caller's .size, its
+ * own sizeof) bytes.
  *   in:  a larger caller struct is fine if every byte past ours is zero
  *        (fields this library does not know, left at their default); a
  *        non-zero one is -E2BIG, since ignoring it would drop a setting.
@@ -13,6 +14,9 @@
  *        are zeroed (fields this library does not know), nothing past the
  *        caller's .size is written, and .size keeps the caller's value.
  * A .size that does not even cover .size itself is -EINVAL.
+ * What the library hands out by pointer (a kill record in an event, with
+ * the report in it) carries .size = its own sizeof: a caller built against
+ * a newer header reads a field only if it ends within .size.
  */
 
 #include <errno.h>

@@ -82,6 +82,7 @@ struct writer {
         bool have_prev;
         uint64_t prev_off, prev_len;    /* file range of the previous window */
         struct mg_snapshot_stats st;
+        uint64_t lend_id;               /* the guard's lend this write runs in */
 };
 
 static int fault(enum mg_snap_op op, uint64_t off, uint64_t len) {
@@ -702,12 +703,14 @@ static int lend_end(struct writer *w, mg_guard *g) {
         int r;
 
         guard_lock(w, true);
-        r = mg_guard_lend_end(g);
+        r = mg_guard_lend_end(g, w->lend_id);
         guard_lock(w, false);
         w->st.lend_end_usec = mg_snap_now_usec() - t;
-        if (r == -ENOENT || r == -ENODEV) {
-                /* The deadline restored memory.high already, or the actor's
-                 * cgroup is gone: nothing left to restore. */
+        if (r == -ENOENT || r == -ESTALE || r == -ENODEV) {
+                /* The deadline restored memory.high already (and, for
+                 * -ESTALE, someone lent again since: that lend is not ours
+                 * to end), or the actor's cgroup is gone: nothing left to
+                 * restore. */
                 mg_snap_log(&w->o, MG_LOG_WARNING, "snapshot: lend already over: %s", strerror(-r));
                 return 0;
         }
@@ -845,7 +848,7 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
                 }
                 t = mg_snap_now_usec();
                 guard_lock(&w, true);
-                r = mg_guard_lend_begin(g, extra, deadline);
+                r = mg_guard_lend_begin(g, extra, deadline, &w.lend_id);
                 guard_lock(&w, false);
                 w.st.lend_begin_usec = mg_snap_now_usec() - t;
                 if (r < 0) {

@@ -81,8 +81,16 @@ enum mg_stall_signal {
         MG_STALL_REFAULT = 1 << 2,      /* re-read its whole cache over, no restores booked */
 };
 
-/* Everything one slow-path read saw; a kill record carries one. */
+/*
+ * Everything one slow-path read saw; a kill record carries one.  Sized
+ * like the options (the conventions above): a caller sets .size before
+ * mg_guard_report(),
+ *   struct mg_report rep = { .size = sizeof(rep) };
+ * and gets what fits.  One the library hands out (a kill record's) has
+ * .size = the library's sizeof: fields past it do not exist there.
+ */
 struct mg_report {
+        uint64_t size;
         uint64_t time_usec;             /* CLOCK_MONOTONIC of the read */
         uint64_t limit_bytes, margin_bytes;
         uint64_t current_bytes;         /* memory.current */
@@ -108,22 +116,32 @@ enum mg_kill_method {
         MG_KILL_PIDFD = 2,              /* pidfd_send_signal per member */
 };
 
+/*
+ * What MG_EVENT_KILL hands out.  .size is the library's sizeof, so a
+ * caller built against a newer header can tell which fields this library
+ * has (a field exists if it ends within .size, and a report field within
+ * .report.size).  The report comes last: it grows at the end of the record
+ * without moving the fields before it.  A copy kept in a struct of the
+ * caller's own build is a whole struct assignment; one cut to an older
+ * layout has its .size set to what it holds before mg_kill_record_format().
+ */
 struct mg_kill_record {
+        uint64_t size;
         enum mg_kill_reason reason;
         enum mg_kill_method method;
         const char *cgroup;             /* the actor's cgroup path */
-        struct mg_report report;        /* the read that decided */
         uint64_t detect_usec;           /* first tick that saw the condition */
         uint64_t kill_usec;             /* signal sent */
         uint64_t empty_usec;            /* cgroup.events populated 0; 0 if not seen */
         bool empty_timed_out;           /* gave up waiting for populated 0 */
+        struct mg_report report;        /* the read that decided */
 };
 
 enum mg_event_type {
         MG_EVENT_KILL = 1,      /* .kill valid; delivered once the cgroup is empty */
         MG_EVENT_LEND_BEGIN,    /* .lend valid */
-        MG_EVENT_LEND_END,
-        MG_EVENT_LEND_EXPIRED,  /* the deadline restored memory.high */
+        MG_EVENT_LEND_END,      /* .lend valid; .lend->restored: memory.high written back */
+        MG_EVENT_LEND_EXPIRED,  /* the deadline ended the lend (.lend->restored, as for END) */
         MG_EVENT_ERROR,         /* .error valid; the guard keeps going */
         MG_EVENT_GONE,          /* the cgroup vanished; the guard stops */
         MG_EVENT_KERNEL_OOM,    /* memory.events.local oom_kill rose */
@@ -142,10 +160,21 @@ struct mg_throttle_info {
         uint32_t cpu_permyriad;         /* CPU used, share of one CPU */
 };
 
+/* The lend an MG_EVENT_LEND_* is about.  The library owns it; fields are
+ * added at the end. */
 struct mg_lend_info {
         uint64_t old_high_bytes;        /* MG_UNLIMITED for "max" */
         uint64_t new_high_bytes;
         uint64_t deadline_usec;         /* absolute CLOCK_MONOTONIC; UINT64_MAX: none */
+        uint64_t id;                    /* mg_guard_lend_begin()'s *ret_lend_id; never 0 */
+        /* MG_EVENT_LEND_END and _EXPIRED: memory.high as read at the end,
+         * and whether it was written back to old_high_bytes.  Only if it
+         * still held what the lend wrote (new_high_bytes): anything else is
+         * someone else's change during the lend (an in-place resize), left
+         * as found (restored false, found_high_bytes that value; the log
+         * says so at warning level).  The lend is over either way. */
+        uint64_t found_high_bytes;      /* MG_UNLIMITED for "max" */
+        bool restored;
 };
 
 struct mg_event {
@@ -213,7 +242,8 @@ int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_g
  * Frees a guard; accepts NULL, returns NULL.  A lend the guard began
  * (mg_guard_lend_begin()) and has not ended is ended first, as
  * mg_guard_lend_end() does (MG_EVENT_LEND_END): memory.high back to its
- * previous value, the lend record removed.  Best effort: a write that
+ * previous value (unless changed from outside during the lend), the lend
+ * record removed.  Best effort: a write that
  * fails is logged, and the record stays for mg_guard_recover().  A lend
  * the guard took over from a record at mg_guard_new() is left as found,
  * record and all: its lender may still be running (mg_set_remove() ends
@@ -241,7 +271,12 @@ const char *mg_guard_get_path(const mg_guard *g);
 void *mg_guard_get_userdata(const mg_guard *g);
 
 /* Reads everything the slow path reads and the verdict it would give now,
- * without acting.  Returns 0 or a negative errno. */
+ * without acting, into a struct whose .size the caller set (sizeof, or an
+ * older build's: min(.size, the library's sizeof) is filled, fields the
+ * library does not know are zeroed, nothing past .size is written, .size
+ * keeps the caller's value).  Returns 0, -EINVAL (also for a .size below
+ * 16, that is without time_usec: checked before anything is read), or
+ * another negative errno. */
 int mg_guard_report(mg_guard *g, struct mg_report *ret);
 
 /*
@@ -249,14 +284,37 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret);
  * (MG_UNLIMITED writes "max"), pauses kills.  deadline_usec is relative;
  * 0 takes the option's default, UINT64_MAX (or any past the clock's end)
  * means none.  After it the guard restores memory.high by itself
- * (MG_EVENT_LEND_EXPIRED).  Returns 0, -EBUSY if already lent,
- * or the errno of the memory.high write (then nothing changed).
+ * (MG_EVENT_LEND_EXPIRED; see mg_guard_lend_end() for when it does not).
+ * *ret_lend_id (may be NULL) gets the lend's id, to give to
+ * mg_guard_lend_end(): ids count up from 1 for each guard and are never
+ * reused, so a lend that expired cannot be mistaken for the next one.
+ * Returns 0, -EBUSY if already lent, or the errno of the memory.high write
+ * (then nothing changed, and *ret_lend_id is not written).
  */
-int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec);
-/* Restores the exact previous memory.high and resumes at once.  Returns 0,
- * -ENOENT if no lend is open (or it already expired), or the write error. */
-int mg_guard_lend_end(mg_guard *g);
+int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id);
+/*
+ * Ends the lend lend_id: restores the exact previous memory.high and
+ * resumes at once.  Only that lend: a writer whose lend expired while it
+ * wrote, and whose retry (or anyone else) began a new one since, must not
+ * end the new one mid-write.
+ * Only its own value: memory.high is written back only if it still holds
+ * what the lend wrote.  Changed from outside meanwhile (an in-place resize
+ * of the actor), it is left as found and the lend ends all the same (0,
+ * MG_EVENT_LEND_END with .lend->restored false and .lend->found_high_bytes,
+ * a warning in the log).  The deadline's end and mg_guard_free() follow the
+ * same rule.
+ * Returns 0; -ENOENT if no lend is open (this one ended or expired, and
+ * none began since); -ESTALE if a lend is open but lend_id is not its id
+ * (this one expired or ended and another began, or an id the guard never
+ * gave): nothing is changed, the open lend goes on; or the errno of the
+ * memory.high read or write (the lend stays open: try again).
+ */
+int mg_guard_lend_end(mg_guard *g, uint64_t lend_id);
 bool mg_guard_is_lent(const mg_guard *g);
+/* The id of the open lend, 0 if none.  For a lend the caller did not
+ * begin, whose id it was never given: one mg_guard_new() took over from a
+ * record.  A caller ending its own lend passes the id lend_begin gave it. */
+uint64_t mg_guard_get_lend_id(const mg_guard *g);
 
 /*
  * A lend outlives the process that made it: mg_guard_lend_begin() writes a
@@ -319,7 +377,9 @@ const char *mg_kill_reason_to_string(enum mg_kill_reason r);
 const char *mg_event_type_to_string(enum mg_event_type t);
 
 /* Formats a kill record as a short OOM-style report (no trailing newline).
- * Returns the length it needed, like snprintf. */
+ * Reads only what k->size and k->report.size say exists (a field beyond
+ * them reads as 0).  Returns the length it needed, like snprintf, or
+ * -EINVAL for a .size that does not reach the report. */
 int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len);
 
 /*

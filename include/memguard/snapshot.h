@@ -163,7 +163,11 @@ int mg_snapshot_options_init(struct mg_snapshot_options *o);
  * name, synced, renamed over name, and the directory synced.  With a guard
  * the whole write runs inside mg_guard_lend_begin()/mg_guard_lend_end(),
  * memory.high being back to its exact previous value before this returns,
- * on success and on failure.  No fd stays open after it returns.
+ * on success and on failure (unless someone changed it during the write:
+ * then it is left as they set it, see mg_guard_lend_end()).  The write ends its own lend only (by the id
+ * its lend_begin gave): if that lend expired during the write and another
+ * began since, the other is left open (logged; not an error).  No fd stays
+ * open after it returns.
  */
 int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const char *name,
                       const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret);

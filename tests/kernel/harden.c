@@ -70,7 +70,7 @@ int t_lend_crash(void) {
                 char ok = 1;
                 close(pfd[0]);
                 if (mg_guard_options_init(&o, 64 * MIB) < 0 || mg_guard_new(cg, &o, &g) < 0 ||
-                    mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC) < 0)
+                    mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC, NULL) < 0)
                         ok = 0;
                 (void) !write(pfd[1], &ok, 1);
                 for (;;)
@@ -110,6 +110,77 @@ int t_lend_crash(void) {
         r = xattr_path(cg, rec, sizeof(rec));
         KT_CHECK(r == -ENODATA, "the record is still there (%d): %s", r, rec);
         KT_CHECK(mg_guard_recover(cg, 0) == 0, "a second recover found something");
+        return KT_PASS;
+}
+
+/* ---- lend-resize: the end of a lend leaves someone else's memory.high ---
+ *
+ * Tree: <base>/lend-resize-<n>, memory.high 48 MiB (50331648), guard limit
+ * 64 MiB, nothing in it (memory.high is written, nothing needs to run).
+ * 1. Control, and the kernel fact the comparison relies on: a lend of
+ *    16 MiB + 1000 bytes reads back as 67108864 (whole pages); its end
+ *    restores "50331648" and says so (lend->restored).
+ * 2. A lend of 16 MiB (67108864), then an in-place resize of the actor to
+ *    96 MiB (memory.high written from outside, 100663296), then
+ *    mg_guard_lend_end(): returns 0, memory.high still reads "100663296",
+ *    the MG_EVENT_LEND_END says restored false, found 100663296; the guard
+ *    is no longer lent and no lend record is left on the directory.
+ * 3. The same at the deadline: memory.high 48 MiB again, a lend to "max"
+ *    for 1 s, a resize to 80 MiB (83886080); within 5 s
+ *    MG_EVENT_LEND_EXPIRED comes, memory.high still reads "83886080",
+ *    restored false, found 83886080.
+ */
+static bool lend_expired(void *ud) {
+        return ((struct kt_events *) ud)->n[MG_EVENT_LEND_EXPIRED] > 0;
+}
+
+int t_lend_resize(void) {
+        struct kt_events ev = {};
+        char buf[64], rec[MG_LEND_RECORD_MAX + 1];
+        uint64_t lend = 0;
+        mg_guard *g;
+        mg_set *s = kt_set_new();
+        const char *cg = kt_cg_new("lend-resize");
+        KT_CHECK(s && cg, "setup");
+        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
+        KT_CHECK(kt_guard(s, cg, 64 * MIB, &ev, &g) == 0, "guard");
+
+        /* 1. */
+        KT_CHECK(mg_guard_lend_begin(g, 16 * MIB + 1000, 60 * SEC, &lend) == 0, "lend_begin");
+        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "67108864\n") == 0,
+                 "a lend of 16 MiB + 1000 bytes reads back as %s", buf);
+        KT_CHECK(mg_guard_lend_end(g, lend) == 0, "lend_end");
+        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "50331648\n") == 0,
+                 "restored as %s", buf);
+        KT_CHECK(ev.n[MG_EVENT_LEND_END] == 1 && ev.lend.restored, "the end did not say restored");
+
+        /* 2. */
+        KT_CHECK(mg_guard_lend_begin(g, 16 * MIB, 60 * SEC, &lend) == 0, "lend_begin");
+        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 96 * MIB) == 0, "the resize");
+        int r = mg_guard_lend_end(g, lend);
+        KT_CHECK(r == 0, "lend_end after the resize: %d", r);
+        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
+        kt_note("memory.high after the lend's end: %.*s", (int) strcspn(buf, "\n"), buf);
+        KT_CHECK(strcmp(buf, "100663296\n") == 0, "the resize was undone: memory.high %s", buf);
+        KT_CHECK(ev.n[MG_EVENT_LEND_END] == 2, "%d lend-end events", ev.n[MG_EVENT_LEND_END]);
+        KT_CHECK(!ev.lend.restored && ev.lend.found_high_bytes == 96 * MIB,
+                 "the event says restored %d, found %" PRIu64, ev.lend.restored, ev.lend.found_high_bytes);
+        KT_CHECK(!mg_guard_is_lent(g), "still lent");
+        r = xattr_path(cg, rec, sizeof(rec));
+        KT_CHECK(r == -ENODATA || r == -EOPNOTSUPP, "a lend record is left (%d): %s", r, rec);
+
+        /* 3. */
+        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
+        KT_CHECK(mg_guard_lend_begin(g, MG_UNLIMITED, 1 * SEC, &lend) == 0, "lend_begin");
+        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 80 * MIB) == 0, "the resize");
+        KT_CHECK(kt_run(s, 5 * SEC, lend_expired, NULL, &ev), "no MG_EVENT_LEND_EXPIRED within 5 s");
+        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "83886080\n") == 0,
+                 "the resize was undone at the deadline: memory.high %s", buf);
+        KT_CHECK(!ev.lend.restored && ev.lend.found_high_bytes == 80 * MIB,
+                 "the event says restored %d, found %" PRIu64, ev.lend.restored, ev.lend.found_high_bytes);
+        KT_CHECK(!mg_guard_is_lent(g), "still lent after the deadline");
+        KT_CHECK(mg_guard_lend_end(g, lend) == -ENOENT, "a late end of the expired lend");
+        mg_set_free(s);
         return KT_PASS;
 }
 

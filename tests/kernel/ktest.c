@@ -314,6 +314,8 @@ static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                 kt_note("guard error on %s: %s", ev->what ? ev->what : "?", strerror(-ev->error));
         if (ev->type == MG_EVENT_GONE)
                 e->gone++;
+        if (ev->lend)
+                e->lend = *ev->lend;
         if (ev->type == MG_EVENT_THROTTLED) {
                 e->throttle = *ev->throttle;
                 kt_note("throttled: %" PRIu64 " KiB over memory.high %" PRIu64 " KiB, est %" PRIu64

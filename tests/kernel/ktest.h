@@ -25,6 +25,7 @@ struct kt_events {
         struct mg_kill_record kill; /* the last kill */
         uint64_t kill_time;
         struct mg_throttle_info throttle; /* the last MG_EVENT_THROTTLED */
+        struct mg_lend_info lend;       /* the last MG_EVENT_LEND_* */
         int gone;
 };
 

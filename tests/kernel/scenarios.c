@@ -198,7 +198,8 @@ int t_dirty_after_lend(void) {
         KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, LIMIT * 9 / 10) == 0, "memory.high");
         KT_CHECK(kt_cg_read(cg, "memory.high", before, sizeof(before)) > 0, "read memory.high");
         KT_CHECK(kt_guard(s, cg, LIMIT, &ev, &g) == 0, "guard");
-        KT_CHECK(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC) == 0, "lend_begin");
+        uint64_t lend = 0;
+        KT_CHECK(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC, &lend) == 0, "lend_begin");
         KT_CHECK(kt_cg_read(cg, "memory.high", after, sizeof(after)) > 0 && strcmp(after, "max\n") == 0,
                  "lent memory.high is %s", after);
         pid_t pid = kt_spawn(cg, (const char *[]) { "write", file, "256", "0", NULL });
@@ -209,12 +210,12 @@ int t_dirty_after_lend(void) {
         uint64_t dirty = kt_cg_key(cg, "memory.stat", "file_dirty");
         uint64_t wb = kt_cg_key(cg, "memory.stat", "file_writeback");
         uint64_t t_end = kt_now();
-        KT_CHECK(mg_guard_lend_end(g) == 0, "lend_end");
+        KT_CHECK(mg_guard_lend_end(g, lend) == 0, "lend_end");
         uint64_t restore_ms = (kt_now() - t_end) / 1000;
         KT_CHECK(kt_cg_read(cg, "memory.high", after, sizeof(after)) > 0, "read");
         uint64_t cur = kt_cg_u64(cg, "memory.current");
         kt_run(s, 3 * SEC, killed_any, NULL, &ev);
-        struct mg_report rep;
+        struct mg_report rep = { .size = sizeof(rep) };
         mg_guard_report(g, &rep);
         mg_set_free(s);
         unlink(file);
@@ -720,6 +721,7 @@ static const struct {
         { "snapshot-faults", t_snapshot_faults },
         { "snapshot-cycles", t_snapshot_cycles },
         { "lend-crash", t_lend_crash },
+        { "lend-resize", t_lend_resize },
         { "confined-guard", t_confined_guard },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))

@@ -40,4 +40,5 @@ int t_snapshot_cycles(void);
 
 /* harden.c: crash-safe lends, least privilege */
 int t_lend_crash(void);
+int t_lend_resize(void);
 int t_confined_guard(void);

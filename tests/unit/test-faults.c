@@ -917,13 +917,14 @@ Test(faults, killing_events_unreadable) {
 
 /* Lend: the read of memory.high and the write that raises it. */
 Test(faults, lend_begin_fails_cleanly) {
+        uint64_t lend = 0;
         for (size_t e = 0; e < N(errnos); e++)
                 for (int op = FOP_READ; op <= FOP_WRITE; op++) {
                         int err = errnos[e];
                         mg_guard *g = fresh();
                         fixture_write(&fx, "memory.high", "241172480\n");
                         arm((enum fop) op, MG_CG_HIGH, err, PERSISTENT, SHORT_NONE);
-                        int r = mg_guard_lend_begin(g, 64 * MIB, 0);
+                        int r = mg_guard_lend_begin(g, 64 * MIB, 0, &lend);
                         const char *what = op == FOP_READ ? "read" : "write";
                         cr_expect_eq(r, gone_errno(err) ? -ENODEV : -err, "lend %s %s: %d", what, strerror(err), r);
                         cr_expect_not(mg_guard_is_lent(g));
@@ -934,8 +935,8 @@ Test(faults, lend_begin_fails_cleanly) {
                         cr_expect_eq(seen.n[MG_EVENT_GONE], gone_errno(err) ? 1 : 0);
                         disarm();
                         if (!gone_errno(err)) {
-                                cr_expect_eq(mg_guard_lend_begin(g, 64 * MIB, 0), 0, "lend after the fault");
-                                cr_expect_eq(mg_guard_lend_end(g), 0);
+                                cr_expect_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &lend), 0, "lend after the fault");
+                                cr_expect_eq(mg_guard_lend_end(g, lend), 0);
                                 cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
                         }
                         mg_guard_free(g);
@@ -944,15 +945,16 @@ Test(faults, lend_begin_fails_cleanly) {
 
 /* A short read of memory.high must not become the value written back. */
 Test(faults, lend_short_read_of_high) {
+        uint64_t lend = 0;
         for (int sm = SHORT_MID; sm <= SHORT_EMPTY; sm++) {
                 mg_guard *g = fresh();
                 fixture_write(&fx, "memory.high", "241172480\n");
                 arm(FOP_READ, MG_CG_HIGH, 0, 1, (enum shortmode) sm);
-                int r = mg_guard_lend_begin(g, 64 * MIB, 0);
+                int r = mg_guard_lend_begin(g, 64 * MIB, 0, &lend);
                 cr_expect_eq(r, -EBADMSG, "cut %d: lend_begin %d", sm, r);
                 cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480\n");
                 if (r == 0) {
-                        (void) mg_guard_lend_end(g);
+                        (void) mg_guard_lend_end(g, lend);
                         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480", "restored a cut value");
                 }
                 mg_guard_free(g);
@@ -960,13 +962,14 @@ Test(faults, lend_short_read_of_high) {
 }
 
 Test(faults, lend_end_write_fails) {
+        uint64_t lend = 0;
         for (size_t e = 0; e < N(errnos); e++) {
                 int err = errnos[e];
                 mg_guard *g = fresh();
                 fixture_write(&fx, "memory.high", "241172480\n");
-                cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+                cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
                 arm(FOP_WRITE, MG_CG_HIGH, err, PERSISTENT, SHORT_NONE);
-                int r = mg_guard_lend_end(g);
+                int r = mg_guard_lend_end(g, lend);
                 cr_expect_eq(r, gone_errno(err) ? -ENODEV : -err, "lend_end %s: %d", strerror(err), r);
                 disarm();
                 if (gone_errno(err)) {
@@ -975,7 +978,32 @@ Test(faults, lend_end_write_fails) {
                 } else {
                         cr_expect(mg_guard_is_lent(g), "the lend stays open until memory.high is back");
                         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
-                        cr_expect_eq(mg_guard_lend_end(g), 0, "lend_end after the fault");
+                        cr_expect_eq(mg_guard_lend_end(g, lend), 0, "lend_end after the fault");
+                        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+                }
+                mg_guard_free(g);
+        }
+}
+
+/* The end reads memory.high before it restores (is it still the lend's?):
+ * a failing read leaves the lend open and memory.high as it is. */
+Test(faults, lend_end_read_fails) {
+        uint64_t lend = 0;
+        for (size_t e = 0; e < N(errnos); e++) {
+                int err = errnos[e];
+                mg_guard *g = fresh();
+                fixture_write(&fx, "memory.high", "241172480\n");
+                cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
+                arm(FOP_READ, MG_CG_HIGH, err, PERSISTENT, SHORT_NONE);
+                int r = mg_guard_lend_end(g, lend);
+                cr_expect_eq(r, gone_errno(err) ? -ENODEV : -err, "lend_end %s: %d", strerror(err), r);
+                disarm();
+                cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+                if (gone_errno(err)) {
+                        cr_expect_not(mg_guard_is_lent(g));
+                } else {
+                        cr_expect(mg_guard_is_lent(g), "the lend stays open until memory.high is read");
+                        cr_expect_eq(mg_guard_lend_end(g, lend), 0, "lend_end after the fault");
                         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
                 }
                 mg_guard_free(g);
@@ -988,7 +1016,7 @@ Test(faults, lend_end_write_fails) {
 Test(faults, lend_deadline_restore_fails) {
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS, NULL), 0);
         arm(FOP_WRITE, MG_CG_HIGH, EIO, PERSISTENT, SHORT_NONE);
         overshoot();
         for (int i = 0; i < 12; i++)
@@ -1046,7 +1074,7 @@ static void lend_and_crash(uint64_t extra_bytes, uint64_t deadline_usec) {
                 if (r == 0)
                         r = mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g);
                 if (r == 0)
-                        r = mg_guard_lend_begin(g, extra_bytes, deadline_usec);
+                        r = mg_guard_lend_begin(g, extra_bytes, deadline_usec, NULL);
                 _exit(r == 0 ? 0 : 1);
         }
         cr_assert_eq(waitpid(pid, &st, 0), pid);
@@ -1061,12 +1089,13 @@ static ssize_t pwrite_checks_record(void *ud, int fd, const void *buf, size_t le
 }
 
 Test(lend, record_before_raise_removed_after_restore) {
+        uint64_t lend = 0;
         need_user_xattrs();
         fio.pwrite = pwrite_checks_record;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
         uint64_t bt = mg_boottime_usec();
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC, &lend), 0);
         cr_expect(record_at_raise, "memory.high was raised before the record existed");
         cr_assert_gt(get_record(), 0);
         struct mg_lend_record rec;
@@ -1076,12 +1105,12 @@ Test(lend, record_before_raise_removed_after_restore) {
         cr_expect_eq(rec.pid, (uint64_t) getpid());
         cr_expect_geq(rec.deadline_boottime_usec, bt + 60 * SEC);
         cr_expect_leq(rec.deadline_boottime_usec, mg_boottime_usec() + 60 * SEC);
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_lt(get_record(), 0, "record left after the lend: %s", record);
         cr_expect_eq(errno, ENODATA);
         /* the deadline's restore removes it too */
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS, &lend), 0);
         cr_expect_gt(get_record(), 0);
         cr_expect_eq(tick(g), 0);
         cr_expect_eq(tick(g), 0);
@@ -1183,7 +1212,7 @@ Test(lend, new_guard_takes_the_lend_over) {
         /* cut to 15 s (less the moment between mg_guard_new and the clock switch) */
         cr_expect_leq(g->lend.deadline_usec - fx.now_usec, g->opt.lend_deadline_usec);
         cr_expect_gt(g->lend.deadline_usec - fx.now_usec, g->opt.lend_deadline_usec - 200 * MS);
-        cr_expect_eq(mg_guard_lend_begin(g, 1, 0), -EBUSY);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -EBUSY);
         overshoot();
         for (int i = 0; i < 59; i++)
                 cr_expect_eq(tick(g), 0, "tick %d", i);
@@ -1202,8 +1231,46 @@ Test(lend, new_guard_takes_the_lend_over) {
         cr_assert_eq(setxattr(fx.dir, MG_LEND_XATTR, text, strlen(text), 0), 0);
         g = new_guard();
         cr_assert(mg_guard_is_lent(g));
-        cr_expect_eq(mg_guard_lend_end(g), 0);
+        /* no one was given its id: it is the open lend's */
+        cr_expect_eq(mg_guard_lend_end(g, mg_guard_get_lend_id(g) + 1), -ESTALE);
+        cr_expect(mg_guard_is_lent(g));
+        cr_expect_neq(mg_guard_get_lend_id(g), 0);
+        cr_expect_eq(mg_guard_lend_end(g, mg_guard_get_lend_id(g)), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_lt(get_record(), 0);
+        mg_guard_free(g);
+}
+
+/* A lend taken over from a record: what that lend wrote is not recorded,
+ * so memory.high as found at mg_guard_new() stands for it.  Changed from
+ * outside after that (a resize), it is left as found at the end, and the
+ * lend ends all the same: the record goes. */
+Test(lend, taken_over_lend_keeps_an_outside_change) {
+        need_user_xattrs();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        lend_and_crash(MG_UNLIMITED, 60 * SEC);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        mg_guard *g = new_guard();
+        cr_assert(mg_guard_is_lent(g));
+        fixture_write(&fx, "memory.high", "268435456\n");
+        cr_expect_eq(mg_guard_lend_end(g, mg_guard_get_lend_id(g)), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "268435456\n", "the resize was overwritten");
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_lt(get_record(), 0, "the record stays after the lend ended");
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
+        mg_guard_free(g);
+
+        /* at its deadline likewise */
+        fixture_write(&fx, "memory.high", "241172480\n");
+        lend_and_crash(MG_UNLIMITED, 1 * SEC);
+        g = new_guard();
+        cr_assert(mg_guard_is_lent(g));
+        fixture_write(&fx, "memory.high", "268435456\n");
+        for (int i = 0; i < 8 && mg_guard_is_lent(g); i++)
+                (void) tick(g);
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "268435456\n");
         cr_expect_lt(get_record(), 0);
         mg_guard_free(g);
 }
@@ -1218,14 +1285,14 @@ Test(lend, free_ends_its_own_lend) {
         need_user_xattrs();
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, NULL), 0);
         cr_expect_gt(get_record(), 0);
         mg_guard_free(g);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_lt(get_record(), 0, "record left after mg_guard_free: %s", record);
 
         g = new_guard();
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, NULL), 0);
         arm(FOP_WRITE, MG_CG_HIGH, EIO, PERSISTENT, SHORT_NONE);
         mg_guard_free(g);
         disarm();
@@ -1245,27 +1312,29 @@ Test(lend, free_ends_its_own_lend) {
 
 /* One lend per cgroup, whichever process makes it: XATTR_CREATE. */
 Test(lend, one_lend_per_cgroup) {
+        uint64_t lend_a = 0, lend_b = 0;
         need_user_xattrs();
         mg_guard *a = new_guard(), *b = new_guard();
-        cr_assert_eq(mg_guard_lend_begin(a, 64 * MIB, 0), 0);
-        cr_expect_eq(mg_guard_lend_begin(b, 64 * MIB, 0), -EBUSY);
+        cr_assert_eq(mg_guard_lend_begin(a, 64 * MIB, 0, &lend_a), 0);
+        cr_expect_eq(mg_guard_lend_begin(b, 64 * MIB, 0, NULL), -EBUSY);
         cr_expect_not(mg_guard_is_lent(b));
-        cr_assert_eq(mg_guard_lend_end(a), 0);
-        cr_expect_eq(mg_guard_lend_begin(b, 64 * MIB, 0), 0);
-        cr_expect_eq(mg_guard_lend_end(b), 0);
+        cr_assert_eq(mg_guard_lend_end(a, lend_a), 0);
+        cr_expect_eq(mg_guard_lend_begin(b, 64 * MIB, 0, &lend_b), 0);
+        cr_expect_eq(mg_guard_lend_end(b, lend_b), 0);
         mg_guard_free(a);
         mg_guard_free(b);
 }
 
 /* The record's own operations fail. */
 Test(lend, record_faults) {
+        uint64_t lend = 0;
         need_user_xattrs();
         static const int errs[] = { EIO, ENOMEM, ENOSPC, EACCES, EINTR };
         for (size_t e = 0; e < N(errs); e++) {
                 mg_guard *g = fresh();
                 fixture_write(&fx, "memory.high", "241172480\n");
                 arm(FOP_SETXATTR, ANY_FILE, errs[e], 1, SHORT_NONE);
-                cr_expect_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), -errs[e], "setxattr %s", strerror(errs[e]));
+                cr_expect_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, NULL), -errs[e], "setxattr %s", strerror(errs[e]));
                 cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480\n", "raised without a record");
                 cr_expect_not(mg_guard_is_lent(g));
                 mg_guard_free(g);
@@ -1274,16 +1343,16 @@ Test(lend, record_faults) {
         mg_guard *g = fresh();
         fixture_write(&fx, "memory.high", "241172480\n");
         arm(FOP_SETXATTR, ANY_FILE, EOPNOTSUPP, PERSISTENT, SHORT_NONE);
-        cr_expect_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_expect_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
         cr_expect_lt(get_record(), 0);
-        cr_expect_eq(mg_guard_lend_end(g), 0);
+        cr_expect_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         disarm();
         /* the record cannot be removed: the lend still ends; a later
          * recover writes the same value again, harmlessly */
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
         arm(FOP_REMOVEXATTR, ANY_FILE, EIO, PERSISTENT, SHORT_NONE);
-        cr_expect_eq(mg_guard_lend_end(g), 0);
+        cr_expect_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_not(mg_guard_is_lent(g));
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         disarm();

@@ -22,7 +22,19 @@ static struct {
         struct mg_kill_record kill;
         int last_error;
         uint64_t oom_count;
+        struct mg_lend_info lend;       /* of the last MG_EVENT_LEND_* */
+        int warnings;
+        char warning_log[2048];         /* every warning, one a line */
 } seen;
+
+static void on_log(int level, const char *msg, void *ud) {
+        size_t n = strlen(seen.warning_log);
+        (void) ud;
+        if (level == MG_LOG_WARNING) {
+                seen.warnings++;
+                snprintf(seen.warning_log + n, sizeof(seen.warning_log) - n, "%s\n", msg);
+        }
+}
 
 static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
         (void) g;
@@ -34,6 +46,8 @@ static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                 seen.last_error = ev->error;
         if (ev->type == MG_EVENT_KERNEL_OOM)
                 seen.oom_count += ev->count;
+        if (ev->lend)
+                seen.lend = *ev->lend;
 }
 
 static void setup(void) {
@@ -51,6 +65,7 @@ static mg_guard *new_guard(void) {
         mg_guard *g = NULL;
         cr_assert_eq(mg_guard_options_init(&o, 256 * MIB), 0);
         o.on_event = on_event;
+        o.log = on_log;
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
         mg_guard_set_clock(g, fixture_clock, &fx);
         fixture_map_fds(&fx, &g->cg);
@@ -83,7 +98,7 @@ Test(guard, required_and_optional_files) {
         fixture_remove(&fx, "memory.events.local");
         fixture_remove(&fx, "memory.pressure");
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
-        struct mg_report rep;
+        struct mg_report rep = { .size = sizeof(rep) };
         cr_expect_eq(mg_guard_report(g, &rep), 0);
         mg_guard_free(g);
         /* no memory controller: refused with a clear errno */
@@ -292,12 +307,13 @@ Test(guard, line_follows_kernel_limits) {
 }
 
 Test(guard, lend_moves_the_line) {
+        uint64_t lend = 0;
         fixture_write(&fx, "memory.high", "209715200\n");
         mg_guard *g = new_guard();
         cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16);
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
         cr_expect_eq(g->params.line_bytes, 240 * MIB, "memory.high lent to max");
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16, "back with memory.high");
         mg_guard_free(g);
 }
@@ -474,12 +490,13 @@ Test(guard, memory_stat_layout_change_is_followed) {
 }
 
 Test(guard, lend_restores_exact_value) {
+        uint64_t lend = 0;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
         cr_expect(mg_guard_is_lent(g));
-        cr_expect_eq(mg_guard_lend_begin(g, 1, 0), -EBUSY);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -EBUSY);
         cr_expect_eq(seen.n[MG_EVENT_LEND_BEGIN], 1);
 
         /* kills paused: a true overshoot during the lend is left alone */
@@ -492,11 +509,11 @@ Test(guard, lend_restores_exact_value) {
         /* the snapshot left dirty page cache behind: no kill after the lend */
         fixture_current(&fx, 256 * MIB);
         fixture_stat(&fx, 100 * MIB, 150 * MIB, 3 * MIB, 0, 0, 120 * MIB, 20 * MIB);
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_not(mg_guard_is_lent(g));
         cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
-        cr_expect_eq(mg_guard_lend_end(g), -ENOENT);
+        cr_expect_eq(mg_guard_lend_end(g, lend), -ENOENT);
         for (int i = 0; i < 8; i++)
                 cr_expect_eq(tick_at(g, 250 * MS), 0);
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
@@ -504,37 +521,188 @@ Test(guard, lend_restores_exact_value) {
 }
 
 Test(guard, lend_all_writes_max_and_back) {
+        uint64_t lend = 0;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         /* an actor with no memory.high gets "max" back */
         fixture_write(&fx, "memory.high", "max\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 32 * MIB, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 32 * MIB, 0, &lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
         mg_guard_free(g);
 }
 
 Test(guard, lend_deadline_restores) {
+        uint64_t lend = 0;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS, &lend), 0);
         cr_expect_eq(tick_at(g, 750 * MS), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
         cr_expect_eq(tick_at(g, 250 * MS), 1);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
-        cr_expect_eq(mg_guard_lend_end(g), -ENOENT, "the caller's late end is told it expired");
+        cr_expect(seen.lend.restored);
+        cr_expect_eq(seen.lend.found_high_bytes, MG_UNLIMITED);
+        cr_expect_eq(mg_guard_lend_end(g, lend), -ENOENT, "the caller's late end is told it expired");
+        mg_guard_free(g);
+}
+
+/* A lend has an identity.  Lend A expires during a slow write, a retry
+ * begins lend B, then A's writer ends "its" lend late: B must hold, and
+ * A's writer is told (-ESTALE).  Ids are never 0 and never reused. */
+Test(guard, late_end_of_an_expired_lend_leaves_the_next_one) {
+        mg_guard *g = new_guard();
+        uint64_t a = 0, b = 0, c = 0, none = 4242;
+        struct mg_lend_info last = {};
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS, &a), 0);
+        cr_expect_neq(a, 0);
+        cr_expect_eq(g->lend.id, a, "the lend's events carry its id");
+        cr_expect_eq(mg_guard_get_lend_id(g), a);
+        cr_expect_eq(tick_at(g, 1000 * MS), 1);
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_eq(mg_guard_get_lend_id(g), 0, "no lend open");
+
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &b), 0);
+        cr_expect_neq(b, a);
+        cr_expect_neq(b, 0);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0, &none), -EBUSY);
+        cr_expect_eq(none, 4242, "*ret_lend_id written on failure");
+        last = g->lend;
+        cr_expect_eq(mg_guard_lend_end(g, a), -ESTALE, "A's late end");
+        cr_expect_eq(mg_guard_lend_end(g, 0), -ESTALE, "0 is never an id");
+        cr_expect_eq(mg_guard_lend_end(g, b + 1), -ESTALE, "an id never given");
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max", "A's late end ended B");
+        cr_expect(mg_guard_is_lent(g));
+        cr_expect_eq(mg_guard_get_lend_id(g), b);
+        cr_expect(last.id == g->lend.id && last.old_high_bytes == g->lend.old_high_bytes &&
+                  last.new_high_bytes == g->lend.new_high_bytes && last.deadline_usec == g->lend.deadline_usec,
+                  "a stale end changed the lend");
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 0);
+
+        /* kills stay paused under B: a true overshoot is left alone */
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+
+        cr_expect_eq(mg_guard_lend_end(g, b), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
+        cr_expect_eq(mg_guard_lend_end(g, b), -ENOENT);
+
+        /* the next lend gets a new id again */
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &c), 0);
+        cr_expect(c != a && c != b && c != 0);
+        cr_expect_eq(mg_guard_lend_end(g, b), -ESTALE);
+        cr_expect_eq(mg_guard_lend_end(g, c), 0);
+        mg_guard_free(g);
+}
+
+/* Someone else changes memory.high during a lend (an in-place resize of
+ * the actor during a snapshot): the end of the lend must not write the
+ * saved value over theirs.  The lend ends all the same (kills resume) and
+ * says it did not restore. */
+Test(guard, lend_end_keeps_an_outside_change) {
+        mg_guard *g = new_guard();
+        uint64_t lend = 0;
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &lend), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
+        fixture_write(&fx, "memory.high", "209715200\n"); /* resized to 200 MiB */
+        seen.warnings = 0;
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "209715200\n", "the resize was overwritten");
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
+        cr_expect_not(seen.lend.restored, "the event says restored");
+        cr_expect_eq(seen.lend.found_high_bytes, 200 * MIB);
+        cr_expect_eq(seen.lend.new_high_bytes, 308281344);
+        cr_expect_eq(seen.lend.old_high_bytes, 241172480);
+        cr_expect_eq(seen.lend.id, lend);
+        cr_expect_eq(seen.warnings, 1);
+        cr_expect(strstr(seen.warning_log, "memory.high changed during the lend (209715200") != NULL, "%s",
+                  seen.warning_log);
+        cr_expect_eq(mg_guard_lend_end(g, lend), -ENOENT, "the lend is over");
+        cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16, "the line follows the resize");
+        /* kills resume */
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
+        mg_guard_free(g);
+
+        /* mg_guard_free() ending the lend leaves it too; an unchanged one
+         * is restored, and says so */
+        g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &lend), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
+        cr_expect(seen.lend.restored);
+        cr_expect_eq(seen.lend.found_high_bytes, 308281344);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, NULL), 0);
+        fixture_write(&fx, "memory.high", "134217728\n");
+        mg_guard_free(g);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "134217728\n");
+        cr_expect_not(seen.lend.restored);
+        cr_expect_eq(seen.lend.found_high_bytes, 128 * MIB);
+}
+
+/* The kernel keeps memory.high in whole pages: a lend of part of a page
+ * reads back rounded down, and that is still the lend's own value. */
+Test(guard, lend_of_part_of_a_page_is_still_ours) {
+        mg_guard *g = new_guard();
+        uint64_t lend = 0;
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, 1000, 0, &lend), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241173480");
+        cr_expect_eq(seen.lend.new_high_bytes, 241172480, "what the kernel keeps of it");
+        fixture_write(&fx, "memory.high", "241172480\n"); /* as kernfs would read it back */
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
+        cr_expect(seen.lend.restored);
+        cr_assert_eq(mg_guard_lend_begin(g, 4096 + 1000, 0, &lend), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0); /* the fixture holds the bytes as written */
+        cr_expect(seen.lend.restored);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
+        mg_guard_free(g);
+}
+
+/* The same at the deadline: the guard's own restore leaves the outside
+ * value, ends the lend, and kills resume. */
+Test(guard, lend_expiry_keeps_an_outside_change) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS, NULL), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        fixture_write(&fx, "memory.high", "268435456\n");
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 750 * MS), 0, "kills paused during the lend");
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "268435456\n", "the resize was overwritten");
+        cr_expect_not(mg_guard_is_lent(g));
+        cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
+        cr_expect_not(seen.lend.restored, "the event says restored");
+        cr_expect_eq(seen.lend.found_high_bytes, 256 * MIB);
+        cr_expect_eq(seen.lend.new_high_bytes, MG_UNLIMITED);
+        cr_expect(strstr(seen.warning_log, "lend deadline passed, memory.high left as found") != NULL, "%s",
+                  seen.warning_log);
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1", "kills resume at the end of the lend");
         mg_guard_free(g);
 }
 
 Test(guard, lend_default_deadline_scales) {
         mg_guard *g = new_guard();
-        cr_assert_eq(mg_guard_lend_begin(g, 1, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 1, 0, NULL), 0);
         /* 10 s + 256 MiB at 50 MiB/s (5 s, rounded down) */
         cr_expect_eq(g->lend.deadline_usec - fx.now_usec, 15000 * MS);
         mg_guard_free(g);
@@ -549,9 +717,10 @@ static uint64_t clock_far_ahead(void *userdata) {
 }
 
 Test(guard, lend_never_expires) {
+        uint64_t lend = 0;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, UINT64_MAX), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, UINT64_MAX, &lend), 0);
         cr_expect_eq(g->lend.deadline_usec, UINT64_MAX);
         for (int i = 0; i < 1000; i++)
                 cr_expect_eq(tick_at(g, 250 * MS), 0, "tick %d", i);
@@ -564,11 +733,11 @@ Test(guard, lend_never_expires) {
         cr_expect(mg_guard_is_lent(g));
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
 
         /* a finite deadline keeps the time it had left across a clock swap */
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS, &lend), 0);
         mg_guard_set_clock(g, clock_far_ahead, NULL);
         cr_expect_eq(g->lend.deadline_usec, clock_far_ahead(NULL) + 1000 * MS);
         cr_expect_eq(tick_at(g, 750 * MS), 0);
@@ -601,7 +770,7 @@ Test(guard, tick_usec_bounded) {
 Test(guard, free_ends_the_lend) {
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, NULL), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
         mg_guard_free(g);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
@@ -612,7 +781,7 @@ Test(guard, free_ends_the_lend) {
         for (int i = 0; i < 2; i++) {
                 g = new_guard();
                 cr_assert_eq(mg_set_add_guard(s, g), 0);
-                cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0), 0);
+                cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, NULL), 0);
                 cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
                 if (i == 0)
                         cr_expect_eq(mg_set_remove(s, g), 0);
@@ -630,7 +799,7 @@ Test(guard, lend_without_memory_high) {
         mg_guard_options_init(&o, 256 * MIB);
         fixture_remove(&fx, "memory.high");
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
-        cr_expect_eq(mg_guard_lend_begin(g, 1, 0), -EOPNOTSUPP);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -EOPNOTSUPP);
         cr_expect_not(mg_guard_is_lent(g));
         mg_guard_free(g);
 }
@@ -670,7 +839,7 @@ Test(guard, vanished_cgroup) {
         fx.fail_errno = 0;
         cr_expect_eq(tick_at(g, 250 * MS), -ENODEV, "a gone guard stays gone");
         cr_expect_eq(seen.n[MG_EVENT_GONE], 1);
-        cr_expect_eq(mg_guard_lend_begin(g, 1, 0), -ENODEV);
+        cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -ENODEV);
         mg_guard_free(g);
 }
 
@@ -709,7 +878,7 @@ Test(guard, throttled_reported_once_never_killed) {
 
 Test(guard, report_does_not_feed_the_window) {
         mg_guard *g = new_guard();
-        struct mg_report rep;
+        struct mg_report rep = { .size = sizeof(rep) };
         fixture_current(&fx, 255 * MIB);
         fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 1 * MIB, 0, 2 * MIB, 0);
         fixture_write(&fx, "memory.high", "241172480\n");
@@ -719,6 +888,98 @@ Test(guard, report_does_not_feed_the_window) {
         cr_expect_eq(rep.high_bytes, 241172480);
         cr_expect_eq(rep.max_bytes, MG_UNLIMITED);
         cr_expect_eq(g->policy.count, 0);
+        mg_guard_free(g);
+}
+
+/* struct mg_report records its size like the other sized structs: an
+ * older caller's, shorter struct is filled to its .size and no further. */
+Test(guard, report_of_an_older_caller_is_filled_to_its_size) {
+        union {
+                struct mg_report r;
+                unsigned char b[sizeof(struct mg_report) + 64];
+        } u;
+        size_t cut = offsetof(struct mg_report, stat);
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 100 * MIB);
+        memset(&u, 0xa5, sizeof(u));
+        u.r.size = cut;
+        cr_assert_eq(mg_guard_report(g, &u.r), 0);
+        cr_expect_eq(u.r.size, cut, "the caller's .size is kept");
+        for (size_t i = cut; i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past the caller's %zu", i, cut);
+        cr_expect_eq(u.r.time_usec, fx.now_usec);
+        cr_expect_eq(u.r.limit_bytes, 256 * MIB);
+        cr_expect_eq(u.r.current_bytes, 100 * MIB);
+        cr_expect_eq(u.r.max_bytes, MG_UNLIMITED);
+
+        /* at the end of a page: a byte past it would be a SIGSEGV */
+        struct mg_report *old = at_page_end(cut);
+        old->size = cut;
+        cr_assert_eq(mg_guard_report(g, old), 0);
+        cr_expect_eq(old->high_bytes, MG_UNLIMITED);
+
+        /* the smallest: .size and time_usec; below it -EINVAL, nothing read */
+        memset(&u, 0xa5, sizeof(u));
+        u.r.size = 16;
+        cr_assert_eq(mg_guard_report(g, &u.r), 0);
+        cr_expect_eq(u.r.time_usec, fx.now_usec);
+        for (size_t i = 16; i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past .size 16", i);
+        fixture_reset_counts(&fx);
+        static const uint64_t bad[] = { 15, 8, 0 };
+        for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+                memset(&u, 0xa5, sizeof(u));
+                u.r.size = bad[k];
+                cr_expect_eq(mg_guard_report(g, &u.r), -EINVAL, ".size %" PRIu64, bad[k]);
+                for (size_t i = sizeof(uint64_t); i < sizeof(u); i++)
+                        cr_assert_eq(u.b[i], 0xa5, "byte %zu written for .size %" PRIu64, i, bad[k]);
+        }
+        cr_expect_eq(fx.reads, 0, "read before refusing the struct");
+
+        /* a newer caller's: the fields this library lacks are zeroed */
+        memset(&u, 0xa5, sizeof(u));
+        u.r.size = sizeof(u.r) + 16;
+        cr_assert_eq(mg_guard_report(g, &u.r), 0);
+        cr_expect_eq(u.r.size, sizeof(u.r) + 16);
+        cr_expect_eq(u.r.verdict, MG_VERDICT_OK);
+        for (size_t i = sizeof(u.r); i < sizeof(u.r) + 16; i++)
+                cr_assert_eq(u.b[i], 0, "byte %zu of the caller's newer fields not zeroed", i);
+        for (size_t i = sizeof(u.r) + 16; i < sizeof(u); i++)
+                cr_assert_eq(u.b[i], 0xa5, "byte %zu written past the caller's struct", i);
+        mg_guard_free(g);
+}
+
+/* A kill record says how large it is, and so does its report; the
+ * formatter reads a record no further than they say. */
+Test(guard, kill_record_records_its_size) {
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        tick_at(g, 250 * MS);
+        cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.kill.size, sizeof(struct mg_kill_record));
+        cr_expect_eq(seen.kill.report.size, sizeof(struct mg_report));
+        char whole[1024], cut[1024];
+        cr_assert_gt(mg_kill_record_format(&seen.kill, whole, sizeof(whole)), 0);
+        cr_expect(strstr(whole, "limit 262144kB, used 289792kB") != NULL, "%s", whole);
+
+        /* a copy cut after the report's limits (an older caller's), at the
+         * end of a page: what it lacks reads as 0 */
+        size_t at = offsetof(struct mg_kill_record, report) + offsetof(struct mg_report, stat);
+        struct mg_kill_record *k = at_page_end(at);
+        memcpy(k, &seen.kill, at);
+        k->size = at;
+        cr_assert_gt(mg_kill_record_format(k, cut, sizeof(cut)), 0);
+        cr_expect(strstr(cut, "limit 262144kB, used 289792kB (anon 0kB") != NULL, "%s", cut);
+        /* its report's .size cuts it as well */
+        struct mg_kill_record c = seen.kill;
+        c.report.size = offsetof(struct mg_report, stat);
+        cr_assert_gt(mg_kill_record_format(&c, cut, sizeof(cut)), 0);
+        cr_expect(strstr(cut, "(anon 0kB") != NULL, "%s", cut);
+        c.size = offsetof(struct mg_kill_record, report);
+        cr_expect_eq(mg_kill_record_format(&c, cut, sizeof(cut)), -EINVAL, "no room for the report's .size");
         mg_guard_free(g);
 }
 

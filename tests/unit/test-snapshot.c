@@ -1048,6 +1048,7 @@ static void lock_fn(void *ud, bool lock) {
 }
 
 Test(snapshot, lend_around_the_write) {
+        uint64_t lend = 0;
         struct fixture fx;
         struct mg_guard_options go;
         mg_guard *g = NULL;
@@ -1097,11 +1098,11 @@ Test(snapshot, lend_around_the_write) {
         cr_expect(!has_entry("other"));
 
         /* already lent by the caller: refused, and the caller's lend kept */
-        cr_assert_eq(mg_guard_lend_begin(g, 1 * MIB, 0), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 1 * MIB, 0, &lend), 0);
         cr_expect_eq(write_mem("other", img, len, &o, NULL), -EBUSY);
         cr_expect(mg_guard_is_lent(g));
         cr_expect(!has_entry("other"));
-        cr_assert_eq(mg_guard_lend_end(g), 0);
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
 
         /* the window follows the actor's size */
         mg_guard_free(g);
@@ -1113,6 +1114,62 @@ Test(snapshot, lend_around_the_write) {
         cr_expect_eq(st.window_bytes, 8 * MIB);
         cr_assert_eq(write_mem("snap", img, len, NULL, &st), 0);
         cr_expect_eq(st.window_bytes, 32 * MIB, "no guard");
+        mg_guard_free(g);
+        fixture_cleanup(&fx);
+        munmap(img, len);
+}
+
+/* The write's lend expires mid-write (a slow disk) and someone lends again
+ * before the write ends: the write's late end must leave that lend alone
+ * (memory.high as it set it, kills still paused), and the write succeeds. */
+struct relend {
+        mg_guard *g;
+        struct fixture *fx;
+        uint64_t id;                    /* the second lend's */
+        int r;
+};
+
+static int expire_and_relend(void *ud, enum mg_snap_op op, uint64_t off, uint64_t len) {
+        struct relend *rl = ud;
+        (void) off;
+        (void) len;
+        if (op != MG_SNAP_OP_WRITE || rl->id)
+                return 0;
+        rl->fx->now_usec = rl->g->lend.deadline_usec;
+        if (mg_guard_tick(rl->g) != 1)
+                rl->r = -EIO; /* the deadline did not restore */
+        else
+                rl->r = mg_guard_lend_begin(rl->g, MG_UNLIMITED, 0, &rl->id);
+        return 0;
+}
+
+Test(snapshot, late_end_leaves_a_newer_lend) {
+        struct fixture fx;
+        struct mg_guard_options go;
+        mg_guard *g = NULL;
+        size_t len = 2 * MIB;
+        uint8_t *img = make_image(len, 16);
+        fixture_init(&fx);
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_guard_options_init(&go, 256 * MIB), 0);
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        mg_guard_set_clock(g, fixture_clock, &fx);
+
+        struct relend rl = { .g = g, .fx = &fx };
+        mg_snap_test.fault = expire_and_relend;
+        mg_snap_test.fault_userdata = &rl;
+        struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
+        o.guard = g;
+        o.lend_deadline_usec = UINT64_C(1000000);
+        cr_assert_eq(write_mem("snap", img, len, &o, NULL), 0, "%s", last_log);
+        cr_assert_eq(rl.r, 0);
+        cr_assert_neq(rl.id, 0);
+        cr_expect(mg_guard_is_lent(g), "the write ended the lend begun after its own expired");
+        cr_expect_eq(mg_guard_get_lend_id(g), rl.id);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        cr_expect(strstr(last_log, "lend already over") != NULL, "%s", last_log);
+        cr_expect_eq(mg_guard_lend_end(g, rl.id), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         mg_guard_free(g);
         fixture_cleanup(&fx);
         munmap(img, len);

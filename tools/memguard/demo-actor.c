@@ -229,7 +229,7 @@ static void actor_sample(struct actor *a) {
                 a->last_onset_usec = now;
         }
         if (a->sample_reports && a->guard && now - a->last_report_usec >= 250 * MS) {
-                struct mg_report rep;
+                struct mg_report rep = { .size = sizeof(rep) };
                 a->last_report_usec = now;
                 if (mg_guard_report(a->guard, &rep) == 0) {
                         if (rep.verdict > a->worst)

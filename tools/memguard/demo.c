@@ -250,7 +250,8 @@ static void s_lend(struct demo *d, struct row *w) {
                 demo_actor_end(&a, &p, 1);
                 return;
         }
-        int r = mg_guard_lend_begin(a.guard, MG_UNLIMITED, 120 * SEC);
+        uint64_t lend = 0;
+        int r = mg_guard_lend_begin(a.guard, MG_UNLIMITED, 120 * SEC, &lend);
         (void) mgt_cg_read(a.cg, "memory.high", lent, sizeof(lent));
         if (r < 0 || demo_proc_start(&a, &p, args) < 0) {
                 snprintf(w->guarded, sizeof(w->guarded), "lend failed: %s", strerror(r < 0 ? -r : EIO));
@@ -260,7 +261,7 @@ static void s_lend(struct demo *d, struct row *w) {
         }
         demo_actor_run(&a, &p, 1, 120 * SEC, demo_all_done);
         uint64_t t_end = mgt_now_usec();
-        r = mg_guard_lend_end(a.guard);
+        r = mg_guard_lend_end(a.guard, lend);
         uint64_t restore = mgt_now_usec() - t_end;
         (void) mgt_cg_read(a.cg, "memory.high", after, sizeof(after));
         /* the dirty cache the write left must not look like a reason to kill */

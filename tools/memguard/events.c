@@ -105,18 +105,23 @@ void mgt_kill_text(const struct mg_kill_record *k, char *buf, size_t len) {
 }
 
 static void lend_text(const struct mg_event *ev, char *buf, size_t len) {
-        char a[32], b[32];
+        char a[32], b[32], f[32], what[160];
         const struct mg_lend_info *l = ev->lend;
 
         mgt_size_format(l->old_high_bytes, a, sizeof(a));
         mgt_size_format(l->new_high_bytes, b, sizeof(b));
+        mgt_size_format(l->found_high_bytes, f, sizeof(f));
+        if (l->restored)
+                snprintf(what, sizeof(what), "memory.high restored to %s", a);
+        else
+                snprintf(what, sizeof(what), "memory.high left at %s (changed during the lend), not restored to %s",
+                         f, a);
         if (ev->type == MG_EVENT_LEND_BEGIN)
                 snprintf(buf, len, "memguard: lend-begin: %s: memory.high %s -> %s, kills paused", ev->cgroup, a, b);
         else if (ev->type == MG_EVENT_LEND_END)
-                snprintf(buf, len, "memguard: lend-end: %s: memory.high restored to %s", ev->cgroup, a);
+                snprintf(buf, len, "memguard: lend-end: %s: %s", ev->cgroup, what);
         else
-                snprintf(buf, len, "memguard: lend-expired: %s: lend deadline passed, memory.high restored to %s",
-                         ev->cgroup, a);
+                snprintf(buf, len, "memguard: lend-expired: %s: lend deadline passed, %s", ev->cgroup, what);
 }
 
 static void event_text(const struct mg_event *ev, char *buf, size_t len) {
@@ -162,6 +167,11 @@ static void event_json(const struct mg_event *ev, struct mgt_json *j) {
                 mgt_json_str(j, "cgroup", ev->cgroup);
                 mgt_json_bytes(j, "old_high_bytes", ev->lend->old_high_bytes);
                 mgt_json_bytes(j, "new_high_bytes", ev->lend->new_high_bytes);
+                mgt_json_u64(j, "lend_id", ev->lend->id);
+                if (ev->type != MG_EVENT_LEND_BEGIN) {
+                        mgt_json_bool(j, "restored", ev->lend->restored);
+                        mgt_json_bytes(j, "found_high_bytes", ev->lend->found_high_bytes);
+                }
                 return;
         case MG_EVENT_ERROR:
                 mgt_json_str(j, "cgroup", ev->cgroup);

@@ -129,7 +129,7 @@ int mgt_cmd_stat(int argc, char **argv) {
         struct mgt_out out = {};
         const char *limit_s = NULL, *limit_from = "--limit";
         struct mg_guard_options o;
-        struct mg_report rep;
+        struct mg_report rep = { .size = sizeof(rep) };
         mg_guard *g = NULL;
         uint64_t limit = 0, max = MG_UNLIMITED, high = MG_UNLIMITED;
         char *cg = NULL;
