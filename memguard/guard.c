@@ -544,6 +544,51 @@ static void read_limits(mg_guard *g, struct mg_report *rep) {
                 rep->max_bytes = MG_UNLIMITED;
 }
 
+/* cgroup.events "populated", read just before acting.  Returns 1 or 0;
+ * -ENODEV once the cgroup is gone; another error is reported (once per
+ * streak) and returned, and the caller acts as if populated: the check
+ * only spares an empty cgroup a kill, a confirmed overshoot it cannot
+ * tell about is acted on as before. */
+static int read_populated(mg_guard *g) {
+        int populated, r = read_parsed(g, MG_CG_EVENTS, &populated);
+
+        if (r >= 0)
+                return populated;
+        if (gone_errno(r))
+                return cgroup_gone(g, "cgroup.events");
+        return report_error(g, MG_CG_EVENTS, MG_LOG_WARNING, "reading", "cgroup.events", r);
+}
+
+/*
+ * Over the limit with no process: the memory is held by something a kill
+ * cannot reach (files on tmpfs, a memfd the worker holds, slab, pages of
+ * processes moved out: see MG_EVENT_EMPTY_OVER_LIMIT), and cgroup.kill on
+ * an empty cgroup succeeds, so without this check every hold-off ended in
+ * another kill record that killed nothing.  Reported once per episode.
+ */
+static void note_empty(mg_guard *g, const struct mg_report *rep) {
+        const struct mg_memstat *st = &rep->stat;
+
+        if (g->empty_over)
+                return;
+        g->empty_over = true;
+        g->empty_report = *rep;
+        read_limits(g, &g->empty_report);
+        glog(g, MG_LOG_WARNING,
+             "%s: used %" PRIu64 " of limit %" PRIu64 " bytes held by no process (shmem %" PRIu64 ", kernel %" PRIu64
+             ", anon %" PRIu64 ", sock %" PRIu64 "): not killed; tmpfs files and memfds charged to it, or its slab "
+             "until rmdir, keep it",
+             g->path, rep->used_bytes, rep->limit_bytes, st->shmem, st->kernel, st->anon, st->sock);
+        emit(g, &(struct mg_event) { .type = MG_EVENT_EMPTY_OVER_LIMIT, .report = &g->empty_report });
+}
+
+static void end_empty(mg_guard *g, const char *why) {
+        if (!g->empty_over)
+                return;
+        g->empty_over = false;
+        glog(g, MG_LOG_INFO, "%s: no longer over the limit with no process: %s", g->path, why);
+}
+
 static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep) {
         enum mg_kill_method method;
         int r;
@@ -731,6 +776,7 @@ int mg_guard_tick(mg_guard *g) {
                          * it there: the fast path does not read the events */
                         mg_guard_events_changed(g);
                 set_slow(g, false);
+                end_empty(g, "used is back below the limit");
                 return acted;
         }
         set_slow(g, true);
@@ -740,10 +786,23 @@ int mg_guard_tick(mg_guard *g) {
         if (r < 0)
                 return r;
         note_kernel_oom(g, &rep);
+        if (rep.used_bytes <= g->opt.limit_bytes)
+                end_empty(g, "used is back at the limit");
         v = mg_policy_decide(&g->params, &g->policy, &x, &stall_usec, &signals);
         note_throttle(g);
         if (g->lent || (v != MG_VERDICT_OVERSHOOT && v != MG_VERDICT_STALL))
                 return acted; /* kills are paused during a lend */
+        if (g->empty_over) {
+                /* Reported already: while it stays empty there is nothing
+                 * new, and no need for the confirming reads. */
+                r = read_populated(g);
+                if (r == 0)
+                        return acted;
+                if (g->state == MG_GUARD_GONE)
+                        return r;
+                if (r > 0)
+                        end_empty(g, "a process appeared");
+        }
         if (g->detect_usec == 0)
                 g->detect_usec = now;
 
@@ -776,6 +835,19 @@ int mg_guard_tick(mg_guard *g) {
         rep.stall_usec = stall_usec;
         rep.stall_signals = signals;
         rep.stall_refault_bytes = g->policy.stall_refault_bytes;
+        /* Last, just before acting: an empty cgroup is never killed.  An
+         * overshoot there is reported (once per episode); a stall needs
+         * tasks to stall, and what is left of its window is not acted on.
+         * A process that appears later is detected anew. */
+        r = read_populated(g);
+        if (g->state == MG_GUARD_GONE)
+                return r;
+        if (r == 0) {
+                g->detect_usec = 0;
+                if (v == MG_VERDICT_OVERSHOOT)
+                        note_empty(g, &rep);
+                return acted;
+        }
         r = start_kill(g, v == MG_VERDICT_OVERSHOOT ? MG_KILL_OVERSHOOT : MG_KILL_STALL, &rep);
         if (r < 0)
                 return r;

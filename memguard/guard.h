@@ -112,6 +112,11 @@ struct mg_guard {
         bool throttled;                 /* MG_EVENT_THROTTLED sent for this episode */
         int trigger_fd[2];              /* PSI triggers on memory and io.pressure while slow, in a set */
         struct mg_throttle_info throttle;
+        /* Over the limit with no process in the cgroup: MG_EVENT_EMPTY_OVER_LIMIT
+         * sent for this episode, which ends when used is back at the limit
+         * or below, or a process appears; empty_report is its payload. */
+        bool empty_over;
+        struct mg_report empty_report;
 
         /* Every read lands in a buffer the guard holds: no allocation per
          * tick.  memory.stat goes to stat_buf, MG_STAT_BUF_SIZE bytes: the

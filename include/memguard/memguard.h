@@ -128,7 +128,31 @@ enum mg_event_type {
         MG_EVENT_GONE,          /* the cgroup vanished; the guard stops */
         MG_EVENT_KERNEL_OOM,    /* memory.events.local oom_kill rose */
         MG_EVENT_THROTTLED,     /* .throttle valid: held over memory.high; not a kill */
+        MG_EVENT_EMPTY_OVER_LIMIT, /* .report valid: over the limit with no process; not a kill */
 };
+
+/*
+ * MG_EVENT_EMPTY_OVER_LIMIT: used is above the limit (an overshoot, both
+ * reads agree) but the cgroup has no process (cgroup.events "populated 0"),
+ * so there is nothing to kill and a kill would free nothing.  Delivered
+ * once per episode, with a log line; the episode ends when used is back at
+ * the limit or below, or a process appears.  A process in the cgroup is
+ * judged by the usual rule: one that joins while the memory is still
+ * charged is in an overshoot, and is killed.
+ * .report is the read that saw it; its parts say what holds the memory,
+ * and freeing it is the caller's job:
+ *  - shmem: files on a tmpfs (/dev/shm, a tmpfs the actor wrote to) and
+ *    SysV shm segments: remove them; a memfd charged to the actor (a
+ *    microVM's guest memory) that the worker still holds: close it and
+ *    unmap it.  Neither goes with rmdir: the pages stay charged.
+ *  - kernel: slab (dentries, inodes) and other kernel memory outlive the
+ *    processes: rmdir the cgroup, which hands them to the parent and lets
+ *    the kernel free the cgroup and its reclaimable slab.
+ *  - sock: buffers of sockets still open in another process: close them.
+ *  - anon: pages of processes moved out of the cgroup (cgroup v2 does not
+ *    move charges with a process): freed when those processes exit.
+ * Page cache (stat.file) is not in used; the kernel reclaims it.
+ */
 
 /* An actor held over memory.high with nothing left to reclaim: the kernel
  * makes each allocation sleep instead of failing it, and the program only
@@ -158,6 +182,7 @@ struct mg_event {
         const char *what;               /* what failed, e.g. "memory.stat" */
         uint64_t count;                 /* MG_EVENT_KERNEL_OOM: kills since the last tick */
         const struct mg_throttle_info *throttle;
+        const struct mg_report *report; /* MG_EVENT_EMPTY_OVER_LIMIT: the read that saw it */
 };
 
 typedef void (*mg_event_fn)(mg_guard *g, const struct mg_event *ev, void *userdata);

@@ -720,6 +720,7 @@ static const struct {
         { "snapshot-cycles", t_snapshot_cycles },
         { "lend-crash", t_lend_crash },
         { "confined-guard", t_confined_guard },
+        { "empty-over-limit", t_empty_over_limit },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 

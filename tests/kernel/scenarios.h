@@ -40,3 +40,6 @@ int t_snapshot_cycles(void);
 /* harden.c: crash-safe lends, least privilege */
 int t_lend_crash(void);
 int t_confined_guard(void);
+
+/* kill.c: what a kill cannot reach */
+int t_empty_over_limit(void);

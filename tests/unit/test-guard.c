@@ -22,6 +22,7 @@ static struct {
         struct mg_kill_record kill;
         int last_error;
         uint64_t oom_count;
+        struct mg_report empty; /* the last MG_EVENT_EMPTY_OVER_LIMIT */
 } seen;
 
 static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
@@ -34,6 +35,8 @@ static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                 seen.last_error = ev->error;
         if (ev->type == MG_EVENT_KERNEL_OOM)
                 seen.oom_count += ev->count;
+        if (ev->type == MG_EVENT_EMPTY_OVER_LIMIT)
+                seen.empty = *ev->report;
 }
 
 static void setup(void) {
@@ -358,6 +361,63 @@ Test(guard, overshoot_kills_and_reports) {
         cr_expect_eq(tick_at(g, 250 * MS), 0);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         cr_expect_eq(tick_at(g, 3000 * MS), 1, "after the hold-off a new overshoot is acted on");
+        mg_guard_free(g);
+}
+
+/* Memory held by no process: the actor's last process wrote a tmpfs file
+ * and exited, or the worker holds a memfd charged to it, or slab outlives
+ * its processes.  cgroup.kill on an empty cgroup succeeds and frees
+ * nothing: no kill, one report per episode, and a process that appears is
+ * judged by the usual rule. */
+Test(guard, empty_cgroup_over_limit_is_reported_not_killed) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 0, 4 * MIB, 2 * MIB, 290 * MIB, 0, 0, 0);
+        for (int i = 0; i < 240; i++) /* 60 s */
+                cr_expect_eq(tick_at(g, 250 * MS), 0, "tick %d", i);
+        cr_expect_eq(fx.writes, 0, "cgroup.kill written %u times for an empty cgroup", fx.writes);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        cr_assert_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 1, "once per episode, not %d times",
+                     seen.n[MG_EVENT_EMPTY_OVER_LIMIT]);
+        cr_expect_eq(seen.empty.limit_bytes, 256 * MIB);
+        cr_expect_eq(seen.empty.used_bytes, 292 * MIB);
+        cr_expect_eq(seen.empty.current_bytes, 300 * MIB);
+        cr_expect_eq(seen.empty.stat.shmem, 290 * MIB, "what holds it");
+        cr_expect_eq(seen.empty.stat.kernel, 2 * MIB);
+        cr_expect_eq(seen.empty.stat.anon, 0);
+        cr_expect_eq(seen.empty.stat.file, 4 * MIB, "memory.stat whole");
+        cr_expect_eq(seen.empty.verdict, MG_VERDICT_OVERSHOOT);
+
+        /* used back at the limit (still on the slow path) ends the episode;
+         * over it again is a second one */
+        fixture_current(&fx, 250 * MIB);
+        fixture_stat(&fx, 0, 4 * MIB, 2 * MIB, 240 * MIB, 0, 0, 0);
+        for (int i = 0; i < 8; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 1);
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 0, 4 * MIB, 2 * MIB, 290 * MIB, 0, 0, 0);
+        for (int i = 0; i < 40; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 2, "a second episode: %d reports",
+                     seen.n[MG_EVENT_EMPTY_OVER_LIMIT]);
+        cr_expect_eq(fx.writes, 0);
+
+        /* a process appears in a cgroup still over its limit: an overshoot
+         * with a member, killed as usual, detected when it became one */
+        fixture_write(&fx, "cgroup.events", "populated 1\nfrozen 0\n");
+        cr_expect_eq(tick_at(g, 250 * MS), 1, "a member over the limit is killed");
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.kill.reason, MG_KILL_OVERSHOOT);
+        cr_expect_leq(seen.kill.kill_usec - seen.kill.detect_usec, 250 * MS,
+                      "detected %" PRIu64 " ms before the kill: the empty episode counted",
+                      (seen.kill.kill_usec - seen.kill.detect_usec) / 1000);
+        cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 2);
         mg_guard_free(g);
 }
 

@@ -119,6 +119,22 @@ static void lend_text(const struct mg_event *ev, char *buf, size_t len) {
                          ev->cgroup, a);
 }
 
+#define KIB(x) ((x) >> 10)
+
+/* Over the limit with no process: what holds the memory, in the kill
+ * record's terms. */
+static void empty_text(const struct mg_event *ev, char *buf, size_t len) {
+        const struct mg_report *r = ev->report;
+        const struct mg_memstat *s = &r->stat;
+
+        snprintf(buf, len,
+                 "memguard: empty-over-limit: %s: used %" PRIu64 "kB of limit %" PRIu64 "kB held by no process "
+                 "(anon %" PRIu64 "kB shmem %" PRIu64 "kB kernel %" PRIu64 "kB sock %" PRIu64 "kB), memory.current %" PRIu64
+                 "kB, page cache %" PRIu64 "kB (not counted): nothing to kill",
+                 ev->cgroup, KIB(r->used_bytes), KIB(r->limit_bytes), KIB(s->anon), KIB(s->shmem), KIB(s->kernel),
+                 KIB(s->sock), KIB(r->current_bytes), KIB(s->file));
+}
+
 static void event_text(const struct mg_event *ev, char *buf, size_t len) {
         switch (ev->type) {
         case MG_EVENT_KILL:
@@ -139,6 +155,9 @@ static void event_text(const struct mg_event *ev, char *buf, size_t len) {
                 break;
         case MG_EVENT_GONE:
                 snprintf(buf, len, "memguard: gone: %s: the cgroup was removed", ev->cgroup);
+                break;
+        case MG_EVENT_EMPTY_OVER_LIMIT:
+                empty_text(ev, buf, len);
                 break;
         default:
                 snprintf(buf, len, "memguard: %s: %s", mg_event_type_to_string(ev->type), ev->cgroup);
@@ -168,6 +187,17 @@ static void event_json(const struct mg_event *ev, struct mgt_json *j) {
                 mgt_json_str(j, "what", ev->what);
                 mgt_json_str(j, "error", strerror(-ev->error));
                 mgt_json_i64(j, "errno", -ev->error);
+                return;
+        case MG_EVENT_EMPTY_OVER_LIMIT:
+                mgt_json_str(j, "cgroup", ev->cgroup);
+                mgt_json_u64(j, "limit_bytes", ev->report->limit_bytes);
+                mgt_json_u64(j, "used_bytes", ev->report->used_bytes);
+                mgt_json_u64(j, "anon_bytes", ev->report->stat.anon);
+                mgt_json_u64(j, "shmem_bytes", ev->report->stat.shmem);
+                mgt_json_u64(j, "kernel_bytes", ev->report->stat.kernel);
+                mgt_json_u64(j, "sock_bytes", ev->report->stat.sock);
+                mgt_json_u64(j, "current_bytes", ev->report->current_bytes);
+                mgt_json_u64(j, "file_bytes", ev->report->stat.file);
                 return;
         default:
                 mgt_json_str(j, "cgroup", ev->cgroup);
