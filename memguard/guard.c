@@ -589,6 +589,119 @@ static void end_empty(mg_guard *g, const char *why) {
         glog(g, MG_LOG_INFO, "%s: no longer over the limit with no process: %s", g->path, why);
 }
 
+/* cgroup.procs, parsed: the members now.  Returns 0, -ENODEV once the
+ * cgroup is gone, or another (reported) error. */
+static int read_members(mg_guard *g, struct mg_procs *ret, bool *ret_cut) {
+        char buf[MG_PROCS_BUF_SIZE];
+        int r = mg_cgroup_read_procs(&g->cg, buf, sizeof(buf), ret_cut);
+
+        if (r >= 0)
+                r = mg_parse_procs(buf, strlen(buf), ret);
+        if (r >= 0) {
+                clear_error(g, MG_CG_PROCS);
+                return 0;
+        }
+        if (gone_errno(r))
+                return cgroup_gone(g, "cgroup.procs");
+        return report_error(g, MG_CG_PROCS, MG_LOG_WARNING, "reading", "cgroup.procs", r);
+}
+
+static void end_unkillable(mg_guard *g, const char *why) {
+        if (!g->unkillable)
+                return;
+        g->unkillable = false;
+        glog(g, MG_LOG_INFO, "%s: the members that outlived the kill: %s, back to the usual rules", g->path, why);
+}
+
+/* Does cgroup.procs list the members that outlived the kill, and only
+ * them?  Returns 1 or 0, or a negative errno. */
+static int same_members(mg_guard *g) {
+        struct mg_procs p;
+        bool cut;
+        int r = read_members(g, &p, &cut);
+
+        if (r < 0)
+                return r;
+        return p.n == g->unkillable_procs.n && p.digest == g->unkillable_procs.digest && cut == g->unkillable_cut;
+}
+
+/* A verdict to kill while a reported episode lasts: over the limit with no
+ * process, or members that outlived a kill.  Returns 1 if nothing is new
+ * (no kill, no report, and none of the confirming reads), 0 to go on with
+ * the usual rules, -ENODEV once the cgroup is gone.  Reads that fail leave
+ * the usual rules in force: they act on a confirmed verdict, as before. */
+static int nothing_new(mg_guard *g) {
+        int populated = read_populated(g), r;
+
+        if (g->state == MG_GUARD_GONE)
+                return -ENODEV;
+        if (populated == 0) {
+                end_unkillable(g, "the cgroup emptied");
+                return g->empty_over;
+        }
+        if (populated > 0)
+                end_empty(g, "a process appeared");
+        if (!g->unkillable)
+                return 0;
+        r = same_members(g);
+        if (g->state == MG_GUARD_GONE)
+                return -ENODEV;
+        if (r > 0)
+                return 1;
+        end_unkillable(g, r == 0 ? "cgroup.procs changed" : "cgroup.procs cannot be read");
+        return 0;
+}
+
+/*
+ * The kill wait ran out with members still listed: they did not die of
+ * SIGKILL (uninterruptible sleep, 'D': a process stuck in I/O, on a dead
+ * NFS server or a hung device, takes the signal only when the I/O ends).
+ * Killing again changes nothing, and every hold-off would end in another
+ * kill record: one report instead, right after the kill record, with the
+ * pids and their states, and no new kill while the same members are there.
+ * Fills g->unkillable_info; returns true if there is something to report.
+ */
+static bool find_unkillable(mg_guard *g, uint64_t now) {
+        struct mg_unkillable_info *u = &g->unkillable_info;
+        struct mg_procs p;
+        bool cut;
+
+        if (read_members(g, &p, &cut) < 0 || p.n == 0)
+                return false; /* reported; or it emptied since: the usual rules */
+        *u = (struct mg_unkillable_info) {
+                .kill_usec = g->kill.kill_usec,
+                .wait_usec = now - g->kill.kill_usec,
+                .n_members = p.n,
+                .more_members = cut,
+                .n_pids = p.n < MG_UNKILLABLE_MAX ? p.n : MG_UNKILLABLE_MAX,
+        };
+        for (uint32_t i = 0; i < u->n_pids; i++) {
+                u->pids[i] = p.pid[i];
+                u->states[i] = mg_proc_state(p.pid[i]);
+        }
+        g->unkillable = true;
+        g->unkillable_procs = p;
+        g->unkillable_cut = cut;
+        return true;
+}
+
+static void report_unkillable(mg_guard *g, uint64_t now) {
+        const struct mg_unkillable_info *u = &g->unkillable_info;
+        char list[MG_UNKILLABLE_MAX * 16] = ""; /* "2147483647 (D) " is 15 */
+        size_t at = 0;
+
+        for (uint32_t i = 0; i < u->n_pids; i++)
+                at += (size_t) snprintf(list + at, sizeof(list) - at, "%s%" PRId32 " (%c)", i ? " " : "", u->pids[i],
+                                        u->states[i]);
+        glog(g, MG_LOG_WARNING,
+             "%s: unkillable: %" PRIu32 " member%s still there %" PRIu64 " ms after SIGKILL: %s%s; not killed again "
+             "while the same members are there",
+             g->path, u->n_members, u->n_members == 1 ? "" : "s", u->wait_usec / 1000, list,
+             u->n_members > u->n_pids || u->more_members ? " ..." : "");
+        emit(g, &(struct mg_event) { .type = MG_EVENT_UNKILLABLE, .time_usec = now, .kill = &g->kill,
+                                     .unkillable = u });
+}
+
 static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep) {
         enum mg_kill_method method;
         int r;
@@ -654,9 +767,21 @@ static int tick_killing(mg_guard *g, uint64_t now) {
                 return 0;
         }
         if (now - g->kill.kill_usec >= g->opt.kill_wait_usec) {
+                struct mg_set *set = g->set;
+                bool unkillable;
+
                 glog(g, MG_LOG_ERR, "%s: still populated %" PRIu64 " ms after the kill", g->path,
                      (now - g->kill.kill_usec) / 1000);
+                /* Who is left, read before the record goes out (its
+                 * callback may remove the guard); reported right after it:
+                 * the record says what was killed and why, the report
+                 * what did not die. */
+                unkillable = find_unkillable(g, now);
+                if (g->state == MG_GUARD_GONE)
+                        return -ENODEV;
                 finish_kill(g, now, true);
+                if (unkillable && g->set == set)
+                        report_unkillable(g, now);
                 return 0;
         }
         if (g->kill.method == MG_KILL_PIDFD)
@@ -792,16 +917,10 @@ int mg_guard_tick(mg_guard *g) {
         note_throttle(g);
         if (g->lent || (v != MG_VERDICT_OVERSHOOT && v != MG_VERDICT_STALL))
                 return acted; /* kills are paused during a lend */
-        if (g->empty_over) {
-                /* Reported already: while it stays empty there is nothing
-                 * new, and no need for the confirming reads. */
-                r = read_populated(g);
-                if (r == 0)
-                        return acted;
-                if (g->state == MG_GUARD_GONE)
-                        return r;
-                if (r > 0)
-                        end_empty(g, "a process appeared");
+        if (g->empty_over || g->unkillable) {
+                r = nothing_new(g);
+                if (r != 0)
+                        return r < 0 ? r : acted;
         }
         if (g->detect_usec == 0)
                 g->detect_usec = now;

@@ -315,6 +315,12 @@ static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                 kt_note("guard error on %s: %s", ev->what ? ev->what : "?", strerror(-ev->error));
         if (ev->type == MG_EVENT_GONE)
                 e->gone++;
+        if (ev->type == MG_EVENT_UNKILLABLE)
+                kt_note("unkillable: %" PRIu32 " members still there %" PRIu64 " ms after the kill, first %" PRId32
+                        " (%c)",
+                        ev->unkillable->n_members, ev->unkillable->wait_usec / 1000,
+                        ev->unkillable->n_pids ? ev->unkillable->pids[0] : 0,
+                        ev->unkillable->n_pids ? ev->unkillable->states[0] : '?');
         if (ev->type == MG_EVENT_EMPTY_OVER_LIMIT) {
                 const struct mg_report *r = ev->report;
                 e->empty = *r;

@@ -135,6 +135,22 @@ static void empty_text(const struct mg_event *ev, char *buf, size_t len) {
                  KIB(s->sock), KIB(r->current_bytes), KIB(s->file));
 }
 
+/* Members that outlived the kill: "1234 (D) 5678 (D)". */
+static void unkillable_text(const struct mg_event *ev, char *buf, size_t len) {
+        const struct mg_unkillable_info *u = ev->unkillable;
+        char list[MG_UNKILLABLE_MAX * 16] = "";
+        size_t at = 0;
+
+        for (uint32_t i = 0; i < u->n_pids && i < MG_UNKILLABLE_MAX; i++)
+                at += (size_t) snprintf(list + at, sizeof(list) - at, "%s%" PRId32 " (%c)", i ? " " : "", u->pids[i],
+                                        u->states[i] ? u->states[i] : '?');
+        snprintf(buf, len,
+                 "memguard: unkillable: %s: %" PRIu32 " process%s still there %" PRIu64 " ms after SIGKILL: %s%s; "
+                 "not killed again while the same ones are there",
+                 ev->cgroup, u->n_members, u->n_members == 1 ? "" : "es", u->wait_usec / 1000, list,
+                 u->n_members > u->n_pids || u->more_members ? " ..." : "");
+}
+
 static void event_text(const struct mg_event *ev, char *buf, size_t len) {
         switch (ev->type) {
         case MG_EVENT_KILL:
@@ -158,6 +174,9 @@ static void event_text(const struct mg_event *ev, char *buf, size_t len) {
                 break;
         case MG_EVENT_EMPTY_OVER_LIMIT:
                 empty_text(ev, buf, len);
+                break;
+        case MG_EVENT_UNKILLABLE:
+                unkillable_text(ev, buf, len);
                 break;
         default:
                 snprintf(buf, len, "memguard: %s: %s", mg_event_type_to_string(ev->type), ev->cgroup);
@@ -199,6 +218,17 @@ static void event_json(const struct mg_event *ev, struct mgt_json *j) {
                 mgt_json_u64(j, "current_bytes", ev->report->current_bytes);
                 mgt_json_u64(j, "file_bytes", ev->report->stat.file);
                 return;
+        case MG_EVENT_UNKILLABLE: {
+                const struct mg_unkillable_info *u = ev->unkillable;
+                size_t n = u->n_pids < MG_UNKILLABLE_MAX ? u->n_pids : MG_UNKILLABLE_MAX;
+                mgt_json_str(j, "cgroup", ev->cgroup);
+                mgt_json_u64(j, "members", u->n_members);
+                mgt_json_bool(j, "more_members", u->more_members);
+                mgt_json_i32_array(j, "pids", u->pids, n);
+                mgt_json_char_array(j, "states", u->states, n, '?');
+                mgt_json_u64(j, "kill_to_report_ms", u->wait_usec / 1000);
+                return;
+        }
         default:
                 mgt_json_str(j, "cgroup", ev->cgroup);
         }
