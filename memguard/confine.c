@@ -19,7 +19,8 @@
  * architecture or libseccomp lacks is skipped rather than a build error. */
 static const char *const steady_state[] = {
         /* guards: the files they hold open, opening files below a cgroup
-         * directory (PSI triggers at the limit, new guards, recovery) */
+         * directory (PSI triggers at the limit, new guards, recovery) and
+         * /proc/PID/stat (the states in an unkillable report) */
         "pread64", "pwrite64", "read", "write", "writev", "close", "openat", "openat2", "fstatfs", "fstat",
         "newfstatat",
         /* lends and their records */

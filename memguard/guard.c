@@ -577,6 +577,164 @@ static void read_limits(mg_guard *g, struct mg_report *rep) {
                 rep->max_bytes = MG_UNLIMITED;
 }
 
+/* cgroup.events "populated", read just before acting.  Returns 1 or 0;
+ * -ENODEV once the cgroup is gone; another error is reported (once per
+ * streak) and returned, and the caller acts as if populated: the check
+ * only spares an empty cgroup a kill, a confirmed overshoot it cannot
+ * tell about is acted on as before. */
+static int read_populated(mg_guard *g) {
+        int populated, r = read_parsed(g, MG_CG_EVENTS, &populated);
+
+        if (r >= 0)
+                return populated;
+        if (gone_errno(r))
+                return cgroup_gone(g, "cgroup.events");
+        return report_error(g, MG_CG_EVENTS, MG_LOG_WARNING, "reading", "cgroup.events", r);
+}
+
+/*
+ * Over the limit with no process: the memory is held by something a kill
+ * cannot reach (files on tmpfs, a memfd the worker holds, slab, pages of
+ * processes moved out: see MG_EVENT_EMPTY_OVER_LIMIT), and cgroup.kill on
+ * an empty cgroup succeeds, so without this check every hold-off ended in
+ * another kill record that killed nothing.  Reported once per episode.
+ */
+static void note_empty(mg_guard *g, const struct mg_report *rep) {
+        const struct mg_memstat *st = &rep->stat;
+
+        if (g->empty_over)
+                return;
+        g->empty_over = true;
+        g->empty_report = *rep;
+        read_limits(g, &g->empty_report);
+        glog(g, MG_LOG_WARNING,
+             "%s: used %" PRIu64 " of limit %" PRIu64 " bytes held by no process (shmem %" PRIu64 ", kernel %" PRIu64
+             ", anon %" PRIu64 ", sock %" PRIu64 "): not killed; tmpfs files and memfds charged to it, or its slab "
+             "until rmdir, keep it",
+             g->path, rep->used_bytes, rep->limit_bytes, st->shmem, st->kernel, st->anon, st->sock);
+        emit(g, &(struct mg_event) { .type = MG_EVENT_EMPTY_OVER_LIMIT, .report = &g->empty_report });
+}
+
+static void end_empty(mg_guard *g, const char *why) {
+        if (!g->empty_over)
+                return;
+        g->empty_over = false;
+        glog(g, MG_LOG_INFO, "%s: no longer over the limit with no process: %s", g->path, why);
+}
+
+/* cgroup.procs, parsed: the members now.  Returns 0, -ENODEV once the
+ * cgroup is gone, or another (reported) error. */
+static int read_members(mg_guard *g, struct mg_procs *ret, bool *ret_cut) {
+        char buf[MG_PROCS_BUF_SIZE];
+        int r = mg_cgroup_read_procs(&g->cg, buf, sizeof(buf), ret_cut);
+
+        if (r >= 0)
+                r = mg_parse_procs(buf, strlen(buf), ret);
+        if (r >= 0) {
+                clear_error(g, MG_CG_PROCS);
+                return 0;
+        }
+        if (gone_errno(r))
+                return cgroup_gone(g, "cgroup.procs");
+        return report_error(g, MG_CG_PROCS, MG_LOG_WARNING, "reading", "cgroup.procs", r);
+}
+
+static void end_unkillable(mg_guard *g, const char *why) {
+        if (!g->unkillable)
+                return;
+        g->unkillable = false;
+        glog(g, MG_LOG_INFO, "%s: the members that outlived the kill: %s, back to the usual rules", g->path, why);
+}
+
+/* Does cgroup.procs list the members that outlived the kill, and only
+ * them?  Returns 1 or 0, or a negative errno. */
+static int same_members(mg_guard *g) {
+        struct mg_procs p;
+        bool cut;
+        int r = read_members(g, &p, &cut);
+
+        if (r < 0)
+                return r;
+        return p.n == g->unkillable_procs.n && p.digest == g->unkillable_procs.digest && cut == g->unkillable_cut;
+}
+
+/* A verdict to kill while a reported episode lasts: over the limit with no
+ * process, or members that outlived a kill.  Returns 1 if nothing is new
+ * (no kill, no report, and none of the confirming reads), 0 to go on with
+ * the usual rules, -ENODEV once the cgroup is gone.  Reads that fail leave
+ * the usual rules in force: they act on a confirmed verdict, as before. */
+static int nothing_new(mg_guard *g) {
+        int populated = read_populated(g), r;
+
+        if (g->state == MG_GUARD_GONE)
+                return -ENODEV;
+        if (populated == 0) {
+                end_unkillable(g, "the cgroup emptied");
+                return g->empty_over;
+        }
+        if (populated > 0)
+                end_empty(g, "a process appeared");
+        if (!g->unkillable)
+                return 0;
+        r = same_members(g);
+        if (g->state == MG_GUARD_GONE)
+                return -ENODEV;
+        if (r > 0)
+                return 1;
+        end_unkillable(g, r == 0 ? "cgroup.procs changed" : "cgroup.procs cannot be read");
+        return 0;
+}
+
+/*
+ * The kill wait ran out with members still listed: they did not die of
+ * SIGKILL (uninterruptible sleep, 'D': a process stuck in I/O, on a dead
+ * NFS server or a hung device, takes the signal only when the I/O ends).
+ * Killing again changes nothing, and every hold-off would end in another
+ * kill record: one report instead, right after the kill record, with the
+ * pids and their states, and no new kill while the same members are there.
+ * Fills g->unkillable_info; returns true if there is something to report.
+ */
+static bool find_unkillable(mg_guard *g, uint64_t now) {
+        struct mg_unkillable_info *u = &g->unkillable_info;
+        struct mg_procs p;
+        bool cut;
+
+        if (read_members(g, &p, &cut) < 0 || p.n == 0)
+                return false; /* reported; or it emptied since: the usual rules */
+        *u = (struct mg_unkillable_info) {
+                .kill_usec = g->kill.kill_usec,
+                .wait_usec = now - g->kill.kill_usec,
+                .n_members = p.n,
+                .more_members = cut,
+                .n_pids = p.n < MG_UNKILLABLE_MAX ? p.n : MG_UNKILLABLE_MAX,
+        };
+        for (uint32_t i = 0; i < u->n_pids; i++) {
+                u->pids[i] = p.pid[i];
+                u->states[i] = mg_proc_state(p.pid[i]);
+        }
+        g->unkillable = true;
+        g->unkillable_procs = p;
+        g->unkillable_cut = cut;
+        return true;
+}
+
+static void report_unkillable(mg_guard *g, uint64_t now) {
+        const struct mg_unkillable_info *u = &g->unkillable_info;
+        char list[MG_UNKILLABLE_MAX * 16] = ""; /* "2147483647 (D) " is 15 */
+        size_t at = 0;
+
+        for (uint32_t i = 0; i < u->n_pids; i++)
+                at += (size_t) snprintf(list + at, sizeof(list) - at, "%s%" PRId32 " (%c)", i ? " " : "", u->pids[i],
+                                        u->states[i]);
+        glog(g, MG_LOG_WARNING,
+             "%s: unkillable: %" PRIu32 " member%s still there %" PRIu64 " ms after SIGKILL: %s%s; not killed again "
+             "while the same members are there",
+             g->path, u->n_members, u->n_members == 1 ? "" : "s", u->wait_usec / 1000, list,
+             u->n_members > u->n_pids || u->more_members ? " ..." : "");
+        emit(g, &(struct mg_event) { .type = MG_EVENT_UNKILLABLE, .time_usec = now, .kill = &g->kill,
+                                     .unkillable = u });
+}
+
 static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep) {
         enum mg_kill_method method;
         int r;
@@ -643,9 +801,21 @@ static int tick_killing(mg_guard *g, uint64_t now) {
                 return 0;
         }
         if (now - g->kill.kill_usec >= g->opt.kill_wait_usec) {
+                struct mg_set *set = g->set;
+                bool unkillable;
+
                 glog(g, MG_LOG_ERR, "%s: still populated %" PRIu64 " ms after the kill", g->path,
                      (now - g->kill.kill_usec) / 1000);
+                /* Who is left, read before the record goes out (its
+                 * callback may remove the guard); reported right after it:
+                 * the record says what was killed and why, the report
+                 * what did not die. */
+                unkillable = find_unkillable(g, now);
+                if (g->state == MG_GUARD_GONE)
+                        return -ENODEV;
                 finish_kill(g, now, true);
+                if (unkillable && g->set == set)
+                        report_unkillable(g, now);
                 return 0;
         }
         if (g->kill.method == MG_KILL_PIDFD)
@@ -811,6 +981,7 @@ int mg_guard_tick(mg_guard *g) {
                          * it there: the fast path does not read the events */
                         mg_guard_events_changed(g);
                 set_slow(g, false);
+                end_empty(g, "used is back below the limit");
                 return acted;
         }
         set_slow(g, true);
@@ -820,10 +991,17 @@ int mg_guard_tick(mg_guard *g) {
         if (r < 0)
                 return r;
         note_kernel_oom(g, &rep);
+        if (rep.used_bytes <= g->opt.limit_bytes)
+                end_empty(g, "used is back at the limit");
         v = mg_policy_decide(&g->params, &g->policy, &x, &stall_usec, &signals);
         note_throttle(g);
         if (g->lent || (v != MG_VERDICT_OVERSHOOT && v != MG_VERDICT_STALL))
                 return acted; /* kills are paused during a lend */
+        if (g->empty_over || g->unkillable) {
+                r = nothing_new(g);
+                if (r != 0)
+                        return r < 0 ? r : acted;
+        }
         if (g->detect_usec == 0)
                 g->detect_usec = now;
 
@@ -856,6 +1034,19 @@ int mg_guard_tick(mg_guard *g) {
         rep.stall_usec = stall_usec;
         rep.stall_signals = signals;
         rep.stall_refault_bytes = g->policy.stall_refault_bytes;
+        /* Last, just before acting: an empty cgroup is never killed.  An
+         * overshoot there is reported (once per episode); a stall needs
+         * tasks to stall, and what is left of its window is not acted on.
+         * A process that appears later is detected anew. */
+        r = read_populated(g);
+        if (g->state == MG_GUARD_GONE)
+                return r;
+        if (r == 0) {
+                g->detect_usec = 0;
+                if (v == MG_VERDICT_OVERSHOOT)
+                        note_empty(g, &rep);
+                return acted;
+        }
         r = start_kill(g, v == MG_VERDICT_OVERSHOOT ? MG_KILL_OVERSHOOT : MG_KILL_STALL, &rep);
         if (r < 0)
                 return r;

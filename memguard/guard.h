@@ -67,6 +67,11 @@ int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flag
 /* memory.stat is about 2.5 KiB on 7.x (71 keys of at most 40 bytes). */
 #define MG_STAT_BUF_SIZE 8192
 
+/* cgroup.procs read for the unkillable report and its comparisons: about
+ * 500 pids.  A cgroup with more is compared on what the read shows; a
+ * change there counts as new members. */
+#define MG_PROCS_BUF_SIZE 4096
+
 struct mg_guard {
         /* What a fast tick touches comes first: with thousands of guards,
          * each a few KiB apart, a tick costs the cache lines it touches. */
@@ -114,6 +119,19 @@ struct mg_guard {
         bool throttled;                 /* MG_EVENT_THROTTLED sent for this episode */
         int trigger_fd[2];              /* PSI triggers on memory and io.pressure while slow, in a set */
         struct mg_throttle_info throttle;
+        /* Over the limit with no process in the cgroup: MG_EVENT_EMPTY_OVER_LIMIT
+         * sent for this episode, which ends when used is back at the limit
+         * or below, or a process appears; empty_report is its payload. */
+        bool empty_over;
+        struct mg_report empty_report;
+        /* Members that outlived a kill: MG_EVENT_UNKILLABLE sent, and while
+         * cgroup.procs lists the same ones (count and digest, and whether
+         * the read was cut) no new kill and no new report.  Forgotten when
+         * the list changes or the cgroup empties. */
+        bool unkillable;
+        bool unkillable_cut;
+        struct mg_procs unkillable_procs;
+        struct mg_unkillable_info unkillable_info;
 
         /* Every read lands in a buffer the guard holds: no allocation per
          * tick.  memory.stat goes to stat_buf, MG_STAT_BUF_SIZE bytes: the

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kill.h"
+#include "parse.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -44,13 +48,13 @@ static bool procs_contains(const char *buf, long pid) {
         return false;
 }
 
-/* Reads cgroup.procs into buf, whole lines only.  A read that filled buf
- * ends mid-line, and the digits it kept are another pid's prefix ("12" of
- * "123"): that line goes.  Returns 0 or a negative errno. */
-static int read_procs(struct mg_cgroup *cg, char *buf, size_t size) {
+/* A read that filled buf ends mid-line, and the digits it kept are another
+ * pid's prefix ("12" of "123"): that line goes. */
+int mg_cgroup_read_procs(struct mg_cgroup *cg, char *buf, size_t size, bool *ret_cut) {
         ssize_t n = mg_cgroup_read(cg, MG_CG_PROCS, buf, size);
+        bool cut = n == -ENOBUFS;
 
-        if (n == -ENOBUFS) {
+        if (cut) {
                 char *nl = strrchr(buf, '\n');
                 if (nl)
                         nl[1] = '\0';
@@ -59,7 +63,33 @@ static int read_procs(struct mg_cgroup *cg, char *buf, size_t size) {
         } else if (n < 0) {
                 return (int) n;
         }
+        if (ret_cut)
+                *ret_cut = cut;
         return 0;
+}
+
+static int read_procs(struct mg_cgroup *cg, char *buf, size_t size) {
+        return mg_cgroup_read_procs(cg, buf, size, NULL);
+}
+
+char mg_proc_state(int32_t pid) {
+        /* The state is within the first 30 bytes ("4194304 (" and a comm of
+         * at most 15 bytes, then ") S "); the numbers after it are not read. */
+        char path[32], buf[128], state;
+        ssize_t n;
+        int fd;
+
+        if (pid <= 0)
+                return '?';
+        snprintf(path, sizeof(path), "/proc/%" PRId32 "/stat", pid);
+        fd = openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return '?'; /* gone, no /proc, or hidden (hidepid=) */
+        n = pread(fd, buf, sizeof(buf), 0);
+        close(fd);
+        if (n <= 0 || mg_parse_proc_stat_state(buf, (size_t) n, &state) < 0)
+                return '?';
+        return state;
 }
 
 /*

@@ -15,3 +15,14 @@
  * others.
  */
 int mg_cgroup_kill(struct mg_cgroup *cg, enum mg_kill_method *ret_method);
+
+/* Reads cgroup.procs into buf (NUL-terminated), whole lines only: a read
+ * that did not fit (4 KiB holds about 500 pids) drops its cut last line
+ * and says so in *ret_cut (may be NULL).  Returns 0 or a negative errno. */
+int mg_cgroup_read_procs(struct mg_cgroup *cg, char *buf, size_t size, bool *ret_cut);
+
+/* The state letter of /proc/PID/stat ('D', 'R', 'S', 'Z' ...), or '?' if
+ * it cannot be read (the process is gone, /proc is not mounted or hides
+ * it).  /proc is outside the cgroup directory: opened with a plain openat
+ * by path, not through the cgroup's seam; one open and one read a call. */
+char mg_proc_state(int32_t pid);

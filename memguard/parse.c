@@ -389,3 +389,59 @@ int mg_parse_psi(const char *buf, size_t len, struct mg_psi *ret) {
         *ret = psi;
         return 0;
 }
+
+/* splitmix64's finalizer: each pid spreads over all 64 bits, so a sum of
+ * them tells sets apart (order-free), where a plain sum of pids would not. */
+static uint64_t mix64(uint64_t x) {
+        x ^= x >> 30;
+        x *= UINT64_C(0xbf58476d1ce4e5b9);
+        x ^= x >> 27;
+        x *= UINT64_C(0x94d049bb133111eb);
+        x ^= x >> 31;
+        return x;
+}
+
+int mg_parse_procs(const char *buf, size_t len, struct mg_procs *ret) {
+        struct mg_procs r = {};
+        const char *p = buf, *end;
+
+        if ((!buf && len) || !ret)
+                return -EINVAL;
+        end = buf + len;
+        while (p < end) {
+                uint64_t pid;
+                if (*p == '0' || parse_digits(&p, end, &pid) < 0 || pid > INT32_MAX || p == end || *p != '\n')
+                        return -EBADMSG;
+                p++;
+                if (r.n < MG_PROCS_KEEP)
+                        r.pid[r.n] = (int32_t) pid;
+                if (r.n == UINT32_MAX)
+                        return -EBADMSG;
+                r.n++;
+                r.digest += mix64(pid);
+        }
+        *ret = r;
+        return 0;
+}
+
+int mg_parse_proc_stat_state(const char *buf, size_t len, char *ret_state) {
+        const char *p = buf, *end, *close = NULL;
+        uint64_t pid;
+
+        if ((!buf && len) || !ret_state)
+                return -EINVAL;
+        end = buf + len;
+        if (parse_digits(&p, end, &pid) < 0 || !skip_word(&p, end, " ("))
+                return -EBADMSG;
+        for (const char *c = end; c > p;)
+                if (*--c == ')') {
+                        close = c;
+                        break;
+                }
+        /* ") S " with S a letter: the kernel's task_state_array */
+        if (!close || end - close < 4 || close[1] != ' ' || close[3] != ' ' ||
+            !((close[2] >= 'A' && close[2] <= 'Z') || (close[2] >= 'a' && close[2] <= 'z')))
+                return -EBADMSG;
+        *ret_state = close[2];
+        return 0;
+}

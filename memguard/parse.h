@@ -66,5 +66,32 @@ int mg_parse_cpu_usage(const char *buf, size_t len, uint64_t *ret_usage_usec);
 /* cgroup.events: "populated" is required. */
 int mg_parse_populated(const char *buf, size_t len, int *ret_populated);
 
+/*
+ * cgroup.procs: one pid per line, as the kernel prints it ("%d\n"); a read
+ * that was cut keeps whole lines only (mg_cgroup_read_procs()).  Gives the
+ * count, a digest of the whole list that does not depend on its order (the
+ * kernel's order is not defined), and the first MG_PROCS_KEEP pids as
+ * listed.  A pid listed twice (the kernel may, for one that moved out and
+ * back while it was read) counts twice.  Returns 0 or -EBADMSG: not one
+ * decimal pid (1 to INT32_MAX, no leading zero) per line, each with its
+ * newline.
+ */
+#define MG_PROCS_KEEP MG_UNKILLABLE_MAX
+struct mg_procs {
+        uint32_t n;
+        uint64_t digest;                /* the same pids in any order: the same digest */
+        int32_t pid[MG_PROCS_KEEP];
+};
+int mg_parse_procs(const char *buf, size_t len, struct mg_procs *ret);
+
+/*
+ * The state of /proc/PID/stat: "PID (COMM) S ...", field 3.  COMM is
+ * whatever the process named itself (up to 15 bytes, ')', ' ' and '\n'
+ * included), so the state is the letter after the last ')' and a space;
+ * the fields after it are numbers.  buf may be the start of the file only,
+ * as long as it reaches the state.  Returns 0 and the letter, or -EBADMSG.
+ */
+int mg_parse_proc_stat_state(const char *buf, size_t len, char *ret_state);
+
 /* Bound on one line of any file parsed here; memory.stat keys are < 32. */
 #define MG_PARSE_MAX_LINE 256

@@ -37,6 +37,8 @@ const char *mg_event_type_to_string(enum mg_event_type t) {
         case MG_EVENT_GONE: return "gone";
         case MG_EVENT_KERNEL_OOM: return "kernel-oom";
         case MG_EVENT_THROTTLED: return "throttled";
+        case MG_EVENT_EMPTY_OVER_LIMIT: return "empty-over-limit";
+        case MG_EVENT_UNKILLABLE: return "unkillable";
         }
         return "?";
 }

@@ -146,7 +146,32 @@ enum mg_event_type {
         MG_EVENT_GONE,          /* the cgroup vanished; the guard stops */
         MG_EVENT_KERNEL_OOM,    /* memory.events.local oom_kill rose */
         MG_EVENT_THROTTLED,     /* .throttle valid: held over memory.high; not a kill */
+        MG_EVENT_EMPTY_OVER_LIMIT, /* .report valid: over the limit with no process; not a kill */
+        MG_EVENT_UNKILLABLE,    /* .unkillable and .kill valid: members outlived the kill wait */
 };
+
+/*
+ * MG_EVENT_EMPTY_OVER_LIMIT: used is above the limit (an overshoot, both
+ * reads agree) but the cgroup has no process (cgroup.events "populated 0"),
+ * so there is nothing to kill and a kill would free nothing.  Delivered
+ * once per episode, with a log line; the episode ends when used is back at
+ * the limit or below, or a process appears.  A process in the cgroup is
+ * judged by the usual rule: one that joins while the memory is still
+ * charged is in an overshoot, and is killed.
+ * .report is the read that saw it; its parts say what holds the memory,
+ * and freeing it is the caller's job:
+ *  - shmem: files on a tmpfs (/dev/shm, a tmpfs the actor wrote to) and
+ *    SysV shm segments: remove them; a memfd charged to the actor (a
+ *    microVM's guest memory) that the worker still holds: close it and
+ *    unmap it.  Neither goes with rmdir: the pages stay charged.
+ *  - kernel: slab (dentries, inodes) and other kernel memory outlive the
+ *    processes: rmdir the cgroup, which hands them to the parent and lets
+ *    the kernel free the cgroup and its reclaimable slab.
+ *  - sock: buffers of sockets still open in another process: close them.
+ *  - anon: pages of processes moved out of the cgroup (cgroup v2 does not
+ *    move charges with a process): freed when those processes exit.
+ * Page cache (stat.file) is not in used; the kernel reclaims it.
+ */
 
 /* An actor held over memory.high with nothing left to reclaim: the kernel
  * makes each allocation sleep instead of failing it, and the program only
@@ -158,6 +183,37 @@ struct mg_throttle_info {
         uint64_t high_events_per_sec;
         uint32_t memory_some_permyriad; /* share of the window stalled on memory */
         uint32_t cpu_permyriad;         /* CPU used, share of one CPU */
+};
+
+/*
+ * MG_EVENT_UNKILLABLE: the kill wait (kill_wait_usec) ran out and
+ * cgroup.procs still lists members: they did not die of SIGKILL.  A process
+ * in uninterruptible sleep ('D'), stuck in I/O on a dead NFS server or a
+ * hung device, takes the signal only when that I/O returns, and killing it
+ * again changes nothing.  Delivered right after the kill record
+ * (MG_EVENT_KILL with empty_timed_out; .kill points to it), in the same
+ * tick, once: while cgroup.procs lists the same members, a verdict to kill
+ * is not acted on (no cgroup.kill, no new record, no new report).  New
+ * pids, or the cgroup emptying, bring back the usual rules: the next kill,
+ * and its own report if it does not take either.  What frees them is
+ * outside the guard (the I/O they wait for coming back, a forced unmount, a
+ * reboot); their memory stays charged meanwhile.  Members are compared as a
+ * 4 KiB read of cgroup.procs shows them (about 500 pids; more_members says
+ * the read was cut, and a change within it counts as new members).
+ * The pids are those first listed, in cgroup.procs order: at most this many.
+ */
+#define MG_UNKILLABLE_MAX 16
+struct mg_unkillable_info {
+        uint64_t kill_usec;             /* the kill they outlived */
+        uint64_t wait_usec;             /* how long after it they were still there */
+        uint32_t n_members;             /* pids cgroup.procs listed */
+        bool more_members;              /* more than a 4 KiB read of cgroup.procs showed */
+        uint32_t n_pids;                /* filled in pids[] and states[]: min(n_members, 16) */
+        int32_t pids[MG_UNKILLABLE_MAX];
+        /* /proc/PID/stat field 3, of the process's main thread: 'D'
+         * (uninterruptible sleep, e.g. stuck in I/O), 'R', 'S', 'Z' ...;
+         * '?' where it could not be read */
+        char states[MG_UNKILLABLE_MAX];
 };
 
 /* The lend an MG_EVENT_LEND_* is about.  The library owns it; fields are
@@ -187,6 +243,8 @@ struct mg_event {
         const char *what;               /* what failed, e.g. "memory.stat" */
         uint64_t count;                 /* MG_EVENT_KERNEL_OOM: kills since the last tick */
         const struct mg_throttle_info *throttle;
+        const struct mg_report *report; /* MG_EVENT_EMPTY_OVER_LIMIT: the read that saw it */
+        const struct mg_unkillable_info *unkillable;
 };
 
 typedef void (*mg_event_fn)(mg_guard *g, const struct mg_event *ev, void *userdata);
@@ -210,7 +268,8 @@ struct mg_guard_options {
         uint64_t stall_window_usec;     /* stall criteria must hold this long */
         uint32_t stall_pressure_permyriad; /* memory some stall share over the window */
         uint64_t lend_deadline_usec;    /* default lend deadline */
-        uint64_t kill_wait_usec;        /* how long to wait for populated 0 */
+        uint64_t kill_wait_usec;        /* how long to wait for populated 0; then the record
+                                           (timed out), and MG_EVENT_UNKILLABLE */
         uint64_t post_kill_holdoff_usec;/* ignore lagging counters after a kill */
         mg_event_fn on_event;
         void *userdata;
@@ -386,7 +445,8 @@ int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len)
  * Confines the calling thread, and threads it starts afterwards, to the
  * system calls guards need once running: reading and writing the files
  * they hold, opening files below a cgroup directory (PSI triggers, new
- * guards, mg_guard_recover()), lends and their records, kills (cgroup.kill,
+ * guards, mg_guard_recover()) and /proc/PID/stat (MG_EVENT_UNKILLABLE),
+ * lends and their records, kills (cgroup.kill,
  * pidfd_open, pidfd_send_signal), a set's epoll and timerfd, poll, clocks,
  * and libc's memory, locks and exit.  Any other call fails with EPERM: a
  * mistake in the list is an error the guard reports, not a crash.  Sets

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ktest.h"
+#include "memguard/guard.h"
 #include "tools/common/spawn.h"
 
 const char *kt_base, *kt_disk, *kt_workload;
@@ -316,6 +317,21 @@ static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                 e->gone++;
         if (ev->lend)
                 e->lend = *ev->lend;
+        if (ev->type == MG_EVENT_UNKILLABLE)
+                kt_note("unkillable: %" PRIu32 " members still there %" PRIu64 " ms after the kill, first %" PRId32
+                        " (%c)",
+                        ev->unkillable->n_members, ev->unkillable->wait_usec / 1000,
+                        ev->unkillable->n_pids ? ev->unkillable->pids[0] : 0,
+                        ev->unkillable->n_pids ? ev->unkillable->states[0] : '?');
+        if (ev->type == MG_EVENT_EMPTY_OVER_LIMIT) {
+                const struct mg_report *r = ev->report;
+                e->empty = *r;
+                kt_note("empty over the limit: used %" PRIu64 " KiB of %" PRIu64 " KiB (anon %" PRIu64
+                        " shmem %" PRIu64 " kernel %" PRIu64 " sock %" PRIu64 " KiB), memory.current %" PRIu64
+                        " KiB, no process",
+                        r->used_bytes >> 10, r->limit_bytes >> 10, r->stat.anon >> 10, r->stat.shmem >> 10,
+                        r->stat.kernel >> 10, r->stat.sock >> 10, r->current_bytes >> 10);
+        }
         if (ev->type == MG_EVENT_THROTTLED) {
                 e->throttle = *ev->throttle;
                 kt_note("throttled: %" PRIu64 " KiB over memory.high %" PRIu64 " KiB, est %" PRIu64
@@ -336,6 +352,24 @@ int kt_guard_opts(mg_set *s, const char *cg, struct mg_guard_options *o, struct 
         o->on_event = on_event;
         o->userdata = ev;
         return mg_set_add(s, cg, o, ret);
+}
+
+int kt_guard_io(mg_set *s, const char *cg, struct mg_guard_options *o, const struct mg_io *io, struct kt_events *ev,
+                mg_guard **ret) {
+        mg_guard *g;
+        o->on_event = on_event;
+        o->userdata = ev;
+        int r = mg_guard_new_internal(cg, o, 0, io, &g);
+        if (r < 0)
+                return r;
+        r = mg_set_add_guard(s, g);
+        if (r < 0) {
+                mg_guard_free(g);
+                return r;
+        }
+        if (ret)
+                *ret = g;
+        return 0;
 }
 
 int kt_guard(mg_set *s, const char *cg, uint64_t limit, struct kt_events *ev, mg_guard **ret) {

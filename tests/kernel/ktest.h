@@ -27,6 +27,7 @@ struct kt_events {
         struct mg_throttle_info throttle; /* the last MG_EVENT_THROTTLED */
         struct mg_lend_info lend;       /* the last MG_EVENT_LEND_* */
         int gone;
+        struct mg_report empty;           /* the last MG_EVENT_EMPTY_OVER_LIMIT */
 };
 
 extern const char *kt_base;     /* the test's own parent cgroup */
@@ -84,6 +85,11 @@ mg_set *kt_set_new(void);
 int kt_guard(mg_set *s, const char *cg, uint64_t limit, struct kt_events *ev, mg_guard **ret);
 /* The same with options the caller filled (events still land in *ev). */
 int kt_guard_opts(mg_set *s, const char *cg, struct mg_guard_options *o, struct kt_events *ev, mg_guard **ret);
+/* The same through an I/O seam (struct mg_io, memguard/cgroup.h), so a
+ * scenario can count what the guard does to the cgroup's files. */
+struct mg_io;
+int kt_guard_io(mg_set *s, const char *cg, struct mg_guard_options *o, const struct mg_io *io, struct kt_events *ev,
+                mg_guard **ret);
 /* Stop conditions for kt_run(): ud is a struct kt_events. */
 bool killed_any(void *ud);
 /* A wait status of a process that died of SIGKILL. */

@@ -723,6 +723,7 @@ static const struct {
         { "lend-crash", t_lend_crash },
         { "lend-resize", t_lend_resize },
         { "confined-guard", t_confined_guard },
+        { "empty-over-limit", t_empty_over_limit },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 

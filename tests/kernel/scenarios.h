@@ -42,3 +42,6 @@ int t_snapshot_cycles(void);
 int t_lend_crash(void);
 int t_lend_resize(void);
 int t_confined_guard(void);
+
+/* kill.c: what a kill cannot reach */
+int t_empty_over_limit(void);

@@ -897,9 +897,11 @@ Test(faults, fallback_kill_whole_lines_only) {
         cr_expect_eq(pk.n_signalled, 0);
 }
 
-/* After the kill, cgroup.events cannot be read: the guard still gives up
- * after kill_wait and delivers the record (timed out), instead of waiting
- * for ever; the error is reported once. */
+/* cgroup.events cannot be read, before the kill and after it: a confirmed
+ * overshoot is acted on all the same (an unreadable "populated" is not
+ * taken for an empty cgroup), the guard still gives up after kill_wait and
+ * delivers the record (timed out), instead of waiting for ever; the error
+ * is reported once. */
 Test(faults, killing_events_unreadable) {
         mg_guard *g = new_guard();
         overshoot();

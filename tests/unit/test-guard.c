@@ -25,6 +25,10 @@ static struct {
         struct mg_lend_info lend;       /* of the last MG_EVENT_LEND_* */
         int warnings;
         char warning_log[2048];         /* every warning, one a line */
+        struct mg_report empty; /* the last MG_EVENT_EMPTY_OVER_LIMIT */
+        struct mg_unkillable_info unkillable; /* the last MG_EVENT_UNKILLABLE */
+        struct mg_kill_record unkillable_kill; /* and its .kill */
+        int kills_before_unkillable;
 } seen;
 
 static void on_log(int level, const char *msg, void *ud) {
@@ -48,6 +52,13 @@ static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                 seen.oom_count += ev->count;
         if (ev->lend)
                 seen.lend = *ev->lend;
+        if (ev->type == MG_EVENT_EMPTY_OVER_LIMIT)
+                seen.empty = *ev->report;
+        if (ev->type == MG_EVENT_UNKILLABLE) {
+                seen.unkillable = *ev->unkillable;
+                seen.unkillable_kill = *ev->kill;
+                seen.kills_before_unkillable = seen.n[MG_EVENT_KILL];
+        }
 }
 
 static void setup(void) {
@@ -379,6 +390,63 @@ Test(guard, overshoot_kills_and_reports) {
         mg_guard_free(g);
 }
 
+/* Memory held by no process: the actor's last process wrote a tmpfs file
+ * and exited, or the worker holds a memfd charged to it, or slab outlives
+ * its processes.  cgroup.kill on an empty cgroup succeeds and frees
+ * nothing: no kill, one report per episode, and a process that appears is
+ * judged by the usual rule. */
+Test(guard, empty_cgroup_over_limit_is_reported_not_killed) {
+        mg_guard *g = new_guard();
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 0, 4 * MIB, 2 * MIB, 290 * MIB, 0, 0, 0);
+        for (int i = 0; i < 240; i++) /* 60 s */
+                cr_expect_eq(tick_at(g, 250 * MS), 0, "tick %d", i);
+        cr_expect_eq(fx.writes, 0, "cgroup.kill written %u times for an empty cgroup", fx.writes);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        cr_assert_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 1, "once per episode, not %d times",
+                     seen.n[MG_EVENT_EMPTY_OVER_LIMIT]);
+        cr_expect_eq(seen.empty.limit_bytes, 256 * MIB);
+        cr_expect_eq(seen.empty.used_bytes, 292 * MIB);
+        cr_expect_eq(seen.empty.current_bytes, 300 * MIB);
+        cr_expect_eq(seen.empty.stat.shmem, 290 * MIB, "what holds it");
+        cr_expect_eq(seen.empty.stat.kernel, 2 * MIB);
+        cr_expect_eq(seen.empty.stat.anon, 0);
+        cr_expect_eq(seen.empty.stat.file, 4 * MIB, "memory.stat whole");
+        cr_expect_eq(seen.empty.verdict, MG_VERDICT_OVERSHOOT);
+
+        /* used back at the limit (still on the slow path) ends the episode;
+         * over it again is a second one */
+        fixture_current(&fx, 250 * MIB);
+        fixture_stat(&fx, 0, 4 * MIB, 2 * MIB, 240 * MIB, 0, 0, 0);
+        for (int i = 0; i < 8; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 1);
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 0, 4 * MIB, 2 * MIB, 290 * MIB, 0, 0, 0);
+        for (int i = 0; i < 40; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 2, "a second episode: %d reports",
+                     seen.n[MG_EVENT_EMPTY_OVER_LIMIT]);
+        cr_expect_eq(fx.writes, 0);
+
+        /* a process appears in a cgroup still over its limit: an overshoot
+         * with a member, killed as usual, detected when it became one */
+        fixture_write(&fx, "cgroup.events", "populated 1\nfrozen 0\n");
+        cr_expect_eq(tick_at(g, 250 * MS), 1, "a member over the limit is killed");
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.kill.reason, MG_KILL_OVERSHOOT);
+        cr_expect_leq(seen.kill.kill_usec - seen.kill.detect_usec, 250 * MS,
+                      "detected %" PRIu64 " ms before the kill: the empty episode counted",
+                      (seen.kill.kill_usec - seen.kill.detect_usec) / 1000);
+        cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 2);
+        mg_guard_free(g);
+}
+
 Test(guard, kill_waits_and_times_out) {
         mg_guard *g = new_guard();
         fixture_current(&fx, 300 * MIB);
@@ -390,6 +458,79 @@ Test(guard, kill_waits_and_times_out) {
         tick_at(g, 1000 * MS); /* 2 s + 1 s/GiB for 256 MiB = 2 s */
         cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
         cr_expect(seen.kill.empty_timed_out);
+        mg_guard_free(g);
+}
+
+/* Members that never die (D state, stuck in I/O): cgroup.events stays
+ * "populated 1" after the kill.  After the kill wait: the kill record (timed
+ * out), then one unkillable report with the pids and their states; while the
+ * same members are there, no new kill and no new report; new pids, or the
+ * cgroup emptying, bring back the usual rules.  The pids: this process
+ * (its /proc/PID/stat reads 'R') and one that cannot exist (above the
+ * kernel's PID_MAX_LIMIT, 4 Mi): '?'. */
+Test(guard, unkillable_members_reported_once) {
+        char procs[64], more[96];
+        mg_guard *g = new_guard();
+        uint64_t wait = g->opt.kill_wait_usec;
+        snprintf(procs, sizeof(procs), "%d\n99999999\n", (int) getpid());
+        fixture_write(&fx, "cgroup.procs", procs);
+        fixture_current(&fx, 300 * MIB);
+        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        cr_assert_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
+        uint64_t killed_at = fx.now_usec;
+        fixture_write(&fx, "cgroup.kill", "");
+        fixture_reset_counts(&fx);
+        while (fx.now_usec - killed_at < wait)
+                tick_at(g, 250 * MS);
+        cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect(seen.kill.empty_timed_out, "the first record, timed out as before");
+        cr_assert_eq(seen.n[MG_EVENT_UNKILLABLE], 1, "reported at the end of the kill wait");
+        cr_expect_eq(seen.kills_before_unkillable, 1, "right after the kill record");
+        cr_expect(seen.unkillable_kill.empty_timed_out);
+        cr_expect_eq(seen.unkillable.kill_usec, seen.kill.kill_usec);
+        cr_expect_geq(seen.unkillable.wait_usec, wait);
+        cr_expect_eq(seen.unkillable.n_members, 2);
+        cr_expect_not(seen.unkillable.more_members);
+        cr_assert_eq(seen.unkillable.n_pids, 2);
+        cr_expect_eq(seen.unkillable.pids[0], getpid());
+        cr_expect_eq(seen.unkillable.states[0], 'R', "state of this process: %c", seen.unkillable.states[0]);
+        cr_expect_eq(seen.unkillable.pids[1], 99999999);
+        cr_expect_eq(seen.unkillable.states[1], '?', "no such process: %c", seen.unkillable.states[1]);
+
+        /* 60 s of the same members, over the limit: no kill, no report */
+        for (int i = 0; i < 240; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0, "tick %d", i);
+        cr_expect_eq(fx.writes, 0, "cgroup.kill written %u times after the report", fx.writes);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 1, "%d kill records", seen.n[MG_EVENT_KILL]);
+        cr_expect_eq(seen.n[MG_EVENT_UNKILLABLE], 1, "%d unkillable reports", seen.n[MG_EVENT_UNKILLABLE]);
+        cr_expect_not(mg_guard_is_killing(g));
+
+        /* a new pid: the usual rules, a kill (and its own report) */
+        snprintf(more, sizeof(more), "%s12345\n", procs);
+        fixture_write(&fx, "cgroup.procs", more);
+        cr_expect_eq(tick_at(g, 250 * MS), 1, "new members are killed");
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
+        fixture_write(&fx, "cgroup.kill", "");
+        fixture_write(&fx, "cgroup.procs", procs); /* 12345 died, the old ones did not */
+        for (uint64_t t0 = fx.now_usec; fx.now_usec - t0 < wait;)
+                tick_at(g, 250 * MS);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 2);
+        cr_expect_eq(seen.n[MG_EVENT_UNKILLABLE], 2, "one report per kill that did not take");
+        cr_expect_eq(seen.unkillable.n_members, 2);
+
+        /* the old ones go and the cgroup empties: forgotten, so members
+         * listed later (the same pid numbers, reused) are killed as usual */
+        fixture_write(&fx, "cgroup.procs", "");
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        for (int i = 0; i < 20; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+        fixture_write(&fx, "cgroup.procs", procs);
+        fixture_write(&fx, "cgroup.events", "populated 1\nfrozen 0\n");
+        cr_expect_eq(tick_at(g, 250 * MS), 1, "a cgroup that emptied starts over");
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
         mg_guard_free(g);
 }
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "memguard/parse.h"
@@ -266,6 +268,76 @@ Test(cpu_stat, usage) {
         cr_expect_eq(u, 123);
         cr_expect_eq(mg_parse_cpu_usage(S("user_usec 100\n"), &u), -EBADMSG);
         cr_expect_eq(mg_parse_cpu_usage(S("usage_usec 1\nusage_usec 2\n"), &u), -EBADMSG);
+}
+
+Test(procs, list) {
+        struct mg_procs a, b, c;
+        cr_assert_eq(mg_parse_procs(S("12\n345\n"), &a), 0);
+        cr_expect_eq(a.n, 2);
+        cr_expect_eq(a.pid[0], 12);
+        cr_expect_eq(a.pid[1], 345);
+        cr_assert_eq(mg_parse_procs(S("345\n12\n"), &b), 0);
+        cr_expect_eq(a.digest, b.digest, "the same set in another order");
+        cr_assert_eq(mg_parse_procs(S("12\n346\n"), &c), 0);
+        cr_expect_neq(a.digest, c.digest);
+        /* a plain sum would not tell these apart: 1 + 4 == 2 + 3 */
+        cr_assert_eq(mg_parse_procs(S("1\n4\n"), &b), 0);
+        cr_assert_eq(mg_parse_procs(S("2\n3\n"), &c), 0);
+        cr_expect_neq(b.digest, c.digest);
+        cr_assert_eq(mg_parse_procs(S(""), &a), 0);
+        cr_expect_eq(a.n, 0);
+        cr_assert_eq(mg_parse_procs(S("2147483647\n"), &a), 0);
+        cr_expect_eq(a.pid[0], INT32_MAX);
+
+        char many[256];
+        size_t n = 0;
+        for (int i = 1; i <= 20; i++)
+                n += (size_t) snprintf(many + n, sizeof(many) - n, "%d\n", 100 + i);
+        cr_assert_eq(mg_parse_procs(many, n, &a), 0);
+        cr_expect_eq(a.n, 20, "all counted");
+        cr_expect_eq(a.pid[MG_PROCS_KEEP - 1], 100 + MG_PROCS_KEEP, "the first %d kept", MG_PROCS_KEEP);
+}
+
+Test(procs, hostile) {
+        static const char *const bad[] = { "12", "0\n", "012\n", "-1\n", "+1\n", "2147483648\n",
+                                           "99999999999999999999999\n", "12 \n", " 12\n", "\n", "12\n\n",
+                                           "a\n", "12\n13" };
+        struct mg_procs p = { .n = 77 };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                cr_expect_eq(mg_parse_procs(bad[i], strlen(bad[i]), &p), -EBADMSG, "accepted \"%s\"", bad[i]);
+        cr_expect_eq(p.n, 77, "written on failure");
+        cr_expect_eq(mg_parse_procs(NULL, 1, &p), -EINVAL);
+}
+
+Test(proc_stat, state) {
+        char st = 0;
+        cr_assert_eq(mg_parse_proc_stat_state(S("1234 (bash) S 1 1234 1234 0 -1 4194560 100"), &st), 0);
+        cr_expect_eq(st, 'S');
+        cr_assert_eq(mg_parse_proc_stat_state(S("77 (dd) D 1 77 77 0\n"), &st), 0);
+        cr_expect_eq(st, 'D');
+        /* the process names itself: earlyoom's "foo) Z ", a newline, parentheses */
+        cr_assert_eq(mg_parse_proc_stat_state(S("1234 (foo) Z ) R 1 2 3"), &st), 0);
+        cr_expect_eq(st, 'R', "took %c from the name", st);
+        cr_assert_eq(mg_parse_proc_stat_state(S("5 (a\nb) D 0"), &st), 0);
+        cr_expect_eq(st, 'D');
+        cr_assert_eq(mg_parse_proc_stat_state(S("5 ((x) (y)) t 0"), &st), 0);
+        cr_expect_eq(st, 't');
+        cr_assert_eq(mg_parse_proc_stat_state(S("6 () I 0"), &st), 0);
+        cr_expect_eq(st, 'I');
+        /* the start of the file is enough: 4194304, a 15-byte name, the state */
+        cr_assert_eq(mg_parse_proc_stat_state(S("4194304 ()))))))))))))))) D "), &st), 0);
+        cr_expect_eq(st, 'D');
+}
+
+Test(proc_stat, hostile) {
+        static const char *const bad[] = { "", "1234", "1234 (bash)", "1234 (bash) S", "1234 (bash) 5 1",
+                                           "bash (bash) S 1", "(bash) S 1", "1234 bash S 1", "1234  (bash) S 1",
+                                           "1234 (bash)S 1", "1234 (bash) SS 1", "1234 (bash) ) 1" };
+        char st = 'x';
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                cr_expect_eq(mg_parse_proc_stat_state(bad[i], strlen(bad[i]), &st), -EBADMSG, "accepted \"%s\"",
+                             bad[i]);
+        cr_expect_eq(st, 'x', "written on failure");
 }
 
 Test(args, null) {

@@ -124,6 +124,38 @@ static void lend_text(const struct mg_event *ev, char *buf, size_t len) {
                 snprintf(buf, len, "memguard: lend-expired: %s: lend deadline passed, %s", ev->cgroup, what);
 }
 
+#define KIB(x) ((x) >> 10)
+
+/* Over the limit with no process: what holds the memory, in the kill
+ * record's terms. */
+static void empty_text(const struct mg_event *ev, char *buf, size_t len) {
+        const struct mg_report *r = ev->report;
+        const struct mg_memstat *s = &r->stat;
+
+        snprintf(buf, len,
+                 "memguard: empty-over-limit: %s: used %" PRIu64 "kB of limit %" PRIu64 "kB held by no process "
+                 "(anon %" PRIu64 "kB shmem %" PRIu64 "kB kernel %" PRIu64 "kB sock %" PRIu64 "kB), memory.current %" PRIu64
+                 "kB, page cache %" PRIu64 "kB (not counted): nothing to kill",
+                 ev->cgroup, KIB(r->used_bytes), KIB(r->limit_bytes), KIB(s->anon), KIB(s->shmem), KIB(s->kernel),
+                 KIB(s->sock), KIB(r->current_bytes), KIB(s->file));
+}
+
+/* Members that outlived the kill: "1234 (D) 5678 (D)". */
+static void unkillable_text(const struct mg_event *ev, char *buf, size_t len) {
+        const struct mg_unkillable_info *u = ev->unkillable;
+        char list[MG_UNKILLABLE_MAX * 16] = "";
+        size_t at = 0;
+
+        for (uint32_t i = 0; i < u->n_pids && i < MG_UNKILLABLE_MAX; i++)
+                at += (size_t) snprintf(list + at, sizeof(list) - at, "%s%" PRId32 " (%c)", i ? " " : "", u->pids[i],
+                                        u->states[i] ? u->states[i] : '?');
+        snprintf(buf, len,
+                 "memguard: unkillable: %s: %" PRIu32 " process%s still there %" PRIu64 " ms after SIGKILL: %s%s; "
+                 "not killed again while the same ones are there",
+                 ev->cgroup, u->n_members, u->n_members == 1 ? "" : "es", u->wait_usec / 1000, list,
+                 u->n_members > u->n_pids || u->more_members ? " ..." : "");
+}
+
 static void event_text(const struct mg_event *ev, char *buf, size_t len) {
         switch (ev->type) {
         case MG_EVENT_KILL:
@@ -144,6 +176,12 @@ static void event_text(const struct mg_event *ev, char *buf, size_t len) {
                 break;
         case MG_EVENT_GONE:
                 snprintf(buf, len, "memguard: gone: %s: the cgroup was removed", ev->cgroup);
+                break;
+        case MG_EVENT_EMPTY_OVER_LIMIT:
+                empty_text(ev, buf, len);
+                break;
+        case MG_EVENT_UNKILLABLE:
+                unkillable_text(ev, buf, len);
                 break;
         default:
                 snprintf(buf, len, "memguard: %s: %s", mg_event_type_to_string(ev->type), ev->cgroup);
@@ -179,6 +217,28 @@ static void event_json(const struct mg_event *ev, struct mgt_json *j) {
                 mgt_json_str(j, "error", strerror(-ev->error));
                 mgt_json_i64(j, "errno", -ev->error);
                 return;
+        case MG_EVENT_EMPTY_OVER_LIMIT:
+                mgt_json_str(j, "cgroup", ev->cgroup);
+                mgt_json_u64(j, "limit_bytes", ev->report->limit_bytes);
+                mgt_json_u64(j, "used_bytes", ev->report->used_bytes);
+                mgt_json_u64(j, "anon_bytes", ev->report->stat.anon);
+                mgt_json_u64(j, "shmem_bytes", ev->report->stat.shmem);
+                mgt_json_u64(j, "kernel_bytes", ev->report->stat.kernel);
+                mgt_json_u64(j, "sock_bytes", ev->report->stat.sock);
+                mgt_json_u64(j, "current_bytes", ev->report->current_bytes);
+                mgt_json_u64(j, "file_bytes", ev->report->stat.file);
+                return;
+        case MG_EVENT_UNKILLABLE: {
+                const struct mg_unkillable_info *u = ev->unkillable;
+                size_t n = u->n_pids < MG_UNKILLABLE_MAX ? u->n_pids : MG_UNKILLABLE_MAX;
+                mgt_json_str(j, "cgroup", ev->cgroup);
+                mgt_json_u64(j, "members", u->n_members);
+                mgt_json_bool(j, "more_members", u->more_members);
+                mgt_json_i32_array(j, "pids", u->pids, n);
+                mgt_json_char_array(j, "states", u->states, n, '?');
+                mgt_json_u64(j, "kill_to_report_ms", u->wait_usec / 1000);
+                return;
+        }
         default:
                 mgt_json_str(j, "cgroup", ev->cgroup);
         }

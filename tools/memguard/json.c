@@ -181,6 +181,33 @@ void mgt_json_centi(struct mgt_json *j, const char *k, uint64_t centi) {
         append_num(j, num, snprintf(num, sizeof(num), "%" PRIu64 ".%02" PRIu64, centi / 100, centi % 100));
 }
 
+void mgt_json_i32_array(struct mgt_json *j, const char *k, const int32_t *val, size_t n) {
+        char num[16];
+        key(j, k);
+        append(j, "[", 1);
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        append(j, ",", 1);
+                append_num(j, num, snprintf(num, sizeof(num), "%" PRId32, val[i]));
+        }
+        append(j, "]", 1);
+}
+
+void mgt_json_char_array(struct mgt_json *j, const char *k, const char *val, size_t n, char unknown) {
+        key(j, k);
+        append(j, "[", 1);
+        for (size_t i = 0; i < n; i++) {
+                char one[2] = { val[i], '\0' };
+                if (i)
+                        append(j, ",", 1);
+                if (val[i] == unknown || val[i] == '\0')
+                        append(j, "null", 4);
+                else
+                        append_string(j, one);
+        }
+        append(j, "]", 1);
+}
+
 const char *mgt_json_end(struct mgt_json *j) {
         append(j, "}", 1);
         return j->failed ? NULL : j->buf;

@@ -2,8 +2,8 @@
 #pragma once
 
 /*
- * One flat JSON object per line: enough for the event stream and `stat
- * --json`, no parser.  The buffer grows as needed; after an allocation
+ * One flat JSON object per line (scalars, and arrays of them): enough for
+ * the event stream and `stat --json`, no parser.  The buffer grows as needed; after an allocation
  * failure every call is a no-op and mgt_json_end() returns NULL.
  */
 
@@ -36,6 +36,11 @@ void mgt_json_null(struct mgt_json *j, const char *key);
 void mgt_json_bytes(struct mgt_json *j, const char *key, uint64_t val);
 /* Hundredths as a decimal number: 1234 -> 12.34 (PSI averages in percent). */
 void mgt_json_centi(struct mgt_json *j, const char *key, uint64_t centi);
+/* [1,2,3] */
+void mgt_json_i32_array(struct mgt_json *j, const char *key, const int32_t *val, size_t n);
+/* ["D","R",null]: one-character strings, null for the character unknown
+ * (process states, '?' where unread). */
+void mgt_json_char_array(struct mgt_json *j, const char *key, const char *val, size_t n, char unknown);
 /* Closes the object; returns the text (no newline) or NULL.  The caller
  * frees j->buf (mgt_json_free) either way. */
 const char *mgt_json_end(struct mgt_json *j);
