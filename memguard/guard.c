@@ -61,8 +61,8 @@ __attribute__((format(printf, 3, 4))) static void glog(const mg_guard *g, int le
         char msg[512];
         va_list ap;
 
-        if (!g->opt.log)
-                return;
+        if (!g->opt.log || g->detached)
+                return; /* detached: the caller may have freed what its callbacks use */
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
@@ -70,6 +70,8 @@ __attribute__((format(printf, 3, 4))) static void glog(const mg_guard *g, int le
 }
 
 static void emit(mg_guard *g, struct mg_event *ev) {
+        if (g->detached)
+                return;
         ev->cgroup = g->path;
         if (ev->time_usec == 0)
                 ev->time_usec = mg_guard_now(g);
@@ -209,6 +211,13 @@ void mg_guard_release_lend(mg_guard *g, bool taken_over_too) {
 mg_guard *mg_guard_free(mg_guard *g) {
         if (!g)
                 return NULL;
+        if (g->holds > 0) {
+                /* A snapshot write on another thread still uses it: the last
+                 * mg_guard_release() frees it.  The lend is that write's to
+                 * end. */
+                g->detached = true;
+                return NULL;
+        }
         mg_guard_release_lend(g, false);
         triggers_close(g);
         mg_cgroup_close(&g->cg);
@@ -216,6 +225,15 @@ mg_guard *mg_guard_free(mg_guard *g) {
         free(g->own_stat_buf);
         free(g);
         return NULL;
+}
+
+void mg_guard_hold(mg_guard *g) {
+        g->holds++;
+}
+
+void mg_guard_release(mg_guard *g) {
+        if (--g->holds == 0 && g->detached)
+                mg_guard_free(g);
 }
 
 uint64_t mg_guard_get_tick_usec(const mg_guard *g) {

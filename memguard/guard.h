@@ -91,6 +91,8 @@ struct mg_guard {
 
         int error_streak[MG_ERR_N];     /* the error last reported for each; 0 once it works again */
         struct mg_guard *next_zombie;   /* owned by set.c: removed during process(), freed after it */
+        unsigned holds;                 /* mg_guard_hold()s not released yet */
+        bool detached;                  /* freed, or removed, while held: freed by the last release */
 
         char *path;
         uint64_t holdoff_until_usec;
@@ -166,6 +168,17 @@ static inline uint64_t mg_usec_add(uint64_t a, uint64_t b) {
  * guard for one read).
  */
 void mg_guard_release_lend(mg_guard *g, bool taken_over_too);
+
+/*
+ * What keeps a guard alive while another thread uses it (a snapshot write,
+ * which lends from the caller's thread under the options' lock): a hold.
+ * Both are called under that lock, which the set's thread holds around
+ * mg_set_process().  mg_set_remove() or mg_guard_free() of a held guard
+ * detaches it (no more ticks, watches or events; a set's guard leaves the
+ * set) and the last release frees it.
+ */
+void mg_guard_hold(mg_guard *g);
+void mg_guard_release(mg_guard *g);
 
 /* Adds a guard made by mg_guard_new_internal() to a set, which then owns it. */
 int mg_set_add_guard(struct mg_set *s, mg_guard *g);

@@ -256,7 +256,9 @@ int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options
 int mg_set_remove(mg_set *s, mg_guard *g) {
         if (!s || !g || g->set != s)
                 return -EINVAL;
-        mg_guard_release_lend(g, true);
+        /* A held guard's lend is the write's that holds it, ended by it */
+        if (g->holds == 0)
+                mg_guard_release_lend(g, true);
         if (g->state == MG_GUARD_KILLING)
                 mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
         mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, false);

@@ -787,6 +787,13 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
         if (r < 0)
                 return r;
         g = w.o.guard;
+        if (g) {
+                /* Alive until the write is over, whatever the set's thread
+                 * does meanwhile (a removal on MG_EVENT_GONE). */
+                guard_lock(&w, true);
+                mg_guard_hold(g);
+                guard_lock(&w, false);
+        }
         /* SEEK_DATA moves the fd's offset; the caller's is put back. */
         if (src->kind == MG_SNAPSHOT_FD)
                 saved_pos = lseek(src->fd, 0, SEEK_CUR);
@@ -805,8 +812,10 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
         };
 
         int dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
+        if (dfd < 0) {
+                r = -errno;
+                goto out;
+        }
         w.dfd = dfd;
         w.crcs = calloc((size_t) w.n_chunks, sizeof(*w.crcs));
         /* Touched only if used: a memory source needs none. */
@@ -926,5 +935,10 @@ out:
                 munmap(w.buf, 2 * w.io_bytes);
         free(w.crcs);
         free(w.ranges);
+        if (g) {
+                guard_lock(&w, true);
+                mg_guard_release(g);
+                guard_lock(&w, false);
+        }
         return r;
 }

@@ -307,7 +307,9 @@ int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_g
  * the guard took over from a record at mg_guard_new() is left as found,
  * record and all: its lender may still be running (mg_set_remove() ends
  * that one too).  A set's guards are freed by mg_set_remove() and
- * mg_set_free(), not by this.
+ * mg_set_free(), not by this.  A guard a snapshot write on another thread
+ * still uses (see "Threads" at mg_set_options) is freed when that write
+ * ends; no event or log comes from it meanwhile.
  */
 mg_guard *mg_guard_free(mg_guard *g);
 
@@ -403,9 +405,19 @@ int mg_guard_recover(const char *cgroup_path, unsigned flags);
 /*
  * A guard set: many guards, one thread, one fd.  Poll mg_set_get_fd() for
  * reading (EPOLLIN), or sleep until mg_set_get_timeout(), then call
- * mg_set_process().  A set and its guards belong to that thread: call the
- * guard functions (report, lend) of its guards from it, callbacks included
- * (its guards share one memory.stat buffer).
+ * mg_set_process().
+ *
+ * Threads.  A set, its guards and their callbacks belong to one thread, the
+ * one that calls mg_set_process(): call every function on them from it,
+ * callbacks included (its guards share one memory.stat buffer).  One
+ * exception: mg_snapshot_write() may run on another thread with a guard of
+ * the set (memguard/snapshot.h), if the set's thread holds the write's .lock
+ * around each mg_set_process() (and any other call on the set).  The write
+ * takes that lock around each of its own calls on the guard, and holds the
+ * guard from start to end: mg_set_remove() (or mg_set_free()) of it
+ * meanwhile takes it out of the set at once (no more ticks, watches or
+ * events, its callbacks never called again) but frees it only when the
+ * write ends, and leaves the write's lend for the write to end.
  * Options: .size = sizeof; fields may be added at the end, as for
  * mg_guard_options (-E2BIG, -EINVAL: see the conventions above).
  */

@@ -100,7 +100,9 @@ struct mg_snapshot_options {
         uint32_t method;
         /* The actor's guard: the write runs in a lend of it (restore ignores
          * it).  mg_guard_lend_begin()/_end() are called from the calling
-         * thread; a guard whose set another thread runs needs .lock. */
+         * thread; a guard whose set another thread runs needs .lock (see
+         * "Threads" in memguard.h).  The write keeps the guard alive until
+         * it returns, even if the set's thread removes it meanwhile. */
         mg_guard *guard;
         /* What the lend raises memory.high by: default window + buffers +
          * 4 MiB; MG_UNLIMITED removes memory.high for the write. */

@@ -1175,6 +1175,70 @@ Test(snapshot, late_end_leaves_a_newer_lend) {
         munmap(img, len);
 }
 
+/* The thread contract: a write keeps its guard alive.  The set's thread
+ * removes the guard mid-write (as a caller does on MG_EVENT_GONE): the
+ * guard leaves the set at once, sends no more events, and the write goes on
+ * with it, ends its own lend and frees it (CI runs this under ASan and
+ * valgrind: a use after free or a leak fails it). */
+struct remover {
+        mg_set *set;
+        mg_guard *g;
+        bool removed;
+        int events, events_after;
+};
+
+static void count_event(mg_guard *g, const struct mg_event *ev, void *ud) {
+        struct remover *rm = ud;
+        (void) g;
+        (void) ev;
+        rm->events++;
+        if (rm->removed)
+                rm->events_after++;
+}
+
+static int remove_mid_write(void *ud, enum mg_snap_op op, uint64_t off, uint64_t len) {
+        struct remover *rm = ud;
+        (void) off;
+        (void) len;
+        if (op == MG_SNAP_OP_WRITE && !rm->removed) {
+                rm->removed = true;
+                cr_assert_eq(mg_set_remove(rm->set, rm->g), 0);
+                cr_expect_eq(mg_set_size(rm->set), 0, "the guard left the set at once");
+        }
+        return 0;
+}
+
+Test(snapshot, guard_removed_mid_write) {
+        struct fixture fx;
+        struct mg_guard_options go;
+        struct remover rm = {};
+        size_t len = 2 * MIB;
+        uint8_t *img = make_image(len, 16);
+        fixture_init(&fx);
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_set_new(NULL, &rm.set), 0);
+        cr_assert_eq(mg_guard_options_init(&go, 256 * MIB), 0);
+        go.on_event = count_event;
+        go.userdata = &rm;
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &rm.g), 0);
+        cr_assert_eq(mg_set_add_guard(rm.set, rm.g), 0);
+
+        mg_snap_test.fault = remove_mid_write;
+        mg_snap_test.fault_userdata = &rm;
+        struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
+        o.guard = rm.g;
+        o.lock = lock_fn;
+        cr_assert_eq(write_mem("snap", img, len, &o, NULL), 0, "%s", last_log);
+        cr_expect(rm.removed);
+        cr_expect_eq(rm.events, 1, "only the lend's begin, before the removal");
+        cr_expect_eq(rm.events_after, 0, "a removed guard sent an event");
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480", "the write ended its own lend");
+        cr_expect_eq(locks, 0);
+        mg_set_free(rm.set);
+        fixture_cleanup(&fx);
+        munmap(img, len);
+}
+
 /* ---- many cycles --------------------------------------------------------- */
 
 Test(snapshot, hundred_cycles_leave_no_trace) {
