@@ -133,7 +133,7 @@ static int field_run(const struct actor *a, struct field *f) {
         if (a->high)
                 KT_CHECK(kt_cg_write(f->cg, "memory.high", "%" PRIu64, a->high) == 0, "memory.high");
         mg_guard *g;
-        struct mg_guard_options o;
+        struct mg_guard_options o = { .size = sizeof(o) };
         KT_CHECK(kt_guard(s, f->cg, a->limit, &f->ev, &g) == 0, "guard");
         KT_CHECK(mg_guard_get_options(g, &o) == 0, "options");
         kt_note("%s: guard limit %" PRIu64 " MiB, memory.max %" PRIu64 " MiB, memory.high %" PRIu64

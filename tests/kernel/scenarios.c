@@ -430,6 +430,18 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
         thrash_note("guarded", cg, ms);
         KT_CHECK(k, "not killed within 60 s");
         KT_CHECK(ev.kill.reason == MG_KILL_STALL, "reason %d", ev.kill.reason);
+        /* The guard reads PSI from its first slow tick, so the first
+         * restore can complete a window that was already stalled: it may
+         * kill before the 100 ms sampler sees that restore.  The kill
+         * record's memory.stat then shows it, and the onset lies between the
+         * sampler's last read and the kill: that read bounds it. */
+        bool onset_in_record = false;
+        if (!tr.onset && ev.kill.report.stat.workingset_restore_file > tr.first.restores) {
+                tr.onset = tr.last;
+                onset_in_record = true;
+        }
+        if (onset_in_record)
+                kt_note("onset_seen_in_kill_record=1 (bound: the sampler's last read before the kill)");
         kt_note("guarded: systemd-oomd rule %s (max memory full avg10 %.2f %%)",
                 tr.oomd_fired ? "would have fired first" : "would not have fired by the kill",
                 (double) tr.max_full_avg10 / 100);
