@@ -266,7 +266,10 @@ bool demo_actor_run(struct actor *a, struct proc *p, unsigned n, uint64_t timeou
                 actor_sample(a);
                 for (unsigned i = 0; i < n; i++)
                         demo_proc_check(&p[i]);
-                if (stop && stop(a, p, n))
+                /* A kill record comes once the cgroup is empty, and the
+                 * workload may be reaped first: a guard still waiting for
+                 * that is not done. */
+                if (stop && stop(a, p, n) && !(a->guard && mg_guard_is_killing(a->guard) && mgt_now_usec() < end))
                         return true;
                 uint64_t now = mgt_now_usec();
                 if (now >= end || a->d->interrupted)
