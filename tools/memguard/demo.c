@@ -390,8 +390,9 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
                                 expect_failed(w, "memguard: killed as %s, expected stall",
                                               mg_kill_reason_to_string(a.kill.reason));
                 } else {
-                        snprintf(w->guarded, sizeof(w->guarded), "not killed (%s, %" PRIu64 " refaults)",
-                                 demo_status(&p, b1, sizeof(b1)), refaults);
+                        uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
+                        snprintf(w->guarded, sizeof(w->guarded), "not killed (%s, %" PRIu64 " refaults%s)",
+                                 demo_status(&p, b1, sizeof(b1)), refaults, oom ? ", the kernel OOM-killed it" : "");
                         snprintf(w->when, sizeof(w->when), "-");
                         expect_failed(w, "memguard: expected a stall kill");
                 }
