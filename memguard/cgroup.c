@@ -191,6 +191,14 @@ int mg_cgroup_open_file(struct mg_cgroup *cg, const char *name, int flags) {
         return open_beneath(cg->io, cg->dirfd, name, flags);
 }
 
+int mg_cgroup_reopen(struct mg_cgroup *cg, enum mg_cgfile f) {
+        if (f >= MG_CG_N)
+                return -EINVAL;
+        if (cg->dirfd < 0 || cg->fd[f] < 0)
+                return -EOPNOTSUPP;
+        return open_beneath(cg->io, cg->dirfd, files[f].name, files[f].flags);
+}
+
 void mg_cgroup_close(struct mg_cgroup *cg) {
         for (int i = 0; i < MG_CG_N; i++) {
                 if (cg->fd[i] >= 0)

@@ -99,6 +99,14 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
 /* Opens one more file below the open directory (a PSI trigger) the same
  * way; name is one component.  Returns the fd or a negative errno. */
 int mg_cgroup_open_file(struct mg_cgroup *cg, const char *name, int flags);
+/* Opens file f again, with the flags mg_cgroup_open() gave it: a second
+ * open file of it.  kernfs serialises the reads and writes of one open file
+ * (kernfs_fop_write_iter() and kernfs_seq_start() take of->mutex), so a
+ * write that blocks (memory.high lowered: the writer reclaims) blocks every
+ * pread of the same fd; one of another open file goes on.  Returns the fd,
+ * -EOPNOTSUPP for a file this kernel lacks (or that was not opened), or the
+ * errno of the open. */
+int mg_cgroup_reopen(struct mg_cgroup *cg, enum mg_cgfile f);
 void mg_cgroup_close(struct mg_cgroup *cg);
 
 /* Reads the whole file into buf (NUL-terminated, size - 1 bytes usable).

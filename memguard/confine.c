@@ -4,7 +4,11 @@
  * what a guard set does once it is running.  The guard holds the power to
  * kill every process of the cgroups it watches and runs next to untrusted
  * tenants; if a parser bug ever let a tenant's bytes run code in it, this is
- * what that code could do (docs/security.md).
+ * what that code could do (docs/security.md).  A set's restore worker
+ * (worker.c) loads the same list on itself when mg_set_new() starts it: it
+ * needs nothing the list lacks (pread64, pwrite64, futex, write, and libc's
+ * thread exit), and the list needs nothing for it (no clone: the worker
+ * exists before the host confines its thread).
  */
 #include <errno.h>
 #include <stddef.h>

@@ -94,6 +94,7 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
                 g->cg.fd[i] = -1;
         /* before anything can fail: mg_guard_free() closes them */
         g->trigger_fd[0] = g->trigger_fd[1] = -1;
+        atomic_init(&g->restore.state, MG_RESTORE_IDLE);
         r = mg_options_resolve(o, &g->opt);
         if (r < 0)
                 goto fail;
@@ -196,16 +197,28 @@ static void set_slow(mg_guard *g, bool slow) {
                 triggers_close(g);
 }
 
+static int restore_queue(mg_guard *g, enum mg_event_type why);
+static bool restore_busy(const mg_guard *g);
+
 void mg_guard_release_lend(mg_guard *g, bool taken_over_too) {
         int r;
 
         if (!g->lent || (g->lend_adopted && !taken_over_too))
                 return;
-        r = mg_guard_lend_end(g, g->lend.id);
-        if (r < 0 && g->lent)
+        if (restore_busy(g))
+                return; /* under way: it ends as it is */
+        /* A set's guard: the worker restores, and the job keeps the guard
+         * until it is done (mg_set_remove() frees it then). */
+        r = g->set ? restore_queue(g, MG_EVENT_LEND_END) : mg_guard_lend_end(g, g->lend.id);
+        if (r < 0 && g->lent) {
                 glog(g, MG_LOG_ERR, "%s: restoring memory.high to %s as the guard goes: %s%s", g->path,
                      g->lend_old_high, strerror(-r),
                      g->lend_recorded || g->lend_adopted ? " (the lend record stays, for mg_guard_recover())" : "");
+                /* Never retried in place: on the set's thread that would be
+                 * the blocking write this avoids. */
+                if (g->set)
+                        mg_guard_abandon_lend(g);
+        }
 }
 
 mg_guard *mg_guard_free(mg_guard *g) {
@@ -288,6 +301,7 @@ static int cgroup_gone(mg_guard *g, const char *what) {
         if (g->state != MG_GUARD_GONE) {
                 g->state = MG_GUARD_GONE;
                 g->lent = false; /* nothing left to restore */
+                g->lend_ending = false;
                 glog(g, MG_LOG_INFO, "%s: cgroup is gone", g->path);
                 emit(g, &(struct mg_event) { .type = MG_EVENT_GONE, .what = what });
         }
@@ -857,78 +871,245 @@ static void lend_record_remove(mg_guard *g) {
  * not evidence of a stall), and the line follows memory.high as it is. */
 static void lend_close(mg_guard *g, uint64_t high) {
         g->lent = false;
+        g->lend_ending = false;
         lend_record_remove(g);
         set_kernel_limits(g, high, g->max_bytes);
         mg_policy_reset(&g->policy);
         g->detect_usec = 0;
 }
 
-/* memory.high as the kernel reads back bytes written to it: whole pages
- * (page_counter_memparse() rounds down), and a count of pages at
+/* bytes as the kernel reads back what was written to memory.high: whole
+ * pages (page_counter_memparse() rounds down), and a count of pages at
  * PAGE_COUNTER_MAX (LONG_MAX / PAGE_SIZE on 64-bit) reads "max". */
-static uint64_t high_as_kept(const mg_guard *g, uint64_t bytes) {
+static uint64_t kept_bytes(uint64_t bytes, uint32_t page_bytes) {
         uint64_t pages;
 
         if (bytes == MG_UNLIMITED)
                 return MG_UNLIMITED;
-        pages = bytes / g->page_bytes;
-        return pages >= (uint64_t) LONG_MAX / g->page_bytes ? MG_UNLIMITED : pages * g->page_bytes;
+        pages = bytes / page_bytes;
+        return pages >= (uint64_t) LONG_MAX / page_bytes ? MG_UNLIMITED : pages * page_bytes;
+}
+
+static uint64_t high_as_kept(const mg_guard *g, uint64_t bytes) {
+        return kept_bytes(bytes, g->page_bytes);
+}
+
+/* The job for the end of the open lend, through fd (memory.high: the
+ * guard's own, or one opened for the job, own_fd). */
+static void restore_fill(mg_guard *g, struct mg_restore *j, int fd, bool own_fd) {
+        j->cg = (struct mg_cgroup) { .dirfd = -1, .io = g->cg.io, .flags = g->cg.flags };
+        for (int i = 0; i < MG_CG_N; i++)
+                j->cg.fd[i] = -1;
+        j->cg.fd[MG_CG_HIGH] = fd;
+        j->own_fd = own_fd;
+        memcpy(j->text, g->lend_old_high, sizeof(j->text));
+        j->lend_high_bytes = high_as_kept(g, g->lend.new_high_bytes);
+        j->old_high_bytes = g->lend.old_high_bytes;
+        j->page_bytes = g->page_bytes;
+        j->any_high = g->lend_high_unknown;
+        j->no_raise = g->lend_adopted;
+        j->r = 0;
+        j->read_ok = false;
+        j->outcome = MG_RESTORE_WRITTEN;
+        j->found_high_bytes = 0;
 }
 
 /*
- * Ends the lend: memory.high back to the text read before it, but only if
- * memory.high still holds what the lend wrote.  Anything else is someone
- * else's change made during the lend (an in-place resize of the actor, an
- * operator, kubelet): writing the saved value over it would undo it, so
- * it is left as found, and the lend ends all the same.  What was found and
- * whether it was restored go to g->lend for the event.  A change between
- * this read and the write cannot be told (cgroupfs has no compare and
- * swap); the window is one pread.
- * Returns 1 if restored, 0 if the lend ended with memory.high left as
- * found, or a negative errno (the lend stays open: retried).
+ * Only the lend's own value is restored: memory.high is written back only
+ * if it still holds what the lend wrote.  Anything else is someone else's
+ * change made during the lend (an in-place resize of the actor, an
+ * operator, kubelet): writing the saved value over it would undo it.  A
+ * change between this read and the write cannot be told (cgroupfs has no
+ * compare and swap); the window is one pread, here too on the set's
+ * worker, which reads just before it writes.
  */
-static int lend_restore(mg_guard *g) {
+void mg_restore_run(struct mg_restore *j) {
         uint64_t high;
-        int r;
+        int r = mg_cgroup_read_u64(&j->cg, MG_CG_HIGH, &high);
 
-        r = read_u64(g, MG_CG_HIGH, &high);
-        if (gone_errno(r))
-                return read_failed(g, MG_CG_HIGH, r);
+        j->read_ok = r >= 0;
+        j->r = r < 0 ? r : 0;
         if (r < 0)
-                return r;
-        g->lend.found_high_bytes = high;
-        g->lend.restored = false;
-        if (!g->lend_high_unknown && high_as_kept(g, high) != high_as_kept(g, g->lend.new_high_bytes)) {
-                char found[32];
-                if (high == MG_UNLIMITED)
+                return;
+        j->found_high_bytes = high;
+        if (!j->any_high && kept_bytes(high, j->page_bytes) != j->lend_high_bytes) {
+                j->outcome = MG_RESTORE_CHANGED;
+                return;
+        }
+        /* Another process's record: trust it only to lower memory.high.  A
+         * lend raises it, so its restore never raises it; a record that
+         * would is not one (or someone lowered memory.high since). */
+        if (j->no_raise && j->old_high_bytes > high) {
+                j->outcome = MG_RESTORE_NOT_RAISED;
+                return;
+        }
+        j->r = mg_cgroup_write(&j->cg, MG_CG_HIGH, j->text);
+        j->outcome = MG_RESTORE_WRITTEN;
+}
+
+/*
+ * What the restore did, on the guard's thread: the lend ends with
+ * memory.high written back or left as found (g->lend says which, for the
+ * event), or stays open on an error.  Returns 1 if restored, 0 if the lend
+ * ended with memory.high left as found, or a negative errno (retried).
+ */
+static int restore_outcome(mg_guard *g, const struct mg_restore *j) {
+        char found[32];
+
+        if (j->r < 0)
+                return gone_errno(j->r) ? read_failed(g, MG_CG_HIGH, j->r) : j->r;
+        clear_error(g, MG_CG_HIGH); /* it was read */
+        g->lend.found_high_bytes = j->found_high_bytes;
+        g->lend.restored = j->outcome == MG_RESTORE_WRITTEN;
+        switch (j->outcome) {
+        case MG_RESTORE_CHANGED:
+                if (j->found_high_bytes == MG_UNLIMITED)
                         snprintf(found, sizeof(found), "max");
                 else
-                        snprintf(found, sizeof(found), "%" PRIu64, high);
+                        snprintf(found, sizeof(found), "%" PRIu64, j->found_high_bytes);
                 glog(g, MG_LOG_WARNING,
                      "%s: memory.high changed during the lend (%s, not what the lend wrote): left as found, "
                      "not restored to %s; the lend is over",
                      g->path, found, g->lend_old_high);
-                lend_close(g, high);
+                lend_close(g, j->found_high_bytes);
                 return 0;
-        }
-        /* Another process's record: trust it only to lower memory.high.  A
-         * lend raises it, so its restore never raises it; a record that
-         * would is not one (or someone lowered memory.high since), and is
-         * dropped. */
-        if (g->lend_adopted && g->lend.old_high_bytes > high) {
+        case MG_RESTORE_NOT_RAISED:
                 glog(g, MG_LOG_WARNING, "%s: the adopted lend record would raise memory.high to %s: dropped",
                      g->path, g->lend_old_high);
-                lend_close(g, high);
+                lend_close(g, j->found_high_bytes);
                 return 0;
+        case MG_RESTORE_WRITTEN:
+        default:
+                lend_close(g, g->lend.old_high_bytes);
+                return 1;
         }
-        r = mg_cgroup_write(&g->cg, MG_CG_HIGH, g->lend_old_high);
-        if (gone_errno(r))
-                return read_failed(g, MG_CG_HIGH, r);
+}
+
+/*
+ * Ends the lend in place, on the calling thread: memory.high back to the
+ * text read before it, through the guard's own fd.  For a lone guard (its
+ * caller's thread is the one that waits).
+ * Returns 1 if restored, 0 if the lend ended with memory.high left as
+ * found, or a negative errno (the lend stays open: retried).
+ */
+static int lend_restore(mg_guard *g) {
+        struct mg_restore j = { .own_fd = false };
+
+        restore_fill(g, &j, g->cg.fd[MG_CG_HIGH], false);
+        mg_restore_run(&j);
+        return restore_outcome(g, &j);
+}
+
+/*
+ * The end of a lend told: the deadline's (MG_EVENT_LEND_EXPIRED) or the
+ * caller's (MG_EVENT_LEND_END); r is restore_outcome()'s.  A failure is
+ * reported (once per streak) if report, else it is the caller's, who gets
+ * it back.  Returns r.
+ */
+static int lend_told(mg_guard *g, enum mg_event_type why, int r, bool report) {
+        if (r < 0) {
+                if (report && g->state != MG_GUARD_GONE)
+                        /* Retried every tick; kills stay paused until it works. */
+                        report_error(g, MG_ERR_WRITE_HIGH, MG_LOG_ERR,
+                                     why == MG_EVENT_LEND_EXPIRED ? "restoring after the lend deadline"
+                                                                  : "restoring at the end of the lend",
+                                     "memory.high", r);
+                return r;
+        }
+        clear_error(g, MG_ERR_WRITE_HIGH);
+        if (why == MG_EVENT_LEND_EXPIRED) {
+                if (r > 0)
+                        glog(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high restored to %s", g->path,
+                             g->lend_old_high);
+                else
+                        glog(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high left as found", g->path);
+        } else if (r > 0) {
+                glog(g, MG_LOG_INFO, "%s: memory.high restored to %s", g->path, g->lend_old_high);
+        }
+        emit(g, &(struct mg_event) { .type = why, .lend = &g->lend });
+        if (why == MG_EVENT_LEND_END && g->set)
+                mg_set_reschedule(g->set, g, mg_guard_now(g));
+        return r;
+}
+
+static bool restore_busy(const mg_guard *g) {
+        return atomic_load(&g->restore.state) != MG_RESTORE_IDLE;
+}
+
+/* Fills g->restore for the end of the open lend, through a memory.high fd
+ * of its own: the blocking write goes through it while the guard's thread
+ * goes on reading memory.high through its own fd (kernfs would make those
+ * reads wait for the write: mg_cgroup_reopen()).  Returns 0, -ENODEV once
+ * the cgroup is gone, or the errno of the open. */
+static int restore_prepare(mg_guard *g, enum mg_event_type why, enum mg_restore_state state) {
+        int fd = mg_cgroup_reopen(&g->cg, MG_CG_HIGH);
+
+        if (fd < 0)
+                return gone_errno(fd) && cgroup_removed(g) ? cgroup_gone(g, "memory.high") : fd;
+        restore_fill(g, &g->restore, fd, true);
+        g->restore.why = why;
+        g->restore.guard = g;
+        g->restore.next = NULL;
+        atomic_store(&g->restore.state, state);
+        return 0;
+}
+
+/* Hands the end of the open lend to the set's restore worker; the job
+ * holds the guard until mg_set_process() finishes it.  Returns 0, or
+ * restore_prepare()'s errno (nothing queued, the lend stays open). */
+static int restore_queue(mg_guard *g, enum mg_event_type why) {
+        int r = restore_prepare(g, why, MG_RESTORE_QUEUED);
+
         if (r < 0)
                 return r;
-        g->lend.restored = true;
-        lend_close(g, g->lend.old_high_bytes);
-        return 1;
+        mg_guard_hold(g);
+        mg_set_queue_restore(g->set, g);
+        return 0;
+}
+
+/* The job's fd goes, and with it the job: its results have been read. */
+static void restore_clear(mg_guard *g) {
+        struct mg_restore *j = &g->restore;
+
+        if (j->own_fd && j->cg.fd[MG_CG_HIGH] >= 0)
+                close(j->cg.fd[MG_CG_HIGH]);
+        j->cg.fd[MG_CG_HIGH] = -1;
+        j->own_fd = false;
+        atomic_store(&j->state, MG_RESTORE_IDLE);
+}
+
+/* A job that has run (on the worker, or on a caller's thread): its
+ * outcome on the guard (restore_outcome()), then the job is idle again,
+ * before anything is told (a callback may end or begin a lend).  *ret_open
+ * says whether there was a lend to end: the cgroup may have gone while the
+ * job ran, and the lend with it. */
+static int restore_end(mg_guard *g, bool *ret_open) {
+        bool open = g->state != MG_GUARD_GONE && g->lent;
+        int r = open ? restore_outcome(g, &g->restore) : 0;
+
+        restore_clear(g);
+        *ret_open = open && g->state != MG_GUARD_GONE;
+        return r;
+}
+
+int mg_guard_restore_done(mg_guard *g) {
+        enum mg_event_type why = g->restore.why;
+        bool open;
+        int r = restore_end(g, &open);
+
+        if (!open)
+                return 0;
+        r = lend_told(g, why, r, true);
+        return r < 0 ? r : 1;
+}
+
+void mg_guard_abandon_lend(mg_guard *g) {
+        g->lent = false;
+        g->lend_ending = false;
+}
+
+void mg_guard_unwatch(mg_guard *g) {
+        triggers_close(g);
 }
 
 int mg_guard_tick(mg_guard *g) {
@@ -945,26 +1126,27 @@ int mg_guard_tick(mg_guard *g) {
                 return -ENODEV;
         now = mg_guard_now(g);
 
-        /* UINT64_MAX: a lend without a deadline (a saturated one) */
-        if (g->lent && g->lend.deadline_usec != UINT64_MAX && now >= g->lend.deadline_usec) {
-                r = lend_restore(g);
-                if (r < 0) {
-                        if (g->state == MG_GUARD_GONE)
-                                return r;
-                        /* Retried every tick; kills stay paused until it works. */
-                        report_error(g, MG_ERR_WRITE_HIGH, MG_LOG_ERR, "restoring after the lend deadline",
-                                     "memory.high", r);
+        /* The end of the lend, past its deadline (UINT64_MAX: a lend
+         * without one, or a saturated one), or asked for and not done yet
+         * (a write that failed).  Not while a restore is under way: the
+         * lend counts as open until it is done, kills paused, and the tick
+         * goes on reading. */
+        if (g->lent && !restore_busy(g) &&
+            (g->lend_ending || (g->lend.deadline_usec != UINT64_MAX && now >= g->lend.deadline_usec))) {
+                enum mg_event_type why = g->lend_ending ? MG_EVENT_LEND_END : MG_EVENT_LEND_EXPIRED;
+                if (g->set) {
+                        /* The write may reclaim for seconds: the set's
+                         * worker makes it, and mg_set_process() tells. */
+                        r = restore_queue(g, why);
                 } else {
-                        clear_error(g, MG_ERR_WRITE_HIGH);
-                        if (r > 0)
-                                glog(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high restored to %s",
-                                     g->path, g->lend_old_high);
-                        else
-                                glog(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high left as found",
-                                     g->path);
-                        emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_EXPIRED, .lend = &g->lend });
-                        acted = 1;
+                        r = lend_restore(g);
+                        if (r >= 0)
+                                acted = 1;
                 }
+                if (r < 0 && g->state == MG_GUARD_GONE)
+                        return r;
+                if (r < 0 || !g->set)
+                        (void) lend_told(g, why, r, true);
         }
 
         if (g->state == MG_GUARD_KILLING) {
@@ -1198,6 +1380,7 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
                 .id = ++g->lend_last_id,
         };
         g->lent = true;
+        g->lend_ending = false;
         g->lend_recorded = recorded;
         g->lend_adopted = false;
         g->lend_high_unknown = false;
@@ -1209,29 +1392,99 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
         return 0;
 }
 
-int mg_guard_lend_end(mg_guard *g, uint64_t lend_id) {
-        int r;
-
+/* The checks of every end: the open lend, and its id.  Ids are never
+ * reused: one that is not the open lend's is a lend that is over (it
+ * expired, and someone lent again since), or was never given.  Ending the
+ * open lend for it would lower memory.high and resume kills under a write
+ * still running in that lend. */
+static int lend_end_check(const mg_guard *g, uint64_t lend_id) {
         if (!g)
                 return -EINVAL;
         if (!g->lent)
                 return -ENOENT;
-        /* Ids are never reused: one that is not the open lend's is a lend
-         * that is over (it expired, and someone lent again since), or was
-         * never given.  Ending the open lend for it would lower memory.high
-         * and resume kills under a write still running in that lend. */
-        if (lend_id != g->lend.id)
-                return -ESTALE;
+        return lend_id == g->lend.id ? 0 : -ESTALE;
+}
+
+int mg_guard_lend_end(mg_guard *g, uint64_t lend_id) {
+        int r = lend_end_check(g, lend_id);
+
+        if (r < 0)
+                return r;
+        if (restore_busy(g)) {
+                /* Under way already: the deadline's, or a snapshot write's
+                 * on its own thread.  If it fails, ticks retry it. */
+                g->lend_ending = true;
+                return 1;
+        }
+        if (g->set) {
+                /* The set's thread must not wait for the write: the worker
+                 * makes it, mg_set_process() tells (MG_EVENT_LEND_END). */
+                r = restore_queue(g, MG_EVENT_LEND_END);
+                if (r < 0)
+                        return r;
+                g->lend_ending = true;
+                return 1;
+        }
         r = lend_restore(g);
         if (r < 0)
                 return r;
-        clear_error(g, MG_ERR_WRITE_HIGH);
-        if (r > 0)
-                glog(g, MG_LOG_INFO, "%s: memory.high restored to %s", g->path, g->lend_old_high);
-        emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_END, .lend = &g->lend });
-        if (g->set)
-                mg_set_reschedule(g->set, g, mg_guard_now(g));
+        (void) lend_told(g, MG_EVENT_LEND_END, r, false);
         return 0;
+}
+
+static void take_lock(void (*lock)(void *, bool), void *userdata, bool on) {
+        if (lock)
+                lock(userdata, on);
+}
+
+int mg_guard_lend_end_serialised(mg_guard *g, uint64_t lend_id, void (*lock)(void *userdata, bool lock),
+                                 void *lock_userdata) {
+        struct timespec poll_gap = { .tv_nsec = 2000000 }; /* 2 ms */
+        bool open;
+        int r;
+
+        for (;;) {
+                take_lock(lock, lock_userdata, true);
+                r = lend_end_check(g, lend_id);
+                if (r >= 0) {
+                        switch (atomic_load(&g->restore.state)) {
+                        case MG_RESTORE_IDLE:
+                                r = restore_prepare(g, MG_EVENT_LEND_END, MG_RESTORE_CALLER);
+                                break;
+                        case MG_RESTORE_QUEUED:
+                                r = -EINPROGRESS;
+                                break;
+                        case MG_RESTORE_DONE:
+                                /* The worker wrote (the deadline's restore):
+                                 * the lend is over but for the telling,
+                                 * which the set's thread does. */
+                                r = g->restore.r < 0 ? g->restore.r : -ENOENT;
+                                break;
+                        default:
+                                r = -EBUSY; /* another caller's: one write runs a lend at a time */
+                        }
+                }
+                take_lock(lock, lock_userdata, false);
+                if (r != -EINPROGRESS)
+                        break;
+                /* The deadline's restore of this lend is with the set's
+                 * worker: wait for its write, which goes on without the
+                 * set's thread (the guard is held: it stays).  The state is
+                 * the one field read without the lock. */
+                while (atomic_load(&g->restore.state) == MG_RESTORE_QUEUED)
+                        (void) nanosleep(&poll_gap, NULL);
+        }
+        if (r < 0)
+                return r;
+        mg_restore_run(&g->restore); /* the blocking part, without the lock */
+        take_lock(lock, lock_userdata, true);
+        r = restore_end(g, &open);
+        if (!open)
+                r = -ENODEV; /* the cgroup went during the write */
+        else
+                r = lend_told(g, MG_EVENT_LEND_END, r, false);
+        take_lock(lock, lock_userdata, false);
+        return r < 0 ? r : 0;
 }
 
 int mg_lend_record_format(const struct mg_lend_record *r, char *buf, size_t size) {

@@ -3,6 +3,8 @@
 
 /* Internal view of a guard, shared by guard.c, set.c and the tests. */
 
+#include <stdatomic.h>
+
 #include "cgroup.h"
 #include "parse.h"
 #include "memguard/memguard.h"
@@ -72,6 +74,65 @@ int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flag
  * change there counts as new members. */
 #define MG_PROCS_BUF_SIZE 4096
 
+/*
+ * The restore of memory.high at the end of a lend, as a job: everything the
+ * blocking part needs (mg_restore_run()), so that part can run on another
+ * thread than the guard's, and what it found.  Writing memory.high below
+ * memory.current makes the writer reclaim the difference synchronously
+ * (mm/memcontrol.c memory_high_write(): a reclaim loop with retries; 6.1 and
+ * 6.12 ignore O_NONBLOCK there, and the kernel suite measured 661 ms and
+ * 3.3 s), so in a set it runs on the set's restore worker (memguard/worker.c),
+ * or, for a snapshot write, on the write's own thread without its lock.  The
+ * kernel stores the new value before it reclaims: memory.high reads the
+ * restored value while the write still runs.
+ * One per guard (mg_guard.restore): at most one restore in flight.
+ */
+enum mg_restore_state {
+        MG_RESTORE_IDLE = 0,
+        MG_RESTORE_QUEUED,      /* the set's worker has it: waiting, or writing */
+        MG_RESTORE_CALLER,      /* a caller's thread runs it (mg_guard_lend_end_serialised()) */
+        MG_RESTORE_DONE,        /* the worker is done; mg_set_process() finishes it */
+};
+
+enum mg_restore_outcome {
+        MG_RESTORE_WRITTEN = 1, /* memory.high written back */
+        MG_RESTORE_CHANGED,     /* memory.high was not what the lend wrote: left as found */
+        MG_RESTORE_NOT_RAISED,  /* a taken-over record would raise it: dropped */
+};
+
+struct mg_restore {
+        /* Filled on the guard's thread before the job is handed on; only
+         * read while it runs. */
+        struct mg_cgroup cg;            /* memory.high alone: fd[MG_CG_HIGH], through the guard's seam */
+        bool own_fd;                    /* cg's fd was opened for this restore: closed after it */
+        char text[32];                  /* written back verbatim: the lend's lend_old_high */
+        uint64_t lend_high_bytes;       /* what the lend wrote, in whole pages as the kernel keeps it */
+        uint64_t old_high_bytes;
+        uint32_t page_bytes;
+        bool any_high;                  /* what the lend wrote is unknown (taken over, unread) */
+        bool no_raise;                  /* a taken-over record: never raise memory.high */
+        /* What it did: r is 0 or a negative errno (of the read if !read_ok,
+         * else of the write); outcome and found_high_bytes when r is 0. */
+        int r;
+        bool read_ok;
+        enum mg_restore_outcome outcome;
+        uint64_t found_high_bytes;
+        /* Bookkeeping: state is read without the set's lock (a snapshot
+         * write waiting for the worker), everything else on the guard's
+         * thread, or the worker's while it has the job. */
+        atomic_int state;               /* enum mg_restore_state */
+        enum mg_event_type why;         /* MG_EVENT_LEND_END or MG_EVENT_LEND_EXPIRED */
+        struct mg_guard *guard;
+        struct mg_restore *next;        /* the worker's queues */
+};
+
+/* The blocking part of a restore: reads memory.high through j->cg, compares
+ * it with what the lend wrote and writes j->text back if it still holds
+ * that.  Touches j and the kernel (through the seam) only: safe on any
+ * thread while nobody else uses j.  Fills j->r, read_ok, outcome and
+ * found_high_bytes. */
+void mg_restore_run(struct mg_restore *j);
+
 struct mg_guard {
         /* What a fast tick touches comes first: with thousands of guards,
          * each a few KiB apart, a tick costs the cache lines it touches. */
@@ -104,6 +165,8 @@ struct mg_guard {
         bool lend_adopted;              /* the lend came from a record found at mg_guard_new() */
         uint64_t lend_last_id;          /* the id of the last lend begun or taken over; 0: none yet */
         bool lend_high_unknown;         /* taken over, memory.high unread: what the lend wrote is unknown */
+        bool lend_ending;               /* the caller ended it, the restore is not done: ticks retry it */
+        struct mg_restore restore;      /* the restore in flight, if restore.state is not IDLE */
         uint64_t stat_keys, events_keys;/* keys memory.stat / memory.events.local had: fewer is a cut read */
         struct mg_memstat_layout stat_layout; /* where the tick's memory.stat keys are */
 
@@ -160,22 +223,66 @@ static inline uint64_t mg_usec_add(uint64_t a, uint64_t b) {
 
 /*
  * The end of a guard's lend as the guard goes away, for mg_guard_free()
- * and mg_set_remove(): mg_guard_lend_end() (memory.high back, the record
- * removed), best effort: a failure is logged, and a record stays for
- * mg_guard_recover().  A lend taken over from a record at mg_guard_new()
- * is ended only with taken_over_too (a set's guard); a lone guard leaves
- * it as found, since its lender may still run (`memguard stat` makes a
- * guard for one read).
+ * and mg_set_remove(): memory.high back, the record removed; best effort:
+ * a failure is logged, and a record stays for mg_guard_recover().  A lone
+ * guard ends it in place (mg_guard_lend_end()); a set's guard hands it to
+ * the set's worker, whose job holds the guard until it is done (a guard
+ * that cannot queue it gives the lend up: never the blocking write on the
+ * set's thread).  A restore already under way is left to end as it is.  A
+ * lend taken over from a record at mg_guard_new() is ended only with
+ * taken_over_too (a set's guard); a lone guard leaves it as found, since
+ * its lender may still run (`memguard stat` makes a guard for one read).
  */
 void mg_guard_release_lend(mg_guard *g, bool taken_over_too);
 
 /*
- * What keeps a guard alive while another thread uses it (a snapshot write,
- * which lends from the caller's thread under the options' lock): a hold.
- * Both are called under that lock, which the set's thread holds around
- * mg_set_process().  mg_set_remove() or mg_guard_free() of a held guard
- * detaches it (no more ticks, watches or events; a set's guard leaves the
- * set) and the last release frees it.
+ * mg_guard_lend_end() for a caller on another thread than the guard's,
+ * serialised with it by lock (a snapshot write: the set's thread holds the
+ * same lock around mg_set_process()).  The checks and the end's bookkeeping
+ * run under the lock; the blocking write of memory.high between them runs
+ * without it, through a second open file of memory.high, so the set's
+ * thread neither waits for the lock nor for that file meanwhile.  If the
+ * deadline's restore of this lend is with the set's worker, it waits (the
+ * lock released, polling) until the worker has written.  lock may be NULL
+ * (the caller is the guard's thread).
+ * Returns 0 when memory.high is back (or was left as found: the event
+ * says), -ENOENT when the lend is over already, the worker's write included
+ * (it ended or expired), -ESTALE, -ENODEV, -EINVAL as mg_guard_lend_end(),
+ * or the errno of the open, read or write (the lend stays open; after a
+ * failed write of the worker's the guard's ticks retry it).
+ */
+int mg_guard_lend_end_serialised(mg_guard *g, uint64_t lend_id, void (*lock)(void *userdata, bool lock),
+                                 void *lock_userdata);
+
+/*
+ * A restore the set's worker made is done (MG_RESTORE_DONE): ends the lend
+ * on the set's thread, as the end would have in place (the lend record
+ * removed, errors cleared or reported, MG_EVENT_LEND_END or _EXPIRED, the
+ * fast-path line, the window reset), and closes the job's fd.  The caller
+ * then drops the job's hold (mg_guard_release()).  Returns 1 if the lend
+ * ended, 0 if there was nothing left to end (the cgroup went meanwhile), or
+ * the restore's negative errno (the lend stays open: a guard in a set
+ * retries it at its next tick).
+ */
+int mg_guard_restore_done(mg_guard *g);
+
+/* Gives up a lend whose restore failed as the guard goes (a removed
+ * guard's last restore): the lend record stays, for mg_guard_recover(). */
+void mg_guard_abandon_lend(mg_guard *g);
+
+/* The guard leaves its set's epoll: its PSI triggers are closed (a trigger
+ * that fired would wake the set for good while nobody reads it). */
+void mg_guard_unwatch(mg_guard *g);
+
+/*
+ * What keeps a guard alive while another thread uses it: a hold.  A
+ * snapshot write, which lends from the caller's thread under the options'
+ * lock, holds its guard from start to end; a restore job with the set's
+ * worker holds its guard until mg_set_process() (or mg_set_free()) has
+ * finished it.  Both are called under that lock, which the set's thread
+ * holds around mg_set_process().  mg_set_remove() or mg_guard_free() of a
+ * held guard detaches it (no more ticks, watches, events or logs; a set's
+ * guard leaves the set) and the last release frees it.
  */
 void mg_guard_hold(mg_guard *g);
 void mg_guard_release(mg_guard *g);
@@ -194,7 +301,9 @@ enum mg_watch {
         MG_WATCH_TRIGGER = 2,           /* a PSI trigger fired: tick now */
 };
 
-/* Hooks set.c implements: a guard starts or stops watching an fd, or wants
- * its next tick moved. */
+/* Hooks set.c implements: a guard starts or stops watching an fd, wants
+ * its next tick moved, or hands its restore (g->restore, filled) to the
+ * set's worker, which has it until mg_set_process() finishes it. */
 void mg_set_watch(struct mg_set *s, mg_guard *g, int fd, enum mg_watch what, bool on);
 void mg_set_reschedule(struct mg_set *s, mg_guard *g, uint64_t when_usec);
+void mg_set_queue_restore(struct mg_set *s, mg_guard *g);

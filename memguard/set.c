@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -8,12 +10,16 @@
 
 #include "guard.h"
 #include "sized.h"
+#include "worker.h"
 
 /*
  * Many guards, one thread: a binary min-heap of guards by next tick time
  * behind one timerfd, and the cgroup.events fds of guards that wait for their
  * cgroup to empty after a kill, all in one epoll fd.  Thousands of actors cost
- * one wakeup per due tick, not one timer each.
+ * one wakeup per due tick, not one timer each.  The one thing no guard may
+ * do on that thread is the write that restores memory.high at the end of a
+ * lend (it reclaims, for seconds on 6.1 and 6.12): a restore worker makes
+ * it (memguard/worker.c), whose eventfd is in the same epoll fd.
  */
 /* A wakeup also runs the ticks due within this much: a tick may come up to
  * 25 ms early, and 1,000 guards cost ~40 wakeups a second, not 4,000
@@ -39,7 +45,20 @@ struct mg_set {
         mg_guard *zombies;
         struct mg_set_options opt;
         char *stat_buf;         /* MG_STAT_BUF_SIZE, shared by the guards */
+        struct mg_worker worker; /* its efd's epoll entry: data.ptr = &worker */
 };
+
+__attribute__((format(printf, 3, 4))) static void slog(const mg_set *s, int level, const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+
+        if (!s->opt.log)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        s->opt.log(level, msg, s->opt.log_userdata);
+}
 
 /* Both return the entry's final index. */
 static size_t heap_up(mg_set *s, size_t i) {
@@ -160,6 +179,7 @@ int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
                 return -ENOMEM;
         s->opt = opt;
         s->tfd = -1;
+        s->worker.efd = -1;
         s->stat_buf = malloc(MG_STAT_BUF_SIZE);
         if (!s->stat_buf) {
                 free(s);
@@ -174,12 +194,60 @@ int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
         ev.data.ptr = s;
         if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->tfd, &ev) < 0)
                 goto errno_fail;
+        /* Now, not at the first restore: by then the host may have confined
+         * its thread (mg_confine_thread()), and a confined thread cannot
+         * start one (clone is not in the list, on purpose). */
+        r = mg_worker_start(&s->worker);
+        if (r < 0)
+                goto fail;
+        if (s->worker.confine_result < 0 && s->worker.confine_result != -EOPNOTSUPP)
+                slog(s, MG_LOG_INFO, "the set's restore worker runs unconfined: %s",
+                     strerror(-s->worker.confine_result));
+        ev.data.ptr = &s->worker;
+        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->worker.efd, &ev) < 0)
+                goto errno_fail;
         *ret = s;
         return 0;
 errno_fail:
         r = -errno;
+fail:
         mg_set_free(s);
         return r;
+}
+
+/* Restores the worker wrote: each finished on the set's thread (the
+ * lend's end told, unless its guard was removed meanwhile), and the job's
+ * hold dropped, which frees a removed guard.  Counts the lends that ended
+ * into *acted (may be NULL). */
+static void finish_restores(mg_set *s, int *acted) {
+        struct mg_restore *j, *next;
+        uint64_t count;
+
+        /* First: a job done after the take below writes it again. */
+        (void) !read(s->worker.efd, &count, sizeof(count));
+        for (j = mg_worker_take_done(&s->worker); j; j = next) {
+                mg_guard *g = j->guard;
+                int r;
+
+                next = j->next;
+                r = mg_guard_restore_done(g);
+                if (g->set != s && g->lent && g->holds == 1) {
+                        /* Removed, its events and logs silenced, and this
+                         * was its last restore: the set's log says so. */
+                        slog(s, MG_LOG_ERR,
+                             "%s: restoring memory.high to %s as the guard goes: %s (the lend record stays, for "
+                             "mg_guard_recover())",
+                             g->path, g->lend_old_high, strerror(-r));
+                        mg_guard_abandon_lend(g);
+                }
+                if (r > 0 && g->set == s && acted)
+                        (*acted)++;
+                mg_guard_release(g);
+        }
+}
+
+void mg_set_queue_restore(mg_set *s, mg_guard *g) {
+        mg_worker_queue(&s->worker, &g->restore);
 }
 
 mg_set *mg_set_free(mg_set *s) {
@@ -187,6 +255,13 @@ mg_set *mg_set_free(mg_set *s) {
                 return NULL;
         while (s->n > 0)
                 (void) mg_set_remove(s, s->heap[s->n - 1].g);
+        /* The end of the set: every restore still to make is made, and
+         * waited for (their guards are removed: told to no one). */
+        if (s->worker.started) {
+                mg_worker_stop(&s->worker);
+                finish_restores(s, NULL);
+        }
+        mg_worker_close(&s->worker);
         free(s->heap);
         if (s->tfd >= 0)
                 close(s->tfd);
@@ -256,15 +331,23 @@ int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options
 int mg_set_remove(mg_set *s, mg_guard *g) {
         if (!s || !g || g->set != s)
                 return -EINVAL;
-        /* A held guard's lend is the write's that holds it, ended by it */
+        /* A held guard's lend is the one of the write that holds it, or one
+         * whose restore is under way (the job holds it): it ends as it is.
+         * Any other is handed to the worker now, and that job holds it. */
         if (g->holds == 0)
                 mg_guard_release_lend(g, true);
         if (g->state == MG_GUARD_KILLING)
                 mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
         mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, false);
+        mg_guard_unwatch(g);
         heap_remove(s, g);
         g->set = NULL;
-        if (s->processing) {
+        if (g->holds > 0) {
+                /* A write on another thread, or the worker, still uses it:
+                 * out of the set and silent from now on (the caller may free
+                 * what its callbacks use), freed by the last release. */
+                g->detached = true;
+        } else if (s->processing) {
                 /* An event callback removed it: process() may still hold
                  * the pointer, so free it when process() returns. */
                 g->next_zombie = s->zombies;
@@ -311,6 +394,7 @@ static void dispatch(mg_set *s, uint64_t data, int *acted) {
 int mg_set_process(mg_set *s) {
         struct epoll_event evs[64];
         uint64_t expirations;
+        bool restores = false;
         int acted = 0, n, r = 0;
 
         if (!s)
@@ -320,10 +404,17 @@ int mg_set_process(mg_set *s) {
         n = epoll_wait(s->epfd, evs, 64, 0);
         if (n < 0 && errno != EINTR)
                 r = -errno;
-        for (int i = 0; i < n; i++)
-                if (evs[i].data.ptr != s)
+        for (int i = 0; i < n; i++) {
+                if (evs[i].data.ptr == &s->worker)
+                        restores = true;
+                else if (evs[i].data.ptr != s)
                         dispatch(s, evs[i].data.u64, &acted);
+        }
         (void) read(s->tfd, &expirations, sizeof(expirations));
+        /* After the batch: finishing may free a removed guard, and the batch
+         * may name it. */
+        if (restores)
+                finish_restores(s, &acted);
 
         while (s->n > 0) {
                 mg_guard *g = s->heap[0].g;

@@ -698,13 +698,16 @@ static void reclaim(struct writer *w, mg_guard *g) {
                 mg_snap_log(&w->o, MG_LOG_WARNING, "snapshot: memory.reclaim: %s", strerror(-r));
 }
 
+/* The lend's end takes the lock only around its checks and bookkeeping:
+ * the write of memory.high, which reclaims what the actor holds above the
+ * old value (seconds on 6.1 and 6.12), runs without it, so the set's thread
+ * goes on ticking meanwhile (mg_guard_lend_end_serialised()).  Back, memory.high
+ * holds the old value (or what someone else wrote during the lend). */
 static int lend_end(struct writer *w, mg_guard *g) {
         uint64_t t = mg_snap_now_usec();
         int r;
 
-        guard_lock(w, true);
-        r = mg_guard_lend_end(g, w->lend_id);
-        guard_lock(w, false);
+        r = mg_guard_lend_end_serialised(g, w->lend_id, w->o.lock, w->o.lock_userdata);
         w->st.lend_end_usec = mg_snap_now_usec() - t;
         if (r == -ENOENT || r == -ESTALE || r == -ENODEV) {
                 /* The deadline restored memory.high already (and, for

@@ -300,9 +300,10 @@ int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_g
 /*
  * Frees a guard; accepts NULL, returns NULL.  A lend the guard began
  * (mg_guard_lend_begin()) and has not ended is ended first, as
- * mg_guard_lend_end() does (MG_EVENT_LEND_END): memory.high back to its
- * previous value (unless changed from outside during the lend), the lend
- * record removed.  Best effort: a write that
+ * mg_guard_lend_end() does for a guard alone (MG_EVENT_LEND_END, in this
+ * call, which waits for the write): memory.high back to its previous value
+ * (unless changed from outside during the lend), the lend record removed.
+ * Best effort: a write that
  * fails is logged, and the record stays for mg_guard_recover().  A lend
  * the guard took over from a record at mg_guard_new() is left as found,
  * record and all: its lender may still be running (mg_set_remove() ends
@@ -317,7 +318,10 @@ mg_guard *mg_guard_free(mg_guard *g);
  * One tick for callers running their own loop: call it every
  * mg_guard_get_tick_usec().  Returns 1 if it killed or restored a lend,
  * 0 otherwise, -ENODEV once the cgroup is gone, another negative errno on a
- * read error (reported as MG_EVENT_ERROR too; never a reason to kill).
+ * read error (reported as MG_EVENT_ERROR too; never a reason to kill).  A
+ * guard alone restores memory.high at its lend deadline in this call (the
+ * write may reclaim for seconds: see mg_guard_lend_end()); a set's guards
+ * hand that write to the set's restore worker.
  */
 int mg_guard_tick(mg_guard *g);
 uint64_t mg_guard_get_tick_usec(const mg_guard *g);
@@ -345,7 +349,8 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret);
  * (MG_UNLIMITED writes "max"), pauses kills.  deadline_usec is relative;
  * 0 takes the option's default, UINT64_MAX (or any past the clock's end)
  * means none.  After it the guard restores memory.high by itself
- * (MG_EVENT_LEND_EXPIRED; see mg_guard_lend_end() for when it does not).
+ * (MG_EVENT_LEND_EXPIRED; see mg_guard_lend_end() for when it does not, and
+ * for where the write runs in a set: the event comes once it is done).
  * *ret_lend_id (may be NULL) gets the lend's id, to give to
  * mg_guard_lend_end(): ids count up from 1 for each guard and are never
  * reused, so a lend that expired cannot be mistaken for the next one.
@@ -358,17 +363,37 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
  * resumes at once.  Only that lend: a writer whose lend expired while it
  * wrote, and whose retry (or anyone else) began a new one since, must not
  * end the new one mid-write.
+ * Where the write runs: writing memory.high below what the actor holds
+ * makes the writer reclaim the difference in that write (6.1 and 6.12
+ * ignore O_NONBLOCK on it; 661 ms and 3.3 s were measured).  For a guard
+ * alone it runs here, and this call blocks that long.  For a guard in a set
+ * it runs on the set's restore worker (see "Threads" at mg_set_options):
+ * this call returns 1 once the restore is queued, and the set's thread
+ * goes on ticking every guard.  The lend counts as open until the restore
+ * is done: mg_guard_is_lent() and mg_guard_get_lend_id() say so,
+ * mg_guard_lend_begin() is -EBUSY, kills stay paused and ticks go on
+ * reading; MG_EVENT_LEND_END (with .lend->restored and found_high_bytes)
+ * comes from the mg_set_process() that follows the write.  If the write
+ * fails, it is reported once per streak (MG_EVENT_ERROR) and retried at
+ * each of the guard's ticks.  A call while a restore of this lend is under
+ * way already (its deadline's, or a snapshot write's) also returns 1; the
+ * event is then the one of that restore (_EXPIRED for the deadline's).
  * Only its own value: memory.high is written back only if it still holds
  * what the lend wrote.  Changed from outside meanwhile (an in-place resize
- * of the actor), it is left as found and the lend ends all the same (0,
- * MG_EVENT_LEND_END with .lend->restored false and .lend->found_high_bytes,
- * a warning in the log).  The deadline's end and mg_guard_free() follow the
+ * of the actor), it is left as found and the lend ends all the same (0, or
+ * 1 in a set; MG_EVENT_LEND_END with .lend->restored false and
+ * .lend->found_high_bytes, a warning in the log).  In a set the worker
+ * reads memory.high just before it would write, so the window for such a
+ * change stays one read however long the job waited.  The deadline's end and mg_guard_free() follow the
  * same rule.
- * Returns 0; -ENOENT if no lend is open (this one ended or expired, and
- * none began since); -ESTALE if a lend is open but lend_id is not its id
- * (this one expired or ended and another began, or an id the guard never
- * gave): nothing is changed, the open lend goes on; or the errno of the
- * memory.high read or write (the lend stays open: try again).
+ * Returns 0 (a guard alone: done); 1 (a guard in a set: under way, told
+ * by MG_EVENT_LEND_END or _EXPIRED); -ENOENT if no lend is open (this one
+ * ended or expired, and none began since); -ESTALE if a lend is open but
+ * lend_id is not its id (this one expired or ended and another began, or an
+ * id the guard never gave): nothing is changed, the open lend goes on; or
+ * the errno of the memory.high read or write (a guard alone), or of opening
+ * memory.high for the worker (a guard in a set): the lend stays open, try
+ * again.
  */
 int mg_guard_lend_end(mg_guard *g, uint64_t lend_id);
 bool mg_guard_is_lent(const mg_guard *g);
@@ -417,7 +442,22 @@ int mg_guard_recover(const char *cgroup_path, unsigned flags);
  * guard from start to end: mg_set_remove() (or mg_set_free()) of it
  * meanwhile takes it out of the set at once (no more ticks, watches or
  * events, its callbacks never called again) but frees it only when the
- * write ends, and leaves the write's lend for the write to end.
+ * write ends, and leaves the write's lend for the write to end.  The end
+ * of the write's lend takes the lock for its checks and bookkeeping only,
+ * not for the write of memory.high between them (which may reclaim for
+ * seconds).
+ * A set owns one thread of its own, its restore worker, started by
+ * mg_set_new() and ended by mg_set_free(): it makes the write that
+ * restores memory.high at the end of its guards' lends (the deadline's,
+ * mg_guard_lend_end()'s, mg_set_remove()'s), one restore at a time, so that
+ * no guard of the set waits for another guard's restore; a lend whose
+ * restore waits behind another's stays open (kills paused) that long.  It
+ * runs none of the caller's code, blocks every signal, and confines itself
+ * with mg_confine_thread(0) where that works.  The write is handed back
+ * through the set's fd: the set finishes the lend's end (the lend record,
+ * errors, MG_EVENT_LEND_END or _EXPIRED) in the next mg_set_process().  A
+ * child made by fork() has no worker: use a set in the process that made
+ * it.
  * Options: .size = sizeof; fields may be added at the end, as for
  * mg_guard_options (-E2BIG, -EINVAL: see the conventions above).
  */
@@ -426,21 +466,38 @@ struct mg_set_options {
         mg_log_fn log;
         void *log_userdata;
 };
-/* o may be NULL.  Returns 0, -EINVAL, -E2BIG, -ENOMEM, or the errno of
- * epoll_create1() or timerfd_create(). */
+/* o may be NULL.  Starts the set's restore worker (a thread; call it
+ * before mg_confine_thread(), which refuses clone).  Returns 0, -EINVAL,
+ * -E2BIG, -ENOMEM, or the errno of epoll_create1(), timerfd_create(),
+ * eventfd() or pthread_create(). */
 int mg_set_new(const struct mg_set_options *o, mg_set **ret);
-mg_set *mg_set_free(mg_set *s);        /* frees its guards too */
+/* Frees the set and its guards; accepts NULL, returns NULL.  Lent guards
+ * have their lends ended as mg_set_remove() does, and this waits until the
+ * worker has made every restore still to make, then ends the worker: it
+ * may block for as long as those writes reclaim (seconds on 6.1 and 6.12).
+ * Nothing is told of those ends. */
+mg_set *mg_set_free(mg_set *s);
 /* Creates a guard and adds it; the set owns it.  Same errors as mg_guard_new. */
 int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret);
-/* Removes and frees a guard of the set, ending its lend first as
- * mg_guard_free() does, a lend it took over from a record included. */
+/* Removes a guard from the set at once (no more ticks, watches, events or
+ * logs from it: the caller may free what its callbacks use) and frees it.
+ * A lend it holds (one it took over from a record included) is ended as
+ * mg_guard_free() does, but through the set's restore worker: the call
+ * does not wait for the write, and the guard is freed when the write is
+ * done (in a later mg_set_process(), or mg_set_free()).  Nothing is told of
+ * that end (no MG_EVENT_LEND_END); a write that fails goes to the set's log,
+ * and the lend record stays for mg_guard_recover().  A restore already
+ * under way ends as it is.  Returns 0, -EINVAL (not a guard of s), or the
+ * errno of re-arming the set's timer. */
 int mg_set_remove(mg_set *s, mg_guard *g);
 size_t mg_set_size(const mg_set *s);
 int mg_set_get_fd(const mg_set *s);
 /* Absolute CLOCK_MONOTONIC usec of the next due tick, UINT64_MAX if none. */
 int mg_set_get_timeout(const mg_set *s, uint64_t *ret_usec);
-/* Runs every due tick and pending notification.  Returns the number of
- * guards that acted, or a negative errno of the set itself (never of a guard). */
+/* Runs every due tick and pending notification, and finishes the restores
+ * the worker has written (each told as MG_EVENT_LEND_END or _EXPIRED).
+ * Returns the number of guards that acted (a kill, a lend that ended), or a
+ * negative errno of the set itself (never of a guard). */
 int mg_set_process(mg_set *s);
 
 const char *mg_verdict_to_string(enum mg_verdict v);
@@ -463,8 +520,11 @@ int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len)
  * and libc's memory, locks and exit.  Any other call fails with EPERM: a
  * mistake in the list is an error the guard reports, not a crash.  Sets
  * no_new_privs first.  Make sets before (mg_set_new() needs epoll_create1
- * and timerfd_create); guards may still be added and removed.  It cannot
- * be undone.  See docs/security.md for the list and why.
+ * and timerfd_create, and starts the set's restore worker, which needs
+ * clone); guards may still be added and removed.  The sets' workers confine
+ * themselves with the same list (without MG_CONFINE_SUPERVISOR) when they
+ * start, whether this is called or not.  It cannot be undone.  See
+ * docs/security.md for the list and why.
  * flags: MG_CONFINE_SUPERVISOR also allows wait4, waitid, kill, access and
  * rmdir, for a process that runs a command in a cgroup it made
  * (`memguard run`).

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Hardening scenarios on a real cgroup v2: what the guard's least-privilege
- * and crash-safety rely on, and that they hold.
+ * and crash-safety rely on, and that they hold; and that one guard's lend
+ * restore stalls no other guard of its set.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +125,8 @@ int t_lend_crash(void) {
  *    restores "50331648" and says so (lend->restored).
  * 2. A lend of 16 MiB (67108864), then an in-place resize of the actor to
  *    96 MiB (memory.high written from outside, 100663296), then
- *    mg_guard_lend_end(): returns 0, memory.high still reads "100663296",
+ *    mg_guard_lend_end() (in a set: queued, told when the worker is done):
+ *    memory.high still reads "100663296",
  *    the MG_EVENT_LEND_END says restored false, found 100663296; the guard
  *    is no longer lent and no lend record is left on the directory.
  * 3. The same at the deadline: memory.high 48 MiB again, a lend to "max"
@@ -149,7 +153,7 @@ int t_lend_resize(void) {
         KT_CHECK(mg_guard_lend_begin(g, 16 * MIB + 1000, 60 * SEC, &lend) == 0, "lend_begin");
         KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "67108864\n") == 0,
                  "a lend of 16 MiB + 1000 bytes reads back as %s", buf);
-        KT_CHECK(mg_guard_lend_end(g, lend) == 0, "lend_end");
+        KT_CHECK(kt_lend_end(s, g, lend, &ev, 10 * SEC) == 0, "lend_end");
         KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "50331648\n") == 0,
                  "restored as %s", buf);
         KT_CHECK(ev.n[MG_EVENT_LEND_END] == 1 && ev.lend.restored, "the end did not say restored");
@@ -157,7 +161,7 @@ int t_lend_resize(void) {
         /* 2. */
         KT_CHECK(mg_guard_lend_begin(g, 16 * MIB, 60 * SEC, &lend) == 0, "lend_begin");
         KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 96 * MIB) == 0, "the resize");
-        int r = mg_guard_lend_end(g, lend);
+        int r = kt_lend_end(s, g, lend, &ev, 10 * SEC);
         KT_CHECK(r == 0, "lend_end after the resize: %d", r);
         KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
         kt_note("memory.high after the lend's end: %.*s", (int) strcspn(buf, "\n"), buf);
@@ -247,5 +251,208 @@ int t_confined_guard(void) {
         KT_CHECK(bits & 4, "no kill through cgroup.kill while confined");
         KT_CHECK(bits & 8, "no kill through the pidfd fallback while confined");
         KT_CHECK(bits & 16, "the confined guards reported errors (see above)");
+        return KT_PASS;
+}
+
+/* ---- restore-beside-overshoot: a restore's reclaim stalls no other guard --
+ *
+ * Tree: <base>/restore-a-<n>, memory.high 32 MiB (33554432), no memory.max;
+ * <base>/restore-b-<n>, no limits.  One guard set, a guard on each, limit
+ * 64 MiB.  A's guard lends memory.high ("max", 60 s) and A reads a 256 MiB
+ * file on the disk once (cat): its page cache, about 250 MiB, is charged to
+ * A.  Then, at the same moment, A's lend deadline is moved to now (A's tick
+ * hands the restore of memory.high to 32 MiB to the set's worker; the write
+ * reclaims what A holds above it, some 220 MiB, in the writer: synchronous
+ * on 6.1 and 6.12, which ignore O_NONBLOCK there) and B starts
+ * anon-overshoot's workload (anon to 160 MiB in 256 KiB steps).
+ * Measured ("# key=value"): the restore write's length (A's I/O seam), the
+ * set's thread's longest gap between two turns of its loop while the write
+ * ran, B's largest tick lateness then (gap between two of its ticks less
+ * the 250 ms tick: B's seam times its memory.current reads), B's crossing
+ * of the limit to its kill; and, on the set's thread while the write runs,
+ * preads of memory.high through A's guard's own fd (another open file than
+ * the worker's): how long the longest took, and what it read.
+ * Expect: B killed for the overshoot within anon-overshoot's bound (two
+ * ticks + 100 ms of crossing), MG_EVENT_LEND_EXPIRED for A with restored
+ * true, and memory.high reading "33554432" again; read during the write
+ * (if a turn of the loop fell in it), memory.high already "33554432" (the
+ * kernel stores the value, then reclaims).  Before the worker, the write
+ * ran on the set's thread and B's kill waited for it.
+ */
+#define RESTORE_TO (32 * MIB)
+#define N_TIMES 16384
+
+static struct {
+        atomic_uint_fast64_t start, end;        /* A's restore write (the worker's thread) */
+        int b_current_fd;
+        uint64_t b_reads[N_TIMES];              /* B's memory.current reads (the set's thread) */
+        size_t n_b_reads;
+        uint64_t turns[N_TIMES];                /* the set's loop, one a turn */
+        size_t n_turns;
+} rb;
+
+static ssize_t a_pwrite(void *ud, int fd, const void *buf, size_t len, off_t off) {
+        static const char restore[] = "33554432";
+        bool is_restore = len == sizeof(restore) - 1 && memcmp(buf, restore, len) == 0;
+        ssize_t n;
+        (void) ud;
+        if (is_restore)
+                atomic_store(&rb.start, kt_now());
+        n = pwrite(fd, buf, len, off);
+        if (is_restore)
+                atomic_store(&rb.end, kt_now());
+        return n;
+}
+
+static ssize_t b_pread(void *ud, int fd, void *buf, size_t len, off_t off) {
+        (void) ud;
+        if (fd == rb.b_current_fd && rb.n_b_reads < N_TIMES)
+                rb.b_reads[rb.n_b_reads++] = kt_now();
+        return pread(fd, buf, len, off);
+}
+
+struct restore_watch {
+        struct kt_events a, b;
+        struct overshoot {
+                const char *cg;
+                uint64_t crossed_usec, below_usec;
+        } o;
+        int a_high_fd;                  /* A's guard's own memory.high */
+        int high_reads;                 /* made while the write ran */
+        uint64_t high_read_max_usec;
+        char high_read[32];             /* what the last of them read */
+};
+
+static void restore_sample(void *ud) {
+        struct restore_watch *w = ud;
+        uint64_t now = kt_now(), cur;
+        if (rb.n_turns < N_TIMES)
+                rb.turns[rb.n_turns++] = now;
+        if (atomic_load(&rb.start) && !atomic_load(&rb.end)) {
+                char buf[32];
+                ssize_t n = pread(w->a_high_fd, buf, sizeof(buf) - 1, 0);
+                uint64_t took = kt_now() - now;
+                /* the write may have ended meanwhile: only reads within it count */
+                if (n > 0 && !atomic_load(&rb.end)) {
+                        buf[n] = '\0';
+                        snprintf(w->high_read, sizeof(w->high_read), "%s", buf);
+                        w->high_reads++;
+                        if (took > w->high_read_max_usec)
+                                w->high_read_max_usec = took;
+                }
+        }
+        if (w->o.crossed_usec)
+                return;
+        cur = kt_cg_u64(w->o.cg, "memory.current");
+        if (cur == UINT64_MAX)
+                return;
+        if (cur > 64 * MIB)
+                w->o.crossed_usec = kt_now();
+        else
+                w->o.below_usec = kt_now();
+}
+
+static bool restore_stop(void *ud) {
+        struct restore_watch *w = ud;
+        return killed_any(&w->b) && w->a.n[MG_EVENT_LEND_EXPIRED] > 0;
+}
+
+/* The longest gap between two consecutive times in t[0..n) that overlaps
+ * [from, to]; reads closer than 5 ms are one tick (its confirming read). */
+static uint64_t longest_gap(const uint64_t *t, size_t n, uint64_t from, uint64_t to, uint64_t merge) {
+        uint64_t longest = 0, prev = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (prev && t[i] - prev < merge)
+                        continue;
+                if (prev && t[i] >= from && prev <= to && t[i] - prev > longest)
+                        longest = t[i] - prev;
+                prev = t[i];
+        }
+        return longest;
+}
+
+int t_restore_beside_overshoot(void) {
+        struct restore_watch w = {};
+        struct mg_guard_options o;
+        struct mg_io aio = { .pwrite = a_pwrite }, bio = { .pread = b_pread };
+        char file[512], buf[64], cmd[700];
+        uint64_t lend = 0;
+        mg_guard *ga, *gb;
+        mg_set *s = kt_set_new();
+        const char *a = kt_cg_new("restore-a"), *b = kt_cg_new("restore-b");
+
+        memset(&rb, 0, sizeof(rb));
+        rb.b_current_fd = -1;
+        w.o.cg = b;
+        KT_CHECK(s && a && b, "setup");
+        snprintf(file, sizeof(file), "%s/restore-cache", kt_disk);
+        KT_CHECK(kt_make_file(file, 256) == 0, "make %s", file);
+        KT_CHECK(kt_cg_write(a, "memory.high", "%" PRIu64, RESTORE_TO) == 0, "memory.high");
+        KT_CHECK(mg_guard_options_init(&o, 64 * MIB) == 0, "options");
+        KT_CHECK(kt_guard_io(s, a, &o, &aio, &w.a, &ga) == 0, "guard a");
+        KT_CHECK(mg_guard_options_init(&o, 64 * MIB) == 0, "options");
+        KT_CHECK(kt_guard_io(s, b, &o, &bio, &w.b, &gb) == 0, "guard b");
+        rb.b_current_fd = gb->cg.fd[MG_CG_CURRENT];
+        w.a_high_fd = ga->cg.fd[MG_CG_HIGH];
+
+        KT_CHECK(mg_guard_lend_begin(ga, MG_UNLIMITED, 60 * SEC, &lend) == 0, "lend_begin");
+        snprintf(cmd, sizeof(cmd), "cat %s > /dev/null && echo workload=cat", file);
+        pid_t reader = kt_spawn_exe(a, "/bin/sh", (const char *[]) { "-c", cmd, NULL });
+        KT_CHECK(reader > 0, "spawn the reader: %s", strerror((int) -reader));
+        while (kt_wait(reader, 0) == -ETIMEDOUT)
+                kt_run(s, 100 * MS, NULL, NULL, NULL);
+        uint64_t a_before = kt_cg_u64(a, "memory.current"), a_file = kt_cg_key(a, "memory.stat", "file");
+        KT_CHECK(a_before != UINT64_MAX && a_before > 96 * MIB,
+                 "the reader left %" PRIu64 " MiB charged to A: nothing much to reclaim", a_before / MIB);
+
+        /* the same moment: A's deadline passes (its tick now), B starts */
+        ga->lend.deadline_usec = kt_now();
+        mg_set_reschedule(s, ga, kt_now());
+        uint64_t t0 = kt_now();
+        pid_t pb = kt_spawn(b, (const char *[]) { "anon", "160", "256", "-1", NULL });
+        KT_CHECK(pb > 0, "spawn: %s", strerror((int) -pb));
+        bool done = kt_run(s, 60 * SEC, restore_stop, restore_sample, &w);
+        int status = kt_wait(pb, 10 * SEC);
+        uint64_t a_after = kt_cg_u64(a, "memory.current");
+        ssize_t hn = kt_cg_read(a, "memory.high", buf, sizeof(buf));
+        mg_set_free(s);
+        unlink(file);
+
+        uint64_t ws = atomic_load(&rb.start), we = atomic_load(&rb.end);
+        uint64_t kill = w.b.kill.kill_usec, crossed = w.o.crossed_usec;
+        /* B's ticks up to its kill: then it waits for the cgroup to empty
+         * (cgroup.events, not memory.current) and holds off for 2 s */
+        size_t n_b = 0;
+        while (n_b < rb.n_b_reads && (!kill || rb.b_reads[n_b] <= kill))
+                n_b++;
+        uint64_t turn_gap = ws ? longest_gap(rb.turns, rb.n_turns, ws, we, 0) : 0;
+        uint64_t tick_gap = ws ? longest_gap(rb.b_reads, n_b, ws, we, 5 * MS) : 0;
+        uint64_t late = tick_gap > 250 * MS ? tick_gap - 250 * MS : 0;
+        bool crossed_late = killed_any(&w.b) && kill < crossed;
+        if (crossed_late || !crossed)
+                crossed = w.o.below_usec ? w.o.below_usec : kill; /* anon-overshoot's bound */
+        uint64_t delay = kill > crossed ? kill - crossed : 0;
+        kt_note("a_current_before_mib=%" PRIu64 " a_file_mib=%" PRIu64 " a_current_after_mib=%" PRIu64
+                " restore_start_ms=%" PRIu64 " restore_write_ms=%" PRIu64,
+                a_before / MIB, a_file == UINT64_MAX ? 0 : a_file / MIB, a_after == UINT64_MAX ? 0 : a_after / MIB,
+                ws > t0 ? (ws - t0) / 1000 : 0, ws ? (we - ws) / 1000 : 0);
+        kt_note("set_turn_gap_max_ms=%" PRIu64 " b_tick_late_max_ms=%" PRIu64 " b_crossing_to_kill_ms=%" PRIu64
+                " b_killed_during_restore=%d%s",
+                turn_gap / 1000, late / 1000, delay / 1000, killed_any(&w.b) && ws && kill < we,
+                crossed_late ? " crossing_seen_after_kill=1 (bound: last sample below the limit)" : "");
+        kt_note("high_reads_during_restore=%d high_read_max_ms=%" PRIu64 " high_read_during_restore=%.*s",
+                w.high_reads, w.high_read_max_usec / 1000, (int) strcspn(w.high_read, "\n"), w.high_read);
+        if (ws && we - ws < 250 * MS)
+                kt_note("the restore took under a tick here: it shows nothing about the stall");
+        KT_CHECK(done, "within 60 s: B killed %d, A's lend expired %d", killed_any(&w.b),
+                 w.a.n[MG_EVENT_LEND_EXPIRED]);
+        KT_CHECK(ws, "A's restore write never went through the seam");
+        KT_CHECK(w.b.kill.reason == MG_KILL_OVERSHOOT, "B's kill reason %d", w.b.kill.reason);
+        KT_CHECK(delay <= 2 * (250 * MS) + 100 * MS, "B killed %" PRIu64 " ms after crossing", delay / 1000);
+        KT_CHECK(is_sigkill_status(status), "B's workload status %d", status);
+        KT_CHECK(w.a.lend.restored, "A's expiry says not restored (found %" PRIu64 ")", w.a.lend.found_high_bytes);
+        KT_CHECK(hn > 0 && strcmp(buf, "33554432\n") == 0, "A's memory.high after the restore: %s", buf);
+        KT_CHECK(w.high_reads == 0 || strcmp(w.high_read, "33554432\n") == 0,
+                 "memory.high read %s while its write reclaimed", w.high_read);
         return KT_PASS;
 }

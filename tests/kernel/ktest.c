@@ -405,3 +405,23 @@ bool kt_run(mg_set *s, uint64_t timeout_usec, bool (*stop)(void *), void (*sampl
                 mg_set_process(s);
         }
 }
+
+struct lend_wait {
+        struct kt_events *ev;
+        int ends;
+};
+
+static bool lend_told(void *ud) {
+        struct lend_wait *w = ud;
+        return w->ev->n[MG_EVENT_LEND_END] > w->ends;
+}
+
+int kt_lend_end(mg_set *s, mg_guard *g, uint64_t lend_id, struct kt_events *ev, uint64_t timeout_usec) {
+        struct lend_wait w = { .ev = ev, .ends = ev->n[MG_EVENT_LEND_END] };
+        int r = mg_guard_lend_end(g, lend_id);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return lend_told(&w) ? 0 : -EPROTO; /* a lone guard's end tells at once */
+        return kt_run(s, timeout_usec, lend_told, NULL, &w) ? 0 : -ETIMEDOUT;
+}

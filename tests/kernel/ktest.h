@@ -97,3 +97,9 @@ bool is_sigkill_status(int status);
 /* Runs the set until stop(ud) is true or timeout; calls sample(ud) at least
  * every 10 ms.  Returns true if stop() became true. */
 bool kt_run(mg_set *s, uint64_t timeout_usec, bool (*stop)(void *), void (*sample)(void *), void *ud);
+/* Ends the lend of a guard in s as its caller does: mg_guard_lend_end()
+ * hands the restore to the set's worker (1), and the set tells
+ * MG_EVENT_LEND_END; runs s until it did (ev is the guard's), for at most
+ * timeout.  Returns 0 once told, mg_guard_lend_end()'s negative errno, or
+ * -ETIMEDOUT. */
+int kt_lend_end(mg_set *s, mg_guard *g, uint64_t lend_id, struct kt_events *ev, uint64_t timeout_usec);

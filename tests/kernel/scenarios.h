@@ -38,10 +38,11 @@ int t_snapshot_baseline(void);
 int t_snapshot_faults(void);
 int t_snapshot_cycles(void);
 
-/* harden.c: crash-safe lends, least privilege */
+/* harden.c: crash-safe lends, least privilege, restores off the set's thread */
 int t_lend_crash(void);
 int t_lend_resize(void);
 int t_confined_guard(void);
+int t_restore_beside_overshoot(void);
 
 /* kill.c: what a kill cannot reach */
 int t_empty_over_limit(void);

@@ -3,40 +3,126 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fixture.h"
 
+/* Counters the seam bumps may be bumped on a set's restore worker too. */
+static void bump(unsigned *counter) {
+        __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}
+
 static int fx_openat(void *ud, int dirfd, const char *name, int flags) {
         struct fixture *f = ud;
-        f->opens++;
+        bump(&f->opens);
         return openat(dirfd, name, flags);
 }
 
 static ssize_t fx_pread(void *ud, int fd, void *buf, size_t len, off_t off) {
         struct fixture *f = ud;
-        f->reads++;
+        int err = __atomic_load_n(&f->fail_errno, __ATOMIC_RELAXED);
+        bump(&f->reads);
         for (int i = 0; i < MG_CG_N; i++)
                 if (f->fd_of[i] == fd)
-                        f->reads_of[i]++;
-        if (f->fail_errno) {
-                errno = f->fail_errno;
+                        bump(&f->reads_of[i]);
+        if (err) {
+                errno = err;
                 return -1;
         }
         return pread(fd, buf, len, off);
 }
 
+static bool is_high(struct fixture *f, int fd) {
+        struct stat st;
+        return f->gate_ino && fstat(fd, &st) == 0 && (unsigned long) st.st_ino == f->gate_ino;
+}
+
+/* The gate: one byte on gate[0] per write let through, waited for with
+ * poll (allowed under the worker's filter), 10 s at most. */
+static void pass_gate(struct fixture *f) {
+        struct pollfd p = { .fd = f->gate[0], .events = POLLIN };
+        char c;
+
+        __atomic_fetch_add(&f->gate_waiting, 1, __ATOMIC_SEQ_CST);
+        if (poll(&p, 1, 10000) == 1 && read(f->gate[0], &c, 1) == 1)
+                __atomic_fetch_add(&f->gate_passed, 1, __ATOMIC_SEQ_CST);
+        else
+                __atomic_fetch_add(&f->gate_timeouts, 1, __ATOMIC_SEQ_CST);
+        __atomic_fetch_sub(&f->gate_waiting, 1, __ATOMIC_SEQ_CST);
+}
+
 /* kernfs replaces the value on each write; a regular file would keep the
- * tail of a longer old value. */
+ * tail of a longer old value.  Truncated by opening the fd's /proc link
+ * with O_TRUNC: ftruncate is not in mg_confine_thread()'s list, under which
+ * a set's restore worker runs (openat is). */
 static ssize_t fx_pwrite(void *ud, int fd, const void *buf, size_t len, off_t off) {
         struct fixture *f = ud;
-        f->writes++;
-        if (ftruncate(fd, 0) < 0)
+        char self[64];
+        int t;
+
+        bump(&f->writes);
+        if (f->gate_ino && is_high(f, fd)) {
+                int err = __atomic_load_n(&f->fail_high_write_errno, __ATOMIC_RELAXED);
+                if (f->gate[0] >= 0)
+                        pass_gate(f);
+                if (err) {
+                        errno = err;
+                        return -1;
+                }
+                __atomic_fetch_add(&f->high_writes, 1, __ATOMIC_SEQ_CST);
+        }
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+        t = open(self, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (t < 0)
                 return -1;
+        close(t);
         return pwrite(fd, buf, len, off);
+}
+
+static void note_high_ino(struct fixture *f) {
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/memory.high", f->dir);
+        f->gate_ino = stat(path, &st) == 0 ? (unsigned long) st.st_ino : 0;
+}
+
+void fixture_gate(struct fixture *f) {
+        if (f->gate[0] < 0 && pipe2(f->gate, O_CLOEXEC) < 0)
+                abort();
+        note_high_ino(f);
+}
+
+void fixture_gate_open(struct fixture *f, int n) {
+        for (int i = 0; i < n; i++)
+                if (write(f->gate[1], "x", 1) != 1)
+                        abort();
+}
+
+void fixture_ungate(struct fixture *f) {
+        for (int i = 0; i < 2; i++)
+                if (f->gate[i] >= 0)
+                        close(f->gate[i]);
+        f->gate[0] = f->gate[1] = -1;
+}
+
+bool fixture_gate_wait(struct fixture *f, int n, int timeout_ms) {
+        struct timespec gap = { .tv_nsec = 1000000 }; /* 1 ms */
+        for (int i = 0; i < timeout_ms; i++) {
+                if (__atomic_load_n(&f->gate_waiting, __ATOMIC_SEQ_CST) >= n)
+                        return true;
+                nanosleep(&gap, NULL);
+        }
+        return __atomic_load_n(&f->gate_waiting, __ATOMIC_SEQ_CST) >= n;
+}
+
+int fixture_load(const int *counter) {
+        return __atomic_load_n(counter, __ATOMIC_SEQ_CST);
 }
 
 void fixture_write(struct fixture *f, const char *file, const char *content) {
@@ -118,6 +204,7 @@ void fixture_init(struct fixture *f) {
         if (!mkdtemp(f->dir))
                 abort();
         f->io = (struct mg_io) { .openat = fx_openat, .pread = fx_pread, .pwrite = fx_pwrite, .userdata = f };
+        f->gate[0] = f->gate[1] = -1;
         for (int i = 0; i < MG_CG_N; i++)
                 f->fd_of[i] = -1;
         f->now_usec = 1000000;
@@ -133,6 +220,7 @@ void fixture_init(struct fixture *f) {
         fixture_write(f, "cgroup.kill", "");
         fixture_write(f, "cgroup.procs", "");
         fixture_write(f, "cgroup.events", "populated 1\nfrozen 0\n");
+        note_high_ino(f);
 }
 
 void fixture_map_fds(struct fixture *f, const struct mg_cgroup *cg) {
@@ -161,6 +249,7 @@ int fixture_remove_tree(const char *dir) {
 }
 
 void fixture_cleanup(struct fixture *f) {
+        fixture_ungate(f);
         if (fixture_remove_tree(f->dir) < 0)
                 abort();
 }

@@ -5,6 +5,12 @@
  * Fake cgroupfs trees in temp dirs for unit tests, and an I/O seam that
  * counts every open and read and behaves like kernfs on write (a write
  * replaces the whole value).  Real-kernel behaviour is tested in the VM.
+ *
+ * The seam may run on a set's restore worker (memguard/worker.c) as well
+ * as on the test's thread: its counters are atomic, and it makes no system
+ * call that thread's filter refuses (mg_confine_thread(0)).  A gate makes
+ * the writes of memory.high wait, as the kernel's synchronous reclaim does
+ * on 6.1 and 6.12.
  */
 
 #include <stdbool.h>
@@ -24,6 +30,17 @@ struct fixture {
         uint64_t restore_file;      /* workingset_restore_file in fixture_stat() */
         uint64_t refault_file;      /* workingset_refault_file (pages) in fixture_stat() */
         uint64_t mapped;            /* file_mapped in fixture_stat() */
+        /* The gate (fixture_gate()): while closed, each write of
+         * memory.high (the file of that inode) through the seam waits for
+         * a byte on gate[0], for at most 10 s (then it goes on, and
+         * gate_timeouts says so). */
+        int gate[2];
+        unsigned long gate_ino;     /* memory.high's inode */
+        int gate_waiting;           /* writes waiting at it now */
+        int gate_passed;            /* writes it let through */
+        int gate_timeouts;
+        int fail_high_write_errno;  /* injected into every write of memory.high while non-zero */
+        int high_writes;            /* writes of memory.high that reached the file */
 };
 
 /* Makes a cgroup dir with plausible files for a 256 MiB actor at rest. */
@@ -46,3 +63,16 @@ void fixture_current(struct fixture *f, uint64_t bytes);
 void fixture_map_fds(struct fixture *f, const struct mg_cgroup *cg);
 void fixture_reset_counts(struct fixture *f);
 uint64_t fixture_clock(void *userdata);
+/* Closes the gate on memory.high (as it is now: its inode).  Writes of it
+ * through the seam wait until fixture_gate_open() lets them through. */
+void fixture_gate(struct fixture *f);
+/* Lets n waiting (or later) writes through; the gate stays. */
+void fixture_gate_open(struct fixture *f, int n);
+/* Removes the gate (no write may be waiting at it): writes go through. */
+void fixture_ungate(struct fixture *f);
+/* Waits (really, for at most timeout_ms) until n writes wait at the gate;
+ * returns whether they do. */
+bool fixture_gate_wait(struct fixture *f, int n, int timeout_ms);
+/* Atomic reads of the counters the seam updates, for tests that read them
+ * while another thread may write. */
+int fixture_load(const int *counter);

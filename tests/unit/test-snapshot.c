@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1236,6 +1238,136 @@ Test(snapshot, guard_removed_mid_write) {
         cr_expect_eq(locks, 0);
         mg_set_free(rm.set);
         fixture_cleanup(&fx);
+        munmap(img, len);
+}
+
+/* The write's lend ends without the lock over the blocking write: writing
+ * memory.high back reclaims in the writer (seconds on 6.1 and 6.12), and the
+ * set's thread, which takes the same lock around mg_set_process(), must not
+ * wait for it.  The write runs on a thread of its own with a real mutex; the
+ * fixture's gate holds its memory.high write; meanwhile the test takes the
+ * lock and runs the set, whose other guard kills an overshoot.  The write
+ * returns 0 with memory.high exact.  Then the same with the write's lend
+ * expired mid-write, its restore with the set's worker: the write's end
+ * waits for that write, and returns once memory.high is back. */
+struct lock_writer {
+        pthread_mutex_t mu;
+        struct fixture *fx;
+        mg_set *set;
+        mg_guard *g;
+        const uint8_t *img;
+        size_t len;
+        struct mg_snapshot_options o;
+        bool expire;                    /* the hook ends the lend by its deadline */
+        bool hooked;
+        int r;
+        char high_after[64];            /* memory.high as the write returned */
+};
+
+static void mutex_lock_fn(void *ud, bool lock) {
+        struct lock_writer *lw = ud;
+        if (lock)
+                pthread_mutex_lock(&lw->mu);
+        else
+                pthread_mutex_unlock(&lw->mu);
+}
+
+/* On the write's thread, after the lend began: the gate closes on
+ * memory.high; with expire, the set's thread's part is played here (under
+ * the lock): the deadline passes, and the tick hands the restore to the
+ * worker, which waits at the gate. */
+static int gate_mid_write(void *ud, enum mg_snap_op op, uint64_t off, uint64_t len) {
+        struct lock_writer *lw = ud;
+        (void) off;
+        (void) len;
+        if (op != MG_SNAP_OP_WRITE || lw->hooked)
+                return 0;
+        lw->hooked = true;
+        fixture_gate(lw->fx);
+        if (lw->expire) {
+                pthread_mutex_lock(&lw->mu);
+                lw->fx->now_usec = lw->g->lend.deadline_usec;
+                (void) mg_set_process(lw->set);
+                pthread_mutex_unlock(&lw->mu);
+        }
+        return 0;
+}
+
+static void *lock_writer_run(void *ud) {
+        struct lock_writer *lw = ud;
+        lw->r = write_mem("snap", lw->img, lw->len, &lw->o, NULL);
+        snprintf(lw->high_after, sizeof(lw->high_after), "%s", fixture_read(lw->fx, "memory.high"));
+        return NULL;
+}
+
+Test(snapshot, lend_end_writes_without_the_lock) {
+        struct fixture fx, other;
+        struct mg_guard_options go;
+        struct lock_writer lw = { .mu = PTHREAD_MUTEX_INITIALIZER, .fx = &fx };
+        mg_guard *b;
+        pthread_t t;
+        size_t len = 2 * MIB;
+        uint8_t *img = make_image(len, 17);
+        fixture_init(&fx);
+        fixture_init(&other);
+        fixture_write(&fx, "memory.high", "241172480\n");
+        cr_assert_eq(mg_set_new(NULL, &lw.set), 0);
+        cr_assert_eq(mg_guard_options_init(&go, 256 * MIB), 0);
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &lw.g), 0);
+        cr_assert_eq(mg_guard_new_internal(other.dir, &go, MG_CGROUP_ANY_FS, &other.io, &b), 0);
+        mg_guard_set_clock(lw.g, fixture_clock, &fx);
+        mg_guard_set_clock(b, fixture_clock, &fx);
+        cr_assert_eq(mg_set_add_guard(lw.set, lw.g), 0);
+        cr_assert_eq(mg_set_add_guard(lw.set, b), 0);
+        lw.img = img;
+        lw.len = len;
+        lw.o = opts(MG_SNAPSHOT_AUTO);
+        lw.o.guard = lw.g;
+        lw.o.lock = mutex_lock_fn;
+        lw.o.lock_userdata = &lw;
+        mg_snap_test.fault = gate_mid_write;
+        mg_snap_test.fault_userdata = &lw;
+
+        for (int part = 0; part < 2; part++) {
+                lw.expire = part == 1;
+                lw.hooked = false;
+                cr_assert_eq(pthread_create(&t, NULL, lock_writer_run, &lw), 0);
+                cr_assert(fixture_gate_wait(&fx, 1, 10000), "part %d: the restore never reached memory.high", part);
+                if (part == 0) {
+                        /* the lock is free during the write: the set ticks,
+                         * and its other guard's overshoot is killed */
+                        fixture_current(&other, 300 * MIB);
+                        fixture_stat(&other, 290 * MIB, 0, 3 * MIB, 0, 0, 0, 0);
+                        uint64_t t0 = mg_snap_now_usec();
+                        pthread_mutex_lock(&lw.mu);
+                        cr_expect_lt(mg_snap_now_usec() - t0, 1000000, "the write held the lock over its restore");
+                        fx.now_usec += 1000000;
+                        (void) mg_set_process(lw.set);
+                        pthread_mutex_unlock(&lw.mu);
+                        cr_expect_str_eq(fixture_read(&other, "cgroup.kill"), "1");
+                }
+                (void) poll(NULL, 0, 100);
+                cr_expect_str_neq(lw.high_after, "241172480", "part %d: the write returned before its restore", part);
+                fixture_gate_open(&fx, 1);
+                pthread_join(t, NULL);
+                cr_expect_eq(lw.r, 0, "part %d: %s", part, last_log);
+                cr_expect_str_eq(lw.high_after, "241172480", "part %d: memory.high when the write returned", part);
+                if (part == 1)
+                        cr_expect(strstr(last_log, "lend already over") != NULL, "%s", last_log);
+                for (int i = 0; i < 5000 && mg_guard_is_lent(lw.g); i++) {
+                        pthread_mutex_lock(&lw.mu);
+                        (void) mg_set_process(lw.set);
+                        pthread_mutex_unlock(&lw.mu);
+                        (void) poll(NULL, 0, 1);
+                }
+                cr_expect(!mg_guard_is_lent(lw.g), "part %d", part);
+                cr_expect_eq(fixture_load(&fx.gate_timeouts), 0, "part %d", part);
+                lw.high_after[0] = '\0';
+                fixture_ungate(&fx); /* the next write's lend begins ungated */
+        }
+        mg_set_free(lw.set);
+        fixture_cleanup(&fx);
+        fixture_cleanup(&other);
         munmap(img, len);
 }
 
