@@ -318,6 +318,7 @@ static void thrash_note(const char *what, const char *cg, uint64_t ms) {
  * the thrash)?  Every 500 ms: what changed, to see how a stall builds up. */
 struct trace {
         struct kt_events *ev;
+        mg_guard *g; /* once it kills, the trace stops: every sample is from before the kill */
         const char *cg;
         uint64_t t0, last, last_print, onset;
         struct thrash first, prev;
@@ -349,6 +350,8 @@ static void oomd_rule(struct trace *t, uint64_t now) {
 static void trace_sample(void *ud) {
         struct trace *t = ud;
         uint64_t now = kt_now();
+        if (t->g && (mg_guard_is_killing(t->g) || killed_any(t->ev)))
+                return;
         if (now - t->last < 100 * MS)
                 return;
         t->last = now;
@@ -424,7 +427,7 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
         t0 = kt_now();
         pid = kt_spawn_exe(cg, exe, guarded);
         KT_CHECK(pid > 0, "spawn");
-        struct trace tr = { .ev = &ev, .cg = cg, .t0 = t0 };
+        struct trace tr = { .ev = &ev, .g = g, .cg = cg, .t0 = t0 };
         bool k = kt_run(s, 60 * SEC, trace_killed, trace_sample, &tr);
         uint64_t ms = (kt_now() - t0) / 1000;
         st = kt_wait(pid, 10 * SEC);
@@ -436,7 +439,8 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
          * restore can complete a window that was already stalled: it may
          * kill before the 100 ms sampler sees that restore.  The kill
          * record's memory.stat then shows it, and the onset lies between the
-         * sampler's last read and the kill: that read bounds it. */
+         * sampler's last read (the trace stops at the kill, so that read is
+         * before it) and the kill: that read bounds it. */
         bool onset_in_record = false;
         if (!tr.onset && ev.kill.report.stat.workingset_restore_file > tr.first.restores) {
                 tr.onset = tr.last;
