@@ -289,6 +289,9 @@ void mg_guard_release(mg_guard *g);
 
 /* Adds a guard made by mg_guard_new_internal() to a set, which then owns it. */
 int mg_set_add_guard(struct mg_set *s, mg_guard *g);
+/* mg_set_add() with cgroup flags and an I/O seam, for tests. */
+int mg_set_add_internal(struct mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, unsigned cg_flags,
+                        const struct mg_io *io, mg_guard **ret);
 
 /* memory.events.local changed (a set saw POLLPRI on it): reads it and
  * reports a kernel OOM kill at once, whatever the tick. */

@@ -310,12 +310,17 @@ int mg_set_add_guard(mg_set *s, mg_guard *g) {
 }
 
 int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret) {
+        return mg_set_add_internal(s, cgroup_path, o, 0, NULL, ret);
+}
+
+int mg_set_add_internal(mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, unsigned cg_flags,
+                        const struct mg_io *io, mg_guard **ret) {
         mg_guard *g;
         int r;
 
         if (!s)
                 return -EINVAL;
-        r = mg_guard_new(cgroup_path, o, &g);
+        r = mg_guard_new_internal(cgroup_path, o, cg_flags, io, &g);
         if (r < 0)
                 return r;
         r = mg_set_add_guard(s, g);

@@ -356,20 +356,9 @@ int kt_guard_opts(mg_set *s, const char *cg, struct mg_guard_options *o, struct 
 
 int kt_guard_io(mg_set *s, const char *cg, struct mg_guard_options *o, const struct mg_io *io, struct kt_events *ev,
                 mg_guard **ret) {
-        mg_guard *g;
         o->on_event = on_event;
         o->userdata = ev;
-        int r = mg_guard_new_internal(cg, o, 0, io, &g);
-        if (r < 0)
-                return r;
-        r = mg_set_add_guard(s, g);
-        if (r < 0) {
-                mg_guard_free(g);
-                return r;
-        }
-        if (ret)
-                *ret = g;
-        return 0;
+        return mg_set_add_internal(s, cg, o, 0, io, ret);
 }
 
 int kt_guard(mg_set *s, const char *cg, uint64_t limit, struct kt_events *ev, mg_guard **ret) {
