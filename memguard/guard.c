@@ -446,21 +446,25 @@ static int pressure_failed(mg_guard *g, enum mg_cgfile f, int err) {
 
 /* The fast-path line follows the lower of the kernel limits. */
 static void set_kernel_limits(mg_guard *g, uint64_t high, uint64_t max) {
-        g->high_bytes = high;
         g->max_bytes = max;
         g->params.line_bytes = mg_policy_line(g->opt.limit_bytes, g->opt.margin_bytes, high < max ? high : max);
 }
 
-/* memory.high and memory.max, for the line.  A file that cannot be read
- * (absent in the root cgroup, an error) counts as "max": the guard's own
- * limit then draws the line, as before this file was read. */
+/* memory.high and memory.max.  Optional: a file that cannot be read
+ * (absent in the root cgroup, an error) counts as "max". */
+static void read_kernel_limits(mg_guard *g, uint64_t *ret_high, uint64_t *ret_max) {
+        if (read_u64(g, MG_CG_HIGH, ret_high) < 0)
+                *ret_high = MG_UNLIMITED;
+        if (read_u64(g, MG_CG_MAX, ret_max) < 0)
+                *ret_max = MG_UNLIMITED;
+}
+
+/* The same for the line: where neither can be read, the guard's own limit
+ * draws it, as before these files were read. */
 static void read_limits_now(mg_guard *g) {
         uint64_t high, max;
 
-        if (read_u64(g, MG_CG_HIGH, &high) < 0)
-                high = MG_UNLIMITED;
-        if (read_u64(g, MG_CG_MAX, &max) < 0)
-                max = MG_UNLIMITED;
+        read_kernel_limits(g, &high, &max);
         set_kernel_limits(g, high, max);
         g->limits_due_usec = mg_guard_now(g) + MG_LIMITS_REREAD_USEC;
 }
@@ -603,10 +607,7 @@ void mg_guard_events_changed(mg_guard *g) {
 
 /* Reads the limit files for a report; optional, so errors leave "max". */
 static void read_limits(mg_guard *g, struct mg_report *rep) {
-        if (read_u64(g, MG_CG_HIGH, &rep->high_bytes) < 0)
-                rep->high_bytes = MG_UNLIMITED;
-        if (read_u64(g, MG_CG_MAX, &rep->max_bytes) < 0)
-                rep->max_bytes = MG_UNLIMITED;
+        read_kernel_limits(g, &rep->high_bytes, &rep->max_bytes);
 }
 
 /* cgroup.events "populated", read just before acting.  Returns 1 or 0;

@@ -174,11 +174,12 @@ struct mg_guard {
         bool have_last_events;
         uint64_t last_high_events;      /* memory.events.local high at the last slow tick, or UINT64_MAX */
         uint64_t throttle_until_usec;   /* read memory.high and cpu.stat until then (at memory.high) */
-        /* The kernel limits the fast-path line follows (MG_UNLIMITED for
-         * "max"): read at mg_guard_new() and every MG_LIMITS_REREAD_USEC,
-         * at once when memory.events.local changes on the fast path, and
-         * written by the guard's own lends. */
-        uint64_t high_bytes, max_bytes;
+        /* The fast-path line follows memory.high and memory.max: read at
+         * mg_guard_new() and every MG_LIMITS_REREAD_USEC, at once when
+         * memory.events.local changes on the fast path, and written by the
+         * guard's own lends.  memory.max, MG_UNLIMITED for "max", is kept
+         * for when only memory.high moves. */
+        uint64_t max_bytes;
         uint64_t limits_due_usec;       /* next re-read */
         uint32_t page_bytes;
         bool throttled;                 /* MG_EVENT_THROTTLED sent for this episode */
