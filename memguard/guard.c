@@ -18,12 +18,6 @@
 #include "sized.h"
 #include "tune.h"
 
-uint64_t mg_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret);
 static int read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret);
 static void lend_adopt(mg_guard *g);
@@ -37,7 +31,7 @@ uint64_t mg_boottime_usec(void) {
 
 static uint64_t default_clock(void *userdata) {
         (void) userdata;
-        return mg_now_usec();
+        return mg_mono_usec();
 }
 
 uint64_t mg_guard_now(const mg_guard *g) {

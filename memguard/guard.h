@@ -9,6 +9,7 @@
 #include "parse.h"
 #include "memguard/memguard.h"
 #include "policy.h"
+#include "util.h"
 
 enum mg_guard_state {
         MG_GUARD_WATCHING,
@@ -214,7 +215,6 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
                           const struct mg_io *io, mg_guard **ret);
 void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata);
 uint64_t mg_guard_now(const mg_guard *g);
-uint64_t mg_now_usec(void);
 
 /* a + b for points in time, saturated: UINT64_MAX is "never" (a deadline,
  * a next tick) and stays so, rather than wrapping into the past. */

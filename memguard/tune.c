@@ -5,29 +5,23 @@
 #include "policy.h"
 #include "sized.h"
 #include "tune.h"
+#include "util.h"
 
-#define USEC_PER_MSEC UINT64_C(1000)
-#define USEC_PER_SEC UINT64_C(1000000)
-#define MIB (UINT64_C(1) << 20)
 
 /* A guard that looks less often than this guards nothing (an actor can
  * fill its limit within seconds).  The bound also keeps the times built
  * from a tick (the set's next tick, the pressure reads' hold, the ring's
  * span) far from the end of the clock. */
-#define MG_TICK_MAX_USEC (3600 * USEC_PER_SEC)
+#define MG_TICK_MAX_USEC (3600 * MG_USEC_PER_SEC)
 
 /* How many times limit doubles past 256 MiB (negative below it). */
 static int doublings_past_256m(uint64_t limit) {
         int d = 0;
-        for (uint64_t l = 256 * MIB; l < limit && d < 40; l *= 2)
+        for (uint64_t l = 256 * MG_MIB; l < limit && d < 40; l *= 2)
                 d++;
-        for (uint64_t l = 256 * MIB; l / 2 >= limit && l > MIB && d > -8; l /= 2)
+        for (uint64_t l = 256 * MG_MIB; l / 2 >= limit && l > MG_MIB && d > -8; l /= 2)
                 d--;
         return d;
-}
-
-static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi) {
-        return v < lo ? lo : v > hi ? hi : v;
 }
 
 /* The table in docs/tuning.md is computed from this function; change both. */
@@ -35,11 +29,11 @@ static void tuned_defaults(uint64_t limit, struct mg_guard_options *d) {
         int dbl = doublings_past_256m(limit);
         int64_t window_ms = 3000 + 500 * (int64_t) dbl;
 
-        d->tick_usec = 250 * USEC_PER_MSEC;
+        d->tick_usec = 250 * MG_USEC_PER_MSEC;
         d->margin_bytes = limit / 16;
         /* A bigger actor re-reads a bigger working set before it is stuck for
          * good: half a second more patience per doubling, 2 s to 8 s. */
-        d->stall_window_usec = clamp_u64((uint64_t) (window_ms < 0 ? 0 : window_ms), 2000, 8000) * USEC_PER_MSEC;
+        d->stall_window_usec = mg_clamp_u64((uint64_t) (window_ms < 0 ? 0 : window_ms), 2000, 8000) * MG_USEC_PER_MSEC;
         /* Without swap, memory pressure under-reports a thrash (seeds: 8-15 %
          * some while io pressure was 85 %); 10 % of the window stalled on
          * memory while the limit keeps being hit is already a stuck actor. */
@@ -51,15 +45,15 @@ static void tuned_defaults(uint64_t limit, struct mg_guard_options *d) {
          * suite), +2 s per doubling, at most 30 s.  Mostly mapped (program
          * text, mmapped data, seed 000's file-hot): 4 stall windows, 8 s to
          * 20 s. */
-        d->refault_window_usec = clamp_u64(20 + 2 * (uint64_t) (dbl < 0 ? 0 : dbl), 20, 30) * USEC_PER_SEC;
-        d->refault_mapped_window_usec = clamp_u64(4 * d->stall_window_usec, 8 * USEC_PER_SEC, 20 * USEC_PER_SEC);
+        d->refault_window_usec = mg_clamp_u64(20 + 2 * (uint64_t) (dbl < 0 ? 0 : dbl), 20, 30) * MG_USEC_PER_SEC;
+        d->refault_mapped_window_usec = mg_clamp_u64(4 * d->stall_window_usec, 8 * MG_USEC_PER_SEC, 20 * MG_USEC_PER_SEC);
         /* Time to write the whole limit at 50 MiB/s (a slow network disk),
          * plus 10 s: a forgotten lend cannot outlive a real snapshot write. */
-        d->lend_deadline_usec = 10 * USEC_PER_SEC + limit / (50 * MIB) * USEC_PER_SEC;
+        d->lend_deadline_usec = 10 * MG_USEC_PER_SEC + limit / (50 * MG_MIB) * MG_USEC_PER_SEC;
         /* Tearing down gigabytes of anon memory takes time: 2 s + 1 s/GiB. */
-        d->kill_wait_usec = clamp_u64(2 + limit / (1024 * MIB), 2, 30) * USEC_PER_SEC;
+        d->kill_wait_usec = mg_clamp_u64(2 + limit / (1024 * MG_MIB), 2, 30) * MG_USEC_PER_SEC;
         /* PSI averages and the periodic memory.stat flush both run every 2 s. */
-        d->post_kill_holdoff_usec = 2 * USEC_PER_SEC + d->tick_usec;
+        d->post_kill_holdoff_usec = 2 * MG_USEC_PER_SEC + d->tick_usec;
 }
 
 int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes) {
@@ -96,7 +90,7 @@ int mg_options_resolve(const struct mg_guard_options *o, struct mg_guard_options
         DEFAULT(refault_mapped_window_usec);
 #undef DEFAULT
 
-        if (r.margin_bytes >= r.limit_bytes || r.tick_usec < 10 * USEC_PER_MSEC || r.tick_usec > MG_TICK_MAX_USEC ||
+        if (r.margin_bytes >= r.limit_bytes || r.tick_usec < 10 * MG_USEC_PER_MSEC || r.tick_usec > MG_TICK_MAX_USEC ||
             r.stall_pressure_permyriad > 10000 ||
             /* the ring must span the window (see MG_POLICY_RING) */
             r.stall_window_usec / r.tick_usec >= MG_POLICY_RING - 1)

@@ -9,7 +9,7 @@
 
 #include "crc32c.h"
 #include "internal.h"
-#include "memguard/sized.h"
+#include "sized.h"
 
 struct mg_snap_test_hooks mg_snap_test;
 
@@ -51,7 +51,7 @@ int mg_snap_options_resolve(const struct mg_snapshot_options *o, struct mg_snaps
         if (r.method > MG_SNAPSHOT_BUFFERED)
                 return -EINVAL;
         if (r.chunk_bytes == 0)
-                r.chunk_bytes = (uint32_t) MG_SNAP_MIB;
+                r.chunk_bytes = (uint32_t) MG_MIB;
         if (r.chunk_bytes & (r.chunk_bytes - 1) || r.chunk_bytes < page || r.chunk_bytes > MG_SNAP_MAX_CHUNK)
                 return -EINVAL;
         if (r.window_bytes && r.window_bytes < MG_SNAP_MIN_WINDOW)
@@ -84,12 +84,6 @@ void mg_snap_log(const struct mg_snapshot_options *o, int level, const char *fmt
 uint32_t mg_snap_page_size(void) {
         long p = sysconf(_SC_PAGESIZE);
         return p > 0 ? (uint32_t) p : 4096;
-}
-
-uint64_t mg_snap_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
 bool mg_snap_is_zero(const void *p, size_t len) {

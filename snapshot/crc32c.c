@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "crc32c.h"
+#include "util.h"
 
 #define POLY UINT32_C(0x82F63B78)
 
@@ -16,20 +17,14 @@ __attribute__((target("sse4.2"))) static uint32_t hw(uint32_t c, const unsigned 
 #endif
 static uint32_t sw(uint32_t c, const unsigned char *p, size_t len);
 
-static uint64_t now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 /* Best of three runs over the tables themselves (8 KiB, just written). */
 static uint64_t time_best(uint32_t (*fn)(uint32_t, const unsigned char *, size_t)) {
         uint64_t best = UINT64_MAX;
         uint32_t sink = 0;
         for (int i = 0; i < 3; i++) {
-                uint64_t t = now_ns();
+                uint64_t t = mg_mono_nsec();
                 sink ^= fn(sink, (const unsigned char *) table, sizeof(table));
-                t = now_ns() - t;
+                t = mg_mono_nsec() - t;
                 if (t < best)
                         best = t;
         }

@@ -10,13 +10,13 @@
 #include <sys/types.h>
 
 #include "format.h"
+#include "util.h"
 #include "memguard/snapshot.h"
 
-#define MG_SNAP_MIB (UINT64_C(1) << 20)
 /* One read or write call moves at most this much: big enough that the block
  * layer keeps several requests in flight for one O_DIRECT call, small
  * enough to bound the bounce buffer charged to the actor. */
-#define MG_SNAP_IO_BYTES (4 * MG_SNAP_MIB)
+#define MG_SNAP_IO_BYTES (4 * MG_MIB)
 #define MG_SNAP_MIN_WINDOW (UINT64_C(256) * 1024)
 #define MG_SNAP_TMP_PREFIX ".mgsnap-tmp-"
 /* A temporary file nobody holds a lock on and that has not been written for
@@ -51,7 +51,6 @@ void mg_snap_log(const struct mg_snapshot_options *o, int level, const char *fmt
         __attribute__((format(printf, 3, 4)));
 
 uint32_t mg_snap_page_size(void);
-uint64_t mg_snap_now_usec(void);
 bool mg_snap_is_zero(const void *p, size_t len);
 /* Feeds len bytes at image offset off into the per-chunk crcs. */
 void mg_snap_crc_feed(uint32_t *crcs, uint32_t chunk_bytes, uint64_t off, const uint8_t *p, size_t len);

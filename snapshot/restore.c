@@ -294,7 +294,7 @@ static int read_range(struct reader *rd, const struct mg_snap_range *rg) {
 int mg_snapshot_restore(int dirfd, const char *name, const struct mg_snapshot_target *dst,
                         const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret) {
         struct reader rd = { .dst = dst, .fd = -1 };
-        uint64_t t0 = mg_snap_now_usec(), t, zero_usec = 0, prev_end = 0;
+        uint64_t t0 = mg_mono_usec(), t, zero_usec = 0, prev_end = 0;
         struct stat s;
         int r;
 
@@ -311,7 +311,7 @@ int mg_snapshot_restore(int dirfd, const char *name, const struct mg_snapshot_ta
         if (r < 0)
                 return r;
         if (rd.o.window_bytes == 0)
-                rd.o.window_bytes = 32 * MG_SNAP_MIB;
+                rd.o.window_bytes = 32 * MG_MIB;
         rd.io_bytes = (size_t) (MG_SNAP_IO_BYTES < rd.o.window_bytes / 2 ? MG_SNAP_IO_BYTES : rd.o.window_bytes / 2);
         rd.io_bytes = rd.io_bytes / rd.page * rd.page;
 
@@ -360,11 +360,11 @@ int mg_snapshot_restore(int dirfd, const char *name, const struct mg_snapshot_ta
                 (void) posix_fadvise(rd.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
         rd.dropped = rd.h.data_offset;
 
-        t = mg_snap_now_usec();
+        t = mg_mono_usec();
         for (uint64_t i = 0; i < rd.h.n_ranges; i++) {
-                uint64_t z = mg_snap_now_usec();
+                uint64_t z = mg_mono_usec();
                 r = zero_fill(&rd, prev_end, rd.ranges[i].offset);
-                zero_usec += mg_snap_now_usec() - z;
+                zero_usec += mg_mono_usec() - z;
                 if (r == 0)
                         r = read_range(&rd, &rd.ranges[i]);
                 if (r < 0)
@@ -377,14 +377,14 @@ int mg_snapshot_restore(int dirfd, const char *name, const struct mg_snapshot_ta
                         goto out;
         }
         {
-                uint64_t z = mg_snap_now_usec();
+                uint64_t z = mg_mono_usec();
                 r = zero_fill(&rd, prev_end, rd.h.image_bytes);
-                zero_usec += mg_snap_now_usec() - z;
+                zero_usec += mg_mono_usec() - z;
                 if (r < 0)
                         goto out;
         }
         drop_behind(&rd, rd.h.index_offset, true);
-        rd.st.read_usec = mg_snap_now_usec() - t - zero_usec;
+        rd.st.read_usec = mg_mono_usec() - t - zero_usec;
         rd.st.zero_usec = zero_usec;
 
         for (uint64_t c = 0; c < mg_snap_n_chunks(&rd.h); c++) {
@@ -409,7 +409,7 @@ int mg_snapshot_restore(int dirfd, const char *name, const struct mg_snapshot_ta
         rd.st.file_bytes = rd.h.index_offset + mg_snap_index_bytes(&rd.h);
         rd.st.window_bytes = rd.direct || rd.o.method == MG_SNAPSHOT_BUFFERED ? 0 : rd.o.window_bytes;
         rd.st.ranges = (uint32_t) (rd.h.n_ranges > UINT32_MAX ? UINT32_MAX : rd.h.n_ranges);
-        rd.st.total_usec = mg_snap_now_usec() - t0;
+        rd.st.total_usec = mg_mono_usec() - t0;
         mg_snap_stats_out(&rd.st, ret);
         r = 0;
 out:

@@ -16,7 +16,7 @@
 
 #include "aio.h"
 #include "internal.h"
-#include "memguard/guard.h"
+#include "guard.h"
 
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080 /* include/uapi/linux/fs.h, 6.14 */
@@ -89,10 +89,6 @@ static int fault(enum mg_snap_op op, uint64_t off, uint64_t len) {
         return mg_snap_test.fault ? mg_snap_test.fault(mg_snap_test.fault_userdata, op, off, len) : 0;
 }
 
-static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi) {
-        return v < lo ? lo : v > hi ? hi : v;
-}
-
 static void guard_lock(struct writer *w, bool lock) {
         if (w->o.lock)
                 w->o.lock(w->o.lock_userdata, lock);
@@ -128,7 +124,7 @@ static bool plain_name(const char *name) {
 static void random_name(char *buf, size_t size) {
         uint64_t r = 0;
         if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t) sizeof(r))
-                r = mg_snap_now_usec() ^ ((uint64_t) getpid() << 32);
+                r = mg_mono_usec() ^ ((uint64_t) getpid() << 32);
         snprintf(buf, size, "%s%016" PRIx64, MG_SNAP_TMP_PREFIX, r);
 }
 
@@ -674,7 +670,7 @@ static int write_index(struct writer *w) {
  * exists; older kernels reject the key with EINVAL and get the plain form. */
 static void reclaim(struct writer *w, mg_guard *g) {
         char buf[64];
-        uint64_t t = mg_snap_now_usec();
+        uint64_t t = mg_mono_usec();
         int fd = openat(g->cg.dirfd, "memory.reclaim", O_WRONLY | O_CLOEXEC);
         int r = 0;
 
@@ -693,7 +689,7 @@ static void reclaim(struct writer *w, mg_guard *g) {
         }
         w->st.reclaimed_request_bytes = w->o.reclaim_bytes;
         w->st.reclaim_error = r;
-        w->st.reclaim_usec = mg_snap_now_usec() - t;
+        w->st.reclaim_usec = mg_mono_usec() - t;
         if (r < 0 && r != -EAGAIN)
                 mg_snap_log(&w->o, MG_LOG_WARNING, "snapshot: memory.reclaim: %s", strerror(-r));
 }
@@ -704,11 +700,11 @@ static void reclaim(struct writer *w, mg_guard *g) {
  * goes on ticking meanwhile (mg_guard_lend_end_serialised()).  Back, memory.high
  * holds the old value (or what someone else wrote during the lend). */
 static int lend_end(struct writer *w, mg_guard *g) {
-        uint64_t t = mg_snap_now_usec();
+        uint64_t t = mg_mono_usec();
         int r;
 
         r = mg_guard_lend_end_serialised(g, w->lend_id, w->o.lock, w->o.lock_userdata);
-        w->st.lend_end_usec = mg_snap_now_usec() - t;
+        w->st.lend_end_usec = mg_mono_usec() - t;
         if (r == -ENOENT || r == -ESTALE || r == -ENODEV) {
                 /* The deadline restored memory.high already (and, for
                  * -ESTALE, someone lent again since: that lend is not ours
@@ -764,8 +760,8 @@ static int publish(struct writer *w, const char *name) {
 
 static uint64_t default_window(const mg_guard *g) {
         if (!g)
-                return 32 * MG_SNAP_MIB;
-        return clamp_u64(g->opt.limit_bytes / 16, 8 * MG_SNAP_MIB, 64 * MG_SNAP_MIB);
+                return 32 * MG_MIB;
+        return mg_clamp_u64(g->opt.limit_bytes / 16, 8 * MG_MIB, 64 * MG_MIB);
 }
 
 int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const char *name,
@@ -774,7 +770,7 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
         mg_guard *g;
         bool lent = false;
         off_t saved_pos = -1;
-        uint64_t t0 = mg_snap_now_usec(), t;
+        uint64_t t0 = mg_mono_usec(), t;
         int r;
 
         w.page = mg_snap_page_size();
@@ -849,20 +845,20 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
         }
 
         if (g) {
-                uint64_t extra = w.o.lend_bytes ? w.o.lend_bytes : w.o.window_bytes + 2 * w.io_bytes + 4 * MG_SNAP_MIB;
+                uint64_t extra = w.o.lend_bytes ? w.o.lend_bytes : w.o.window_bytes + 2 * w.io_bytes + 4 * MG_MIB;
                 /* Long enough for the slowest disk we plan for (8 MiB/s),
                  * never shorter than the guard's own default. */
                 uint64_t deadline = w.o.lend_deadline_usec;
                 if (!deadline) {
-                        deadline = 10 * UINT64_C(1000000) + src->length / (8 * MG_SNAP_MIB) * UINT64_C(1000000);
+                        deadline = 10 * UINT64_C(1000000) + src->length / (8 * MG_MIB) * UINT64_C(1000000);
                         if (deadline < g->opt.lend_deadline_usec)
                                 deadline = g->opt.lend_deadline_usec;
                 }
-                t = mg_snap_now_usec();
+                t = mg_mono_usec();
                 guard_lock(&w, true);
                 r = mg_guard_lend_begin(g, extra, deadline, &w.lend_id);
                 guard_lock(&w, false);
-                w.st.lend_begin_usec = mg_snap_now_usec() - t;
+                w.st.lend_begin_usec = mg_mono_usec() - t;
                 if (r < 0) {
                         mg_snap_log(&w.o, MG_LOG_ERR, "snapshot: lending memory.high: %s", strerror(-r));
                         goto out;
@@ -871,11 +867,11 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
                 w.st.lend_bytes = extra;
         }
 
-        t = mg_snap_now_usec();
+        t = mg_mono_usec();
         r = write_data(&w);
         if (r == 0)
                 r = write_index(&w);
-        w.st.write_usec = mg_snap_now_usec() - t;
+        w.st.write_usec = mg_mono_usec() - t;
         if (r < 0) {
                 mg_snap_log(&w.o, MG_LOG_ERR, "snapshot: writing %s: %s", name, strerror(-r));
                 goto out;
@@ -889,7 +885,7 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
         free(w.ranges);
         w.ranges = NULL;
 
-        t = mg_snap_now_usec();
+        t = mg_mono_usec();
         if (!(w.o.flags & MG_SNAPSHOT_NO_SYNC)) {
                 r = fault(MG_SNAP_OP_FSYNC, 0, 0);
                 if (r == 0 && fdatasync(w.fd) < 0)
@@ -904,7 +900,7 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
          * cache as a plain write would. */
         if (w.method != MG_SNAPSHOT_BUFFERED)
                 (void) posix_fadvise(w.fd, 0, 0, POSIX_FADV_DONTNEED);
-        w.st.sync_usec = mg_snap_now_usec() - t;
+        w.st.sync_usec = mg_mono_usec() - t;
 
         if (g && w.o.reclaim_bytes)
                 reclaim(&w, g);
@@ -915,14 +911,14 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
                         goto out;
         }
 
-        t = mg_snap_now_usec();
+        t = mg_mono_usec();
         r = publish(&w, name);
-        w.st.publish_usec = mg_snap_now_usec() - t;
+        w.st.publish_usec = mg_mono_usec() - t;
         if (r < 0)
                 goto out;
         w.st.method = w.method;
         w.st.skipped_bytes = src->length - w.st.data_bytes;
-        w.st.total_usec = mg_snap_now_usec() - t0;
+        w.st.total_usec = mg_mono_usec() - t0;
         mg_snap_stats_out(&w.st, ret);
         r = 0;
 out:

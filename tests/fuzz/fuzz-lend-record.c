@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "memguard/guard.h"
+#include "guard.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct mg_lend_record r;

@@ -4,8 +4,8 @@
 
 #include "fuzz.h"
 #include "kv.h"
-#include "memguard/parse.h"
-#include "memguard/policy.h"
+#include "parse.h"
+#include "policy.h"
 
 #define K(f) { #f, offsetof(struct mg_memstat, f) }
 static const struct kv_ref_key keys[] = {

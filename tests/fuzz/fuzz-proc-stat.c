@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "memguard/parse.h"
+#include "parse.h"
 
 static int reference(const uint8_t *data, size_t size, char *ret) {
         size_t digits = 0;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "memguard/parse.h"
+#include "parse.h"
 
 /* Fills pids (all of them, up to max) and returns their count, or -1. */
 static long reference(const uint8_t *data, size_t size, int32_t *pids, size_t max) {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "memguard/parse.h"
+#include "parse.h"
 
 struct cursor {
         const uint8_t *p, *end;

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "snapshot/crc32c.h"
-#include "snapshot/format.h"
+#include "crc32c.h"
+#include "format.h"
 
 struct input {
         const uint8_t *p;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "memguard/parse.h"
+#include "parse.h"
 
 static int reference(const uint8_t *data, size_t size, uint64_t *ret) {
         char buf[32];

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "memguard/parse.h"
+#include "parse.h"
 
 struct kv_ref_key {
         const char *name;

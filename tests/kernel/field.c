@@ -23,9 +23,9 @@
 #include <unistd.h>
 
 #include "ktest.h"
-#include "memguard/guard.h"
+#include "guard.h"
 #include "scenarios.h"
-#include "tools/common/cgdir.h"
+#include "cgdir.h"
 
 struct counters {
         uint64_t t, current, file, mapped, refaults, restores, high, max, mem_some, io_some;

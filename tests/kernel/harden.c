@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "ktest.h"
-#include "memguard/guard.h"
+#include "guard.h"
 #include "scenarios.h"
 
 static int xattr_path(const char *cg, char *buf, size_t size) {

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "ktest.h"
-#include "memguard/guard.h"
+#include "guard.h"
 #include "scenarios.h"
 
 #define LIMIT (64 * MIB)

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "ktest.h"
-#include "memguard/guard.h"
-#include "tools/common/spawn.h"
+#include "guard.h"
+#include "spawn.h"
 
 const char *kt_base, *kt_disk, *kt_workload;
 char kt_skip_reason[256];

@@ -30,7 +30,7 @@
 #include <linux/magic.h>
 
 #include "ktest.h"
-#include "memguard/guard.h"
+#include "guard.h"
 #include "scenarios.h"
 
 #define LIMIT (64 * MIB)

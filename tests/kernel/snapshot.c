@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 #include "ktest.h"
-#include "../../tools/common/image.h"
-#include "../../tools/common/ticker.h"
+#include "image.h"
+#include "ticker.h"
 #include "memguard/snapshot.h"
 #include "scenarios.h"
 

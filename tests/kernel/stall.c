@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "ktest.h"
-#include "memguard/guard.h"
+#include "guard.h"
 #include "scenarios.h"
 
 static bool oom_seen(void *ud) {

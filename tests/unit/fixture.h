@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "memguard/cgroup.h"
+#include "cgroup.h"
 
 struct fixture {
         char dir[256];

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "memguard/guard.h"
+#include "guard.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MS UINT64_C(1000)

@@ -44,8 +44,8 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "memguard/guard.h"
-#include "memguard/kill.h"
+#include "guard.h"
+#include "kill.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MS UINT64_C(1000)

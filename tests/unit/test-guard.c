@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "memguard/guard.h"
+#include "guard.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MS UINT64_C(1000)
@@ -1293,12 +1293,12 @@ static mg_guard *set_guard(mg_set *s, struct fixture *f) {
  * back at once (real time): a set's thread that waited for the gate would
  * wait up to its 10 s. */
 static int step(mg_set *s) {
-        uint64_t t0 = mg_now_usec();
+        uint64_t t0 = mg_mono_usec();
         int r;
         fx.now_usec += 250 * MS;
         r = mg_set_process(s);
-        cr_assert_lt(mg_now_usec() - t0, 1000 * MS, "mg_set_process() took %" PRIu64 " ms",
-                     (mg_now_usec() - t0) / 1000);
+        cr_assert_lt(mg_mono_usec() - t0, 1000 * MS, "mg_set_process() took %" PRIu64 " ms",
+                     (mg_mono_usec() - t0) / 1000);
         return r;
 }
 
@@ -1394,9 +1394,9 @@ Test(guard, set_remove_of_a_lent_guard_frees_it_after_its_restore) {
         cr_expect_geq(step(s), 0);
         int fds = count_fds();
         fixture_gate(&fx);
-        uint64_t t0 = mg_now_usec();
+        uint64_t t0 = mg_mono_usec();
         cr_assert_eq(mg_set_remove(s, a), 0);
-        cr_expect_lt(mg_now_usec() - t0, 1000 * MS, "mg_set_remove() waited for the restore");
+        cr_expect_lt(mg_mono_usec() - t0, 1000 * MS, "mg_set_remove() waited for the restore");
         cr_expect_eq(mg_set_size(s), 1);
         cr_assert(fixture_gate_wait(&fx, 1, 5000), "the removed guard's restore never reached memory.high");
         overshoot(&b);
@@ -1447,9 +1447,9 @@ Test(guard, set_free_waits_for_its_restores) {
         /* b's write waits at its own gate: let it through from here, once
          * a's is held */
         fixture_gate_open(&b, 1);
-        uint64_t t0 = mg_now_usec();
+        uint64_t t0 = mg_mono_usec();
         mg_set_free(s);
-        uint64_t took = mg_now_usec() - t0;
+        uint64_t took = mg_mono_usec() - t0;
         pthread_join(t, NULL);
         cr_expect_geq(took, 250 * MS, "mg_set_free() returned before the restore was written (%" PRIu64 " ms)",
                       took / 1000);
@@ -1473,9 +1473,9 @@ Test(guard, set_lend_end_is_queued) {
         mg_guard *a = set_guard(s, &fx);
         cr_assert_eq(mg_guard_lend_begin(a, 64 * MIB, 0, &lend), 0);
         fixture_gate(&fx);
-        uint64_t t0 = mg_now_usec();
+        uint64_t t0 = mg_mono_usec();
         cr_expect_eq(mg_guard_lend_end(a, lend), 1, "queued");
-        cr_expect_lt(mg_now_usec() - t0, 1000 * MS);
+        cr_expect_lt(mg_mono_usec() - t0, 1000 * MS);
         cr_expect(mg_guard_is_lent(a));
         cr_expect_eq(mg_guard_get_lend_id(a), lend);
         cr_expect_eq(mg_guard_lend_begin(a, 1, 0, NULL), -EBUSY);

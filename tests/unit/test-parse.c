@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "memguard/parse.h"
-#include "memguard/policy.h"
+#include "parse.h"
+#include "policy.h"
 
 #define S(lit) lit, sizeof(lit) - 1
 

@@ -3,7 +3,7 @@
 
 #include <inttypes.h>
 
-#include "memguard/policy.h"
+#include "policy.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MS UINT64_C(1000)

@@ -26,9 +26,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/cgdir.h"
-#include "../common/image.h"
-#include "../common/ticker.h"
+#include "cgdir.h"
+#include "image.h"
+#include "ticker.h"
 #include "burnin.h"
 #include "memguard/memguard.h"
 #include "memguard/snapshot.h"

@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/cgdir.h"
+#include "cgdir.h"
 #include "../memguard/size.h"
 #include "burnin.h"
 #include "memguard/memguard.h"

@@ -16,11 +16,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/cgdir.h"
+#include "cgdir.h"
 #include "demo.h"
 #include "events.h"
 #include "loop.h"
-#include "tools/common/spawn.h"
+#include "spawn.h"
 
 void demo_progress(const char *fmt, ...) {
         char msg[1024], line[1100];

@@ -60,13 +60,11 @@ int demo_vm(const char *kernel, const char *why) {
         int fds[2], status, ret = MGT_EXIT_FAIL;
         pid_t pid;
 
-        if (!vmrun || !*vmrun)
-                vmrun = MEMGUARD_SOURCE_DIR "/tests/vm/vmrun";
-        if (access(vmrun, X_OK) < 0) {
+        if (!vmrun || !*vmrun || access(vmrun, X_OK) < 0) {
                 mgt_error(NULL, "demo", 0,
-                          "no delegated cgroup v2 memory controller here (%s), and no VM harness at %s "
-                          "(set MEMGUARD_VMRUN)",
-                          why, vmrun);
+                          "no delegated cgroup v2 memory controller here (%s), and no VM harness%s%s "
+                          "(set MEMGUARD_VMRUN to a memguard source tree's tests/vm/vmrun)",
+                          why, vmrun && *vmrun ? " at " : "", vmrun && *vmrun ? vmrun : "");
                 goto out;
         }
         if (!self || !workload) {

@@ -24,7 +24,7 @@
 
 #include <linux/magic.h>
 
-#include "../common/cgdir.h"
+#include "cgdir.h"
 #include "cli.h"
 #include "demo.h"
 #include "events.h"

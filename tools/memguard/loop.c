@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/cgdir.h"
+#include "cgdir.h"
 #include "loop.h"
 
 #define FROM_USER 0x80 /* signal numbers stay below 65 */

@@ -126,11 +126,11 @@ char *mgt_find_workload(void) {
         if (!self)
                 return NULL;
         dir = dirname(self);
-        /* installed: both in bindir; build tree: tools/mg-workload next to
-         * tools/memguard/memguard's directory */
-        static const char *const tries[] = { "", "/.." };
+        /* build tree: tools/mg-workload beside tools/memguard/; installed:
+         * in libexecdir/memguard */
+        const char *const tries[] = { dir, MEMGUARD_LIBEXECDIR };
         for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
-                if (asprintf(&p, "%s%s/mg-workload", dir, tries[i]) < 0) {
+                if (asprintf(&p, "%s%s/mg-workload", tries[i], i == 0 ? "/.." : "") < 0) {
                         p = NULL;
                         break;
                 }

@@ -20,13 +20,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/cgdir.h"
+#include "cgdir.h"
 #include "cli.h"
 #include "events.h"
 #include "loop.h"
 #include "memguard/memguard.h"
 #include "size.h"
-#include "tools/common/spawn.h"
+#include "spawn.h"
 
 #define SEC UINT64_C(1000000)
 #define MS UINT64_C(1000)

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../common/cgdir.h"
+#include "cgdir.h"
 #include "cli.h"
 #include "events.h"
 #include "loop.h"

@@ -27,7 +27,7 @@
  * rounds, preads/opens per tick (memguard: through its I/O seam; baselines:
  * counted in their code), read syscalls per tick as the kernel counts them
  * (/proc/self/io syscr), allocations per tick, share of ticks that took the
- * slow path.  Under callgrind (bench/run), only the tick calls are counted,
+ * slow path.  Under callgrind (tools/bench/run), only the tick calls are counted,
  * dumped as "tick:ACTOR:MODE".  Files the fixtures rewrite between ticks are
  * written outside the measured calls.
  */
@@ -43,8 +43,8 @@
 
 #include "baseline.h"
 #include "bench.h"
-#include "../tools/common/cgdir.h"
-#include "memguard/guard.h"
+#include "cgdir.h"
+#include "guard.h"
 
 enum actor_kind { A_MEMGUARD, A_STDIO, A_OPENAT, A_N };
 static const char *const actor_names[A_N] = { "memguard", "stdio", "openat" };

@@ -8,7 +8,7 @@
  *   bench-parse [--iters N] [--rounds R]
  *
  * One "result" line per case: median ns per call over the rounds (each
- * round runs N calls, N = 200000 by default).  Under callgrind (bench/run)
+ * round runs N calls, N = 200000 by default).  Under callgrind (tools/bench/run)
  * each case runs N calls once and is dumped as "parse:CASE".
  */
 #include <inttypes.h>
@@ -18,8 +18,8 @@
 
 #include "baseline.h"
 #include "bench.h"
-#include "memguard/parse.h"
-#include "memguard/policy.h"
+#include "parse.h"
+#include "policy.h"
 
 static volatile uint64_t sink;
 static size_t len_7x, len_7x_captured, len_61; /* set in main(), outside the measure */

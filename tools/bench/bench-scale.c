@@ -17,7 +17,7 @@
  * memory per guard ((VmRSS after the run - VmRSS before the guards) / N),
  * heap bytes allocated per guard, the kernel's slab growth per guard
  * (/proc/meminfo Slab, noisy), time to add a guard, sizeof(struct mg_guard)
- * and its big parts.  Under callgrind (bench/run), only the measured loop is
+ * and its big parts.  Under callgrind (tools/bench/run), only the measured loop is
  * counted, dumped as "scale:run".
  *
  * --floor also runs the floor (floor_run() below) for S seconds after the
@@ -42,8 +42,8 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "../tools/common/cgdir.h"
-#include "memguard/guard.h"
+#include "cgdir.h"
+#include "guard.h"
 
 static uint64_t tv_usec(struct timeval tv) {
         return (uint64_t) tv.tv_sec * 1000000 + (uint64_t) tv.tv_usec;
@@ -87,7 +87,7 @@ static uint64_t run_set(mg_set *s, uint64_t usec) {
                         break;
                 ms = (int) ((end - now) / 1000000 + 1);
                 if (mg_set_get_timeout(s, &next_usec) == 0 && next_usec != UINT64_MAX) {
-                        uint64_t now_usec = mg_now_usec();
+                        uint64_t now_usec = mg_mono_usec();
                         int until = next_usec > now_usec ? (int) ((next_usec - now_usec + 999) / 1000) : 0;
                         if (until < ms)
                                 ms = until;
@@ -306,7 +306,7 @@ int main(int argc, char **argv) {
         uint64_t rss1 = bench_rss_bytes(), slab1 = meminfo_kib("Slab");
 
         if (align_ms) {
-                uint64_t t0 = mg_now_usec(), slots = tick_ms / align_ms;
+                uint64_t t0 = mg_mono_usec(), slots = tick_ms / align_ms;
                 for (uint64_t i = 0; i < n; i++)
                         mg_set_reschedule(s, guards[i], t0 + (i % slots) * align_ms * 1000);
         }

@@ -8,7 +8,7 @@
  * cgroup trees, and callgrind markers.
  *
  * Every bench binary prints its figures as one line per measurement,
- * "result key=value ...", which bench/run turns into tables.
+ * "result key=value ...", which tools/bench/run turns into tables.
  */
 
 #include <stdbool.h>
@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "memguard/cgroup.h"
+#include "cgroup.h"
 
 #define MIB (UINT64_C(1) << 20)
 

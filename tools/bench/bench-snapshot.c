@@ -41,7 +41,7 @@
  * the call to after it, wall clock; cpu_ms this process's user + system
  * time over the same interval, the sampler thread's included), then
  * "result bench=snapshot-check"
- * (memory.high restored, kills, restore verified).  bench/report.py
+ * (memory.high restored, kills, restore verified).  tools/bench/report.py
  * computes the percentiles.  No figure is judged here: the exit status is
  * 0 when every write succeeded and the image restored.
  */
@@ -60,9 +60,9 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "../tools/common/cgdir.h"
-#include "../tools/common/image.h"
-#include "../tools/common/ticker.h"
+#include "cgdir.h"
+#include "image.h"
+#include "ticker.h"
 #include "memguard/memguard.h"
 #include "memguard/snapshot.h"
 

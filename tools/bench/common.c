@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "../tools/common/cgdir.h"
+#include "cgdir.h"
 
 #ifdef BENCH_HAVE_CALLGRIND
 #pragma GCC diagnostic push

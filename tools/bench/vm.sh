@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Guest side of bench/run's VM part (busybox sh, inside tests/vm/vmrun):
+# Guest side of tools/bench/run's VM part (busybox sh, inside tests/vm/vmrun):
 # the tick and scale benchmarks on fixture trees in the guest's tmpfs and on
 # real cgroups, in one boot, so their ratios come from the same machine.
 #   vm.sh TICKS ROUNDS SECONDS N...   (TICKS 0: no tick benchmarks)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Turns the raw outputs bench/run keeps in RESULTS into markdown tables.
+"""Turns the raw outputs tools/bench/run keeps in RESULTS into markdown tables.
 
 usage: report.py RESULTS
 

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Units, the monotonic clock and a clamp, for the library and for the
+ * tests, tools and benchmarks built beside it (header-only: mg-workload
+ * uses it without linking the library).  Times are microseconds of
+ * CLOCK_MONOTONIC unless a name says otherwise.
+ */
+
+#include <stdint.h>
+#include <time.h>
+
+#define MG_KIB (UINT64_C(1) << 10)
+#define MG_MIB (UINT64_C(1) << 20)
+#define MG_GIB (UINT64_C(1) << 30)
+
+#define MG_USEC_PER_MSEC UINT64_C(1000)
+#define MG_USEC_PER_SEC UINT64_C(1000000)
+#define MG_NSEC_PER_USEC UINT64_C(1000)
+
+static inline uint64_t mg_mono_nsec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static inline uint64_t mg_mono_usec(void) {
+        return mg_mono_nsec() / MG_NSEC_PER_USEC;
+}
+
+static inline uint64_t mg_clamp_u64(uint64_t v, uint64_t lo, uint64_t hi) {
+        return v < lo ? lo : v > hi ? hi : v;
+}
