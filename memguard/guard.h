@@ -210,6 +210,83 @@ struct mg_guard {
         char small_buf[512];            /* PSI (2 lines < 200 bytes), events, cgroup.events */
 };
 
+/*
+ * The units of a guard and what each offers the others.  guard.c: the
+ * guard's life, its events, logs and errors, and the state machine.
+ */
+void mg_guard_log(const mg_guard *g, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Delivers ev to the guard's callback (nothing once detached): the cgroup
+ * and, if 0, the time are filled in. */
+void mg_guard_emit(mg_guard *g, struct mg_event *ev);
+/* An error, reported once per streak of it on the same file or action
+ * (slot: enum mg_cgfile or MG_ERR_*), never acted on.  The log says
+ * "<verb> <what>: <error>", or "<what> failed: <error>" without a verb.
+ * Returns err. */
+int mg_guard_error(mg_guard *g, unsigned slot, int level, const char *verb, const char *what, int err);
+void mg_guard_error_clear(mg_guard *g, unsigned slot);
+/* The cgroup is gone: MG_EVENT_GONE once (what: the file that said so),
+ * and the lend with it.  Returns -ENODEV. */
+int mg_guard_gone(mg_guard *g, const char *what);
+/* The slow path's PSI triggers go (a hidden pressure file, the end of the
+ * slow path, the guard leaving its set). */
+void mg_guard_triggers_close(mg_guard *g);
+
+/*
+ * read.c: every read of a cgroup file, and the sample the slow path builds.
+ */
+/* A removed cgroup makes every open file return ENODEV; ENOENT is taken
+ * the same way.  Whether it is removed is mg_read_removed()'s to say. */
+bool mg_gone_errno(int err);
+/* cgroup.events, a core file nothing can hide, fails as removed. */
+bool mg_read_removed(mg_guard *g);
+/* A read or parse error of a file the decision needs: reported, and the
+ * window starts over (a gap in it says nothing); -ENODEV once gone. */
+int mg_read_failed(mg_guard *g, enum mg_cgfile f, int err);
+int mg_read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret);
+/* memory.current; returns 0 or the (reported) error. */
+int mg_read_current(mg_guard *g, uint64_t *ret);
+/* memory.stat: only the lines the decision needs (full false), or whole. */
+int mg_read_stat(mg_guard *g, bool full, struct mg_memstat *ret);
+/* A small file of f's kind into its parsed form (struct mg_psi, struct
+ * mg_mem_events, populated int, cpu usage; memory.stat: struct mg_memstat). */
+int mg_read_parsed(mg_guard *g, enum mg_cgfile f, void *ret);
+/* What a slow-path read is for. */
+enum mg_read_mode {
+        MG_READ_TICK,           /* a slow tick: memory.stat's decision lines; memory.high and
+                                 * cpu.stat while a throttle window is open */
+        MG_READ_CONFIRM,        /* the fresh read before a kill: memory.stat whole, for the record */
+        MG_READ_REPORT,         /* mg_guard_report(): everything, whole, and nothing the tick keeps
+                                 * (high events seen, throttle window, the line) is moved */
+};
+/* memory.current was read (current): the slow path's other files into rep
+ * and x.  Returns 0 or the (reported) error of a file the decision needs. */
+int mg_read_sample(mg_guard *g, uint64_t current, enum mg_read_mode mode, struct mg_report *rep,
+                   struct mg_sample *x);
+/* The fast-path line follows the lower of the kernel limits. */
+void mg_guard_line_follow(mg_guard *g, uint64_t high, uint64_t max);
+/* memory.high and memory.max, "max" where a file cannot be read. */
+void mg_read_kernel_limits(mg_guard *g, uint64_t *ret_high, uint64_t *ret_max);
+/* Both, for the line, now; the next periodic re-read is due in
+ * MG_LIMITS_REREAD_USEC. */
+void mg_read_line_limits(mg_guard *g);
+/* Both, into a report or a kill record. */
+void mg_read_report_limits(mg_guard *g, struct mg_report *rep);
+/* cgroup.events "populated" just before acting: 1 or 0; -ENODEV once
+ * gone; another error is reported and returned (act as if populated). */
+int mg_read_populated(mg_guard *g);
+/* cgroup.procs, parsed; 0, -ENODEV once gone, or a reported error. */
+int mg_read_members(mg_guard *g, struct mg_procs *ret, bool *ret_cut);
+
+/*
+ * lend.c: lends, their record, the takeover of a crashed one, recovery.
+ */
+/* A lend record on the directory at mg_guard_new(): taken over. */
+void mg_lend_adopt(mg_guard *g);
+/* The tick's part: the end of a lend past its deadline, or asked for and
+ * not done yet.  Returns 1 if a lone guard restored memory.high, 0, or
+ * -ENODEV once the cgroup is gone. */
+int mg_lend_tick(mg_guard *g, uint64_t now);
+
 /* Same as mg_guard_new() with cgroup flags and an I/O seam, for tests. */
 int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, unsigned cg_flags,
                           const struct mg_io *io, mg_guard **ret);

@@ -28,6 +28,18 @@ bool mg_policy_overshoot(const struct mg_policy_params *p, uint64_t current_byte
         return used_bytes > p->limit_bytes && current_bytes > p->limit_bytes;
 }
 
+enum mg_verdict mg_policy_confirm(const struct mg_policy_params *p, enum mg_verdict v, uint64_t current_bytes,
+                                  uint64_t used_bytes) {
+        switch (v) {
+        case MG_VERDICT_OVERSHOOT:
+                return mg_policy_overshoot(p, current_bytes, used_bytes) ? v : MG_VERDICT_OK;
+        case MG_VERDICT_STALL:
+                return mg_policy_fast(p, current_bytes) ? MG_VERDICT_OK : v;
+        default:
+                return v;
+        }
+}
+
 /* The newest sample at least age_usec older than the newest, or NULL. */
 static const struct mg_ring_sample *sample_older_than(const struct mg_policy_state *s, uint64_t age_usec) {
         const struct mg_ring_sample *x = &s->ring[s->head];

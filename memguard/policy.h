@@ -108,6 +108,19 @@ void mg_policy_reset(struct mg_policy_state *s);
 bool mg_policy_overshoot(const struct mg_policy_params *p, uint64_t current_bytes, uint64_t used_bytes);
 
 /*
+ * The kill decision's last word: a verdict of mg_policy_decide() against
+ * the fresh read made just before acting (memory.current, and for an
+ * overshoot used from a memory.stat read after it).  An overshoot stands
+ * only if both files still say so: a stale memory.stat flushes on a read
+ * once enough updates are pending, so two reads that agree are the
+ * kernel's current word.  A stall stands while the actor is still at its
+ * line.  Returns v if it stands, MG_VERDICT_OK if the fresh read withdrew
+ * it, v unchanged for a verdict that is not a kill.
+ */
+enum mg_verdict mg_policy_confirm(const struct mg_policy_params *p, enum mg_verdict v, uint64_t current_bytes,
+                                  uint64_t used_bytes);
+
+/*
  * Adds a slow-path sample and decides.  Returns MG_VERDICT_OVERSHOOT,
  * MG_VERDICT_STALL (criteria held for the whole window), MG_VERDICT_STALLING
  * (they hold for the part of the window seen so far) or MG_VERDICT_NEAR.

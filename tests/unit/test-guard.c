@@ -1042,10 +1042,17 @@ Test(guard, throttled_reported_once_never_killed) {
 Test(guard, report_does_not_feed_the_window) {
         mg_guard *g = new_guard();
         struct mg_report rep = { .size = sizeof(rep) };
+        uint64_t line = g->params.line_bytes, high_events = g->last_high_events;
         fixture_current(&fx, 255 * MIB);
         fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 1 * MIB, 0, 2 * MIB, 0);
         fixture_write(&fx, "memory.high", "241172480\n");
+        fixture_events(&fx, 5, 0, 0);
         cr_assert_eq(mg_guard_report(g, &rep), 0);
+        /* nor what the tick keeps: the high events it saw, its throttle
+         * window, the line (memory.high is the tick's to follow) */
+        cr_expect_eq(g->params.line_bytes, line);
+        cr_expect_eq(g->last_high_events, high_events);
+        cr_expect_eq(g->throttle_until_usec, 0);
         cr_expect_eq(rep.verdict, MG_VERDICT_NEAR);
         cr_expect_eq(rep.used_bytes, 204 * MIB);
         cr_expect_eq(rep.high_bytes, 241172480);
