@@ -131,8 +131,7 @@ void mg_guard_triggers_close(mg_guard *g) {
         for (int i = 0; i < 2; i++) {
                 if (g->trigger_fd[i] < 0)
                         continue;
-                if (g->set)
-                        mg_set_watch(g->set, g, g->trigger_fd[i], MG_WATCH_TRIGGER, false);
+                host_watch(g, g->trigger_fd[i], MG_WATCH_TRIGGER, false);
                 close(g->trigger_fd[i]);
                 g->trigger_fd[i] = -1;
         }
@@ -164,7 +163,7 @@ static void triggers_open(mg_guard *g) {
                         continue;
                 }
                 g->trigger_fd[i] = fd;
-                mg_set_watch(g->set, g, fd, MG_WATCH_TRIGGER, true);
+                host_watch(g, fd, MG_WATCH_TRIGGER, true);
         }
 }
 
@@ -175,9 +174,9 @@ static void set_slow(mg_guard *g, bool slow) {
         if (slow == g->slow)
                 return;
         g->slow = slow;
-        if (!g->set)
+        if (!g->host)
                 return;
-        mg_set_watch(g->set, g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, !slow);
+        host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, !slow);
         if (slow)
                 triggers_open(g);
         else
@@ -201,6 +200,46 @@ mg_guard *mg_guard_free(mg_guard *g) {
         free(g->own_stat_buf);
         free(g);
         return NULL;
+}
+
+void mg_guard_attach(mg_guard *g, struct mg_guard_host *h) {
+        g->host = h;
+        host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, true);
+        /* A guard leaves its host only to be freed: it never needs its own
+         * buffer again. */
+        free(g->own_stat_buf);
+        g->own_stat_buf = NULL;
+        g->stat_buf = h->stat_buf;
+}
+
+bool mg_guard_detach(mg_guard *g) {
+        /* A held guard's lend is the one of the write that holds it, or one
+         * whose restore is under way (the job holds it): it ends as it is.
+         * Any other is handed to the worker now, and that job holds it. */
+        if (g->holds == 0)
+                mg_guard_release_lend(g, true);
+        if (g->state == MG_GUARD_KILLING)
+                host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
+        host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, false);
+        /* a trigger that fired would wake the host for good while nobody
+         * reads it */
+        mg_guard_triggers_close(g);
+        g->host = NULL;
+        if (g->holds == 0)
+                return true;
+        /* A write on another thread, or the worker, still uses it: silent
+         * from now on (the caller may free what its callbacks use), freed
+         * by the last release. */
+        g->detached = true;
+        return false;
+}
+
+struct mg_guard_host *mg_guard_get_host(const mg_guard *g) {
+        return g->host;
+}
+
+bool mg_guard_is_gone(const mg_guard *g) {
+        return g->state == MG_GUARD_GONE;
 }
 
 void mg_guard_hold(mg_guard *g) {
@@ -309,8 +348,7 @@ void mg_guard_events_changed(mg_guard *g) {
          * periodic re-read. */
         if (g->have_last_events && (rep.events.high > high || rep.events.max > max) && !g->slow) {
                 mg_read_line_limits(g);
-                if (g->set)
-                        mg_set_reschedule(g->set, g, mg_guard_now(g));
+                host_reschedule(g, mg_guard_now(g));
         }
         note_kernel_oom(g, &rep);
 }
@@ -466,8 +504,7 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
         g->state = MG_GUARD_KILLING;
         mg_guard_log(g, MG_LOG_WARNING, "%s: killed (%s): used %" PRIu64 " of limit %" PRIu64, g->path,
              mg_kill_reason_to_string(reason), rep->used_bytes, rep->limit_bytes);
-        if (g->set)
-                mg_set_watch(g->set, g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, true);
+        host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, true);
         return 1;
 }
 
@@ -478,8 +515,7 @@ static void finish_kill(mg_guard *g, uint64_t now, bool timed_out) {
         g->holdoff_until_usec = mg_usec_add(now, g->opt.post_kill_holdoff_usec);
         mg_policy_reset(&g->policy);
         g->detect_usec = 0;
-        if (g->set)
-                mg_set_watch(g->set, g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
+        host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
         mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_KILL, .time_usec = now, .kill = &g->kill });
 }
 
@@ -507,7 +543,7 @@ static int tick_killing(mg_guard *g, uint64_t now) {
                 return 0;
         }
         if (now - g->kill.kill_usec >= g->opt.kill_wait_usec) {
-                struct mg_set *set = g->set;
+                struct mg_guard_host *host = g->host;
                 bool unkillable;
 
                 mg_guard_log(g, MG_LOG_ERR, "%s: still populated %" PRIu64 " ms after the kill", g->path,
@@ -520,17 +556,13 @@ static int tick_killing(mg_guard *g, uint64_t now) {
                 if (g->state == MG_GUARD_GONE)
                         return -ENODEV;
                 finish_kill(g, now, true);
-                if (unkillable && g->set == set)
+                if (unkillable && g->host == host)
                         report_unkillable(g, now);
                 return 0;
         }
         if (g->kill.method == MG_KILL_PIDFD)
                 (void) mg_cgroup_kill(&g->cg, &(enum mg_kill_method) { 0 });
         return 0;
-}
-
-void mg_guard_unwatch(mg_guard *g) {
-        mg_guard_triggers_close(g);
 }
 
 /*

@@ -147,12 +147,11 @@ struct mg_guard {
         uint64_t detect_usec;           /* first slow tick with a kill verdict */
         uint64_t below_since_usec;      /* first fast tick of a stay below the line; 0 on the slow path */
         uint32_t erring;                /* a bit per error_streak slot that is not 0 */
-        struct mg_set *set;             /* owned by set.c */
+        struct mg_guard_host *host;     /* the set that runs it, or NULL (mg_guard_attach()) */
         struct mg_guard_options opt;
         struct mg_policy_state policy;  /* its ring last */
 
         int error_streak[MG_ERR_N];     /* the error last reported for each; 0 once it works again */
-        struct mg_guard *next_zombie;   /* owned by set.c: removed during process(), freed after it */
         unsigned holds;                 /* mg_guard_hold()s not released yet */
         bool detached;                  /* freed, or removed, while held: freed by the last release */
 
@@ -340,17 +339,11 @@ int mg_guard_lend_end_serialised(mg_guard *g, uint64_t lend_id, void (*lock)(voi
  * then drops the job's hold (mg_guard_release()).  Returns 1 if the lend
  * ended, 0 if there was nothing left to end (the cgroup went meanwhile), or
  * the restore's negative errno (the lend stays open: a guard in a set
- * retries it at its next tick).
+ * retries it at its next tick).  A guard that left host meanwhile and
+ * whose last restore this was gives the lend up (the lend record stays,
+ * for mg_guard_recover()) and host's log says so.
  */
-int mg_guard_restore_done(mg_guard *g);
-
-/* Gives up a lend whose restore failed as the guard goes (a removed
- * guard's last restore): the lend record stays, for mg_guard_recover(). */
-void mg_guard_abandon_lend(mg_guard *g);
-
-/* The guard leaves its set's epoll: its PSI triggers are closed (a trigger
- * that fired would wake the set for good while nobody reads it). */
-void mg_guard_unwatch(mg_guard *g);
+int mg_guard_restore_done(mg_guard *g, struct mg_guard_host *host);
 
 /*
  * What keeps a guard alive while another thread uses it: a hold.  A
@@ -365,26 +358,58 @@ void mg_guard_unwatch(mg_guard *g);
 void mg_guard_hold(mg_guard *g);
 void mg_guard_release(mg_guard *g);
 
-/* Adds a guard made by mg_guard_new_internal() to a set, which then owns it. */
-int mg_set_add_guard(struct mg_set *s, mg_guard *g);
-/* mg_set_add() with cgroup flags and an I/O seam, for tests. */
-int mg_set_add_internal(struct mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, unsigned cg_flags,
-                        const struct mg_io *io, mg_guard **ret);
-
 /* memory.events.local changed (a set saw POLLPRI on it): reads it and
  * reports a kernel OOM kill at once, whatever the tick. */
 void mg_guard_events_changed(mg_guard *g);
 
-/* What a set's epoll entry stands for: tagged in the low bits of data.u64. */
+/* What a host's wakeup stands for, when it watches an fd for a guard. */
 enum mg_watch {
         MG_WATCH_CGROUP_EVENTS = 0,     /* cgroup.events: tick (waiting for empty) */
-        MG_WATCH_MEM_EVENTS = 1,        /* memory.events.local: kernel OOM */
+        MG_WATCH_MEM_EVENTS = 1,        /* memory.events.local: mg_guard_events_changed() */
         MG_WATCH_TRIGGER = 2,           /* a PSI trigger fired: tick now */
 };
 
-/* Hooks set.c implements: a guard starts or stops watching an fd, wants
- * its next tick moved, or hands its restore (g->restore, filled) to the
- * set's worker, which has it until mg_set_process() finishes it. */
-void mg_set_watch(struct mg_set *s, mg_guard *g, int fd, enum mg_watch what, bool on);
-void mg_set_reschedule(struct mg_set *s, mg_guard *g, uint64_t when_usec);
-void mg_set_queue_restore(struct mg_set *s, mg_guard *g);
+/*
+ * A guard's host: what runs it besides its caller, a set (set.c).  A guard
+ * asks its host for these and nothing else, and the host reaches the guard
+ * only through functions; a lone guard has no host, and does without
+ * (no watches, its restores on the caller's thread, its own buffer).
+ */
+struct mg_guard_host {
+        /* Start (on) or stop waking the host when fd signals EPOLLPRI. */
+        void (*watch)(struct mg_guard_host *h, mg_guard *g, int fd, enum mg_watch what, bool on);
+        /* The guard's next tick is due at when_usec. */
+        void (*reschedule)(struct mg_guard_host *h, mg_guard *g, uint64_t when_usec);
+        /* Runs the filled job (mg_restore_run()) on another thread and
+         * hands it back: mg_guard_restore_done() on the host's thread. */
+        void (*queue_restore)(struct mg_guard_host *h, struct mg_restore *j);
+        /* Speaks for a guard that left it and is silent (a removed
+         * guard's last restore failed). */
+        void (*log)(struct mg_guard_host *h, int level, const char *msg);
+        /* MG_STAT_BUF_SIZE bytes for memory.stat, shared by the host's
+         * guards (they tick one at a time, each parsing what it read
+         * before the next reads). */
+        char *stat_buf;
+};
+
+/* g joins h: it watches memory.events.local through h and reads
+ * memory.stat into h's buffer (its own goes). */
+void mg_guard_attach(mg_guard *g, struct mg_guard_host *h);
+/* g leaves its host, every watch with it; a lend not held by a write is
+ * handed to the host's worker first (mg_guard_release_lend()).  Returns
+ * true if g is the caller's to free, false if a hold keeps it: then it is
+ * detached (no more events or logs) and the last release frees it. */
+bool mg_guard_detach(mg_guard *g);
+struct mg_guard_host *mg_guard_get_host(const mg_guard *g);
+bool mg_guard_is_gone(const mg_guard *g);
+
+/* The host's hooks, for a guard that may have none. */
+static inline void host_watch(mg_guard *g, int fd, enum mg_watch what, bool on) {
+        if (g->host && fd >= 0)
+                g->host->watch(g->host, g, fd, what, on);
+}
+
+static inline void host_reschedule(mg_guard *g, uint64_t when_usec) {
+        if (g->host)
+                g->host->reschedule(g->host, g, when_usec);
+}

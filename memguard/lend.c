@@ -19,6 +19,7 @@
 #include "parse.h"
 
 static bool restore_busy(const mg_guard *g);
+static void lend_abandon(mg_guard *g);
 static int restore_queue(mg_guard *g, enum mg_event_type why);
 
 uint64_t mg_boottime_usec(void) {
@@ -36,15 +37,15 @@ void mg_guard_release_lend(mg_guard *g, bool taken_over_too) {
                 return; /* under way: it ends as it is */
         /* A set's guard: the worker restores, and the job keeps the guard
          * until it is done (mg_set_remove() frees it then). */
-        r = g->set ? restore_queue(g, MG_EVENT_LEND_END) : mg_guard_lend_end(g, g->lend.id);
+        r = g->host ? restore_queue(g, MG_EVENT_LEND_END) : mg_guard_lend_end(g, g->lend.id);
         if (r < 0 && g->lent) {
                 mg_guard_log(g, MG_LOG_ERR, "%s: restoring memory.high to %s as the guard goes: %s%s", g->path,
                      g->lend_old_high, strerror(-r),
                      g->lend_recorded || g->lend_adopted ? " (the lend record stays, for mg_guard_recover())" : "");
                 /* Never retried in place: on the set's thread that would be
                  * the blocking write this avoids. */
-                if (g->set)
-                        mg_guard_abandon_lend(g);
+                if (g->host)
+                        lend_abandon(g);
         }
 }
 
@@ -228,8 +229,8 @@ static int lend_told(mg_guard *g, enum mg_event_type why, int r, bool report) {
                 mg_guard_log(g, MG_LOG_INFO, "%s: memory.high restored to %s", g->path, g->lend_old_high);
         }
         mg_guard_emit(g, &(struct mg_event) { .type = why, .lend = &g->lend });
-        if (why == MG_EVENT_LEND_END && g->set)
-                mg_set_reschedule(g->set, g, mg_guard_now(g));
+        if (why == MG_EVENT_LEND_END && g->host)
+                host_reschedule(g, mg_guard_now(g));
         return r;
 }
 
@@ -264,7 +265,7 @@ static int restore_queue(mg_guard *g, enum mg_event_type why) {
         if (r < 0)
                 return r;
         mg_guard_hold(g);
-        mg_set_queue_restore(g->set, g);
+        g->host->queue_restore(g->host, &g->restore);
         return 0;
 }
 
@@ -293,20 +294,32 @@ static int restore_end(mg_guard *g, bool *ret_open) {
         return r;
 }
 
-int mg_guard_restore_done(mg_guard *g) {
+/* Gives up a lend whose restore failed as the guard goes: the lend record
+ * stays, for mg_guard_recover(). */
+static void lend_abandon(mg_guard *g) {
+        g->lent = false;
+        g->lend_ending = false;
+}
+
+int mg_guard_restore_done(mg_guard *g, struct mg_guard_host *host) {
         enum mg_event_type why = g->restore.why;
         bool open;
         int r = restore_end(g, &open);
 
-        if (!open)
-                return 0;
-        r = lend_told(g, why, r, true);
-        return r < 0 ? r : 1;
-}
-
-void mg_guard_abandon_lend(mg_guard *g) {
-        g->lent = false;
-        g->lend_ending = false;
+        if (open)
+                r = lend_told(g, why, r, true);
+        if (g->host != host && g->lent && g->holds == 1) {
+                /* Removed, its events and logs silenced, and this was its
+                 * last restore: the host's log says so. */
+                char msg[512];
+                snprintf(msg, sizeof(msg),
+                         "%s: restoring memory.high to %s as the guard goes: %s (the lend record stays, for "
+                         "mg_guard_recover())",
+                         g->path, g->lend_old_high, strerror(-r));
+                host->log(host, MG_LOG_ERR, msg);
+                lend_abandon(g);
+        }
+        return !open ? 0 : r < 0 ? r : 1;
 }
 
 int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id) {
@@ -432,7 +445,7 @@ int mg_guard_lend_end(mg_guard *g, uint64_t lend_id) {
                 g->lend_ending = true;
                 return 1;
         }
-        if (g->set) {
+        if (g->host) {
                 /* The set's thread must not wait for the write: the worker
                  * makes it, mg_set_process() tells (MG_EVENT_LEND_END). */
                 r = restore_queue(g, MG_EVENT_LEND_END);
@@ -693,7 +706,7 @@ int mg_lend_tick(mg_guard *g, uint64_t now) {
             !(g->lend_ending || (g->lend.deadline_usec != UINT64_MAX && now >= g->lend.deadline_usec)))
                 return 0;
         why = g->lend_ending ? MG_EVENT_LEND_END : MG_EVENT_LEND_EXPIRED;
-        if (g->set) {
+        if (g->host) {
                 /* The write may reclaim for seconds: the set's worker makes
                  * it, and mg_set_process() tells. */
                 r = restore_queue(g, why);
@@ -704,7 +717,7 @@ int mg_lend_tick(mg_guard *g, uint64_t now) {
         }
         if (r < 0 && g->state == MG_GUARD_GONE)
                 return r;
-        if (r < 0 || !g->set)
+        if (r < 0 || !g->host)
                 (void) lend_told(g, why, r, true);
         return acted;
 }

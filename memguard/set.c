@@ -9,17 +9,21 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "set.h"
 #include "sized.h"
 #include "worker.h"
 
 /*
  * Many guards, one thread: a binary min-heap of guards by next tick time
- * behind one timerfd, and the cgroup.events fds of guards that wait for their
- * cgroup to empty after a kill, all in one epoll fd.  Thousands of actors cost
- * one wakeup per due tick, not one timer each.  The one thing no guard may
- * do on that thread is the write that restores memory.high at the end of a
- * lend (it reclaims, for seconds on 6.1 and 6.12): a restore worker makes
- * it (memguard/worker.c), whose eventfd is in the same epoll fd.
+ * behind one timerfd, all in one epoll fd with what the guards watch
+ * through their host interface (struct mg_guard_host): memory.events.local
+ * on the fast path (a kernel OOM kill, a limit hit), PSI triggers on the
+ * slow path, cgroup.events while a kill waits for the cgroup to empty.
+ * Thousands of actors cost one wakeup per due tick, not one timer each.
+ * The one thing no guard may do on that thread is the write that restores
+ * memory.high at the end of a lend (it reclaims, for seconds on 6.1 and
+ * 6.12): a restore worker makes it (memguard/worker.c), whose eventfd is in
+ * the same epoll fd.  The set reaches its guards only through functions.
  */
 /* A wakeup also runs the ticks due within this much: a tick may come up to
  * 25 ms early, and 1,000 guards cost ~40 wakeups a second, not 4,000
@@ -37,16 +41,24 @@ struct heap_entry {
 };
 
 struct mg_set {
+        struct mg_guard_host host; /* first: a guard's host is its set */
         int epfd, tfd;
         struct heap_entry *heap;
         size_t n, cap;
         uint64_t armed_usec;
         bool processing;
-        mg_guard *zombies;
+        /* Guards removed by a callback during process(), freed after it.
+         * Every guard is in the heap or here, and mg_set_add_guard() keeps
+         * room for all of them: a removal never allocates. */
+        mg_guard **zombies;
+        size_t n_zombies, zombies_cap;
         struct mg_set_options opt;
-        char *stat_buf;         /* MG_STAT_BUF_SIZE, shared by the guards */
         struct mg_worker worker; /* its efd's epoll entry: data.ptr = &worker */
 };
+
+static mg_set *set_of(struct mg_guard_host *h) {
+        return (mg_set *) h;
+}
 
 __attribute__((format(printf, 3, 4))) static void slog(const mg_set *s, int level, const char *fmt, ...) {
         char msg[512];
@@ -147,18 +159,29 @@ void mg_set_reschedule(mg_set *s, mg_guard *g, uint64_t when_usec) {
         (void) arm(s);
 }
 
+static void host_reschedule_cb(struct mg_guard_host *h, mg_guard *g, uint64_t when_usec) {
+        mg_set_reschedule(set_of(h), g, when_usec);
+}
+
 /* kernfs signals a changed cgroup.events or memory.events.local, and psi a
  * fired trigger, as EPOLLPRI (and EPOLLERR, which epoll always reports)
- * until the file is read again. */
-void mg_set_watch(mg_set *s, mg_guard *g, int fd, enum mg_watch what, bool on) {
+ * until the file is read again.  The entry is the guard, tagged with what
+ * in the low bits (a guard is aligned far more than 4). */
+static void host_watch_cb(struct mg_guard_host *h, mg_guard *g, int fd, enum mg_watch what, bool on) {
         struct epoll_event ev = { .events = EPOLLPRI, .data.u64 = (uint64_t) (uintptr_t) g | what };
 
-        if (fd < 0)
-                return;
         if (on)
-                (void) epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+                (void) epoll_ctl(set_of(h)->epfd, EPOLL_CTL_ADD, fd, &ev);
         else
-                (void) epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL);
+                (void) epoll_ctl(set_of(h)->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+static void host_queue_restore_cb(struct mg_guard_host *h, struct mg_restore *j) {
+        mg_worker_queue(&set_of(h)->worker, j);
+}
+
+static void host_log_cb(struct mg_guard_host *h, int level, const char *msg) {
+        slog(set_of(h), level, "%s", msg);
 }
 
 int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
@@ -177,11 +200,17 @@ int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
+        s->host = (struct mg_guard_host) {
+                .watch = host_watch_cb,
+                .reschedule = host_reschedule_cb,
+                .queue_restore = host_queue_restore_cb,
+                .log = host_log_cb,
+                .stat_buf = malloc(MG_STAT_BUF_SIZE),
+        };
         s->opt = opt;
         s->tfd = -1;
         s->worker.efd = -1;
-        s->stat_buf = malloc(MG_STAT_BUF_SIZE);
-        if (!s->stat_buf) {
+        if (!s->host.stat_buf) {
                 free(s);
                 return -ENOMEM;
         }
@@ -230,24 +259,11 @@ static void finish_restores(mg_set *s, int *acted) {
                 int r;
 
                 next = j->next;
-                r = mg_guard_restore_done(g);
-                if (g->set != s && g->lent && g->holds == 1) {
-                        /* Removed, its events and logs silenced, and this
-                         * was its last restore: the set's log says so. */
-                        slog(s, MG_LOG_ERR,
-                             "%s: restoring memory.high to %s as the guard goes: %s (the lend record stays, for "
-                             "mg_guard_recover())",
-                             g->path, g->lend_old_high, strerror(-r));
-                        mg_guard_abandon_lend(g);
-                }
-                if (r > 0 && g->set == s && acted)
+                r = mg_guard_restore_done(g, &s->host);
+                if (r > 0 && mg_guard_get_host(g) == &s->host && acted)
                         (*acted)++;
                 mg_guard_release(g);
         }
-}
-
-void mg_set_queue_restore(mg_set *s, mg_guard *g) {
-        mg_worker_queue(&s->worker, &g->restore);
 }
 
 mg_set *mg_set_free(mg_set *s) {
@@ -263,11 +279,12 @@ mg_set *mg_set_free(mg_set *s) {
         }
         mg_worker_close(&s->worker);
         free(s->heap);
+        free(s->zombies);
         if (s->tfd >= 0)
                 close(s->tfd);
         if (s->epfd >= 0)
                 close(s->epfd);
-        free(s->stat_buf);
+        free(s->host.stat_buf);
         free(s);
         return NULL;
 }
@@ -275,7 +292,7 @@ mg_set *mg_set_free(mg_set *s) {
 int mg_set_add_guard(mg_set *s, mg_guard *g) {
         int r;
 
-        if (!s || !g || g->set)
+        if (!s || !g || mg_guard_get_host(g))
                 return -EINVAL;
         if (s->n == s->cap) {
                 size_t cap = s->cap ? s->cap * 2 : 16;
@@ -285,27 +302,29 @@ int mg_set_add_guard(mg_set *s, mg_guard *g) {
                 s->heap = h;
                 s->cap = cap;
         }
-        g->set = s;
+        if (s->n + s->n_zombies >= s->zombies_cap) {
+                size_t cap = s->zombies_cap ? s->zombies_cap * 2 : 16;
+                mg_guard **z = realloc(s->zombies, cap * sizeof(*z));
+                if (!z)
+                        return -ENOMEM;
+                s->zombies = z;
+                s->zombies_cap = cap;
+        }
         /* Spread first ticks over one period so thousands of guards added
          * together do not all read at the same instant. */
         s->heap[s->n] = (struct heap_entry) {
-                .when = mg_usec_add(mg_guard_now(g), (s->n * 7919 % 1000) * g->opt.tick_usec / 1000),
+                .when = mg_usec_add(mg_guard_now(g), (s->n * 7919 % 1000) * mg_guard_get_tick_usec(g) / 1000),
                 .g = g,
         };
         heap_up(s, s->n++);
-        mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, true);
         r = arm(s);
         if (r < 0) {
-                mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, false);
                 heap_remove(s, g);
-                g->set = NULL;
                 return r;
         }
         /* A set's guards read memory.stat into the set's buffer: 8 KiB per
-         * set, not per guard (a guard leaves a set only to be freed). */
-        free(g->own_stat_buf);
-        g->own_stat_buf = NULL;
-        g->stat_buf = s->stat_buf;
+         * set, not per guard. */
+        mg_guard_attach(g, &s->host);
         return 0;
 }
 
@@ -334,32 +353,18 @@ int mg_set_add_internal(mg_set *s, const char *cgroup_path, const struct mg_guar
 }
 
 int mg_set_remove(mg_set *s, mg_guard *g) {
-        if (!s || !g || g->set != s)
+        bool ours;
+
+        if (!s || !g || mg_guard_get_host(g) != &s->host)
                 return -EINVAL;
-        /* A held guard's lend is the one of the write that holds it, or one
-         * whose restore is under way (the job holds it): it ends as it is.
-         * Any other is handed to the worker now, and that job holds it. */
-        if (g->holds == 0)
-                mg_guard_release_lend(g, true);
-        if (g->state == MG_GUARD_KILLING)
-                mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
-        mg_set_watch(s, g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, false);
-        mg_guard_unwatch(g);
+        ours = mg_guard_detach(g);
         heap_remove(s, g);
-        g->set = NULL;
-        if (g->holds > 0) {
-                /* A write on another thread, or the worker, still uses it:
-                 * out of the set and silent from now on (the caller may free
-                 * what its callbacks use), freed by the last release. */
-                g->detached = true;
-        } else if (s->processing) {
+        if (ours && s->processing)
                 /* An event callback removed it: process() may still hold
                  * the pointer, so free it when process() returns. */
-                g->next_zombie = s->zombies;
-                s->zombies = g;
-        } else {
+                s->zombies[s->n_zombies++] = g;
+        else if (ours)
                 mg_guard_free(g);
-        }
         return arm(s);
 }
 
@@ -378,8 +383,12 @@ int mg_set_get_timeout(const mg_set *s, uint64_t *ret_usec) {
         return 0;
 }
 
+static bool in_set(const mg_set *s, const mg_guard *g) {
+        return mg_guard_get_host(g) == &s->host;
+}
+
 static void tick_guard(mg_set *s, mg_guard *g, int *acted) {
-        if (g->set != s)
+        if (!in_set(s, g))
                 return; /* removed by a callback earlier in this round */
         if (mg_guard_tick(g) > 0)
                 (*acted)++;
@@ -388,7 +397,7 @@ static void tick_guard(mg_set *s, mg_guard *g, int *acted) {
 static void dispatch(mg_set *s, uint64_t data, int *acted) {
         mg_guard *g = (mg_guard *) (uintptr_t) (data & ~(uint64_t) 3);
 
-        if (g->set != s)
+        if (!in_set(s, g))
                 return;
         if ((data & 3) == MG_WATCH_MEM_EVENTS)
                 mg_guard_events_changed(g);
@@ -435,13 +444,13 @@ int mg_set_process(mg_set *s) {
                 if (when == UINT64_MAX || when > mg_usec_add(now, MG_SET_SLACK_USEC))
                         break;
                 tick_guard(s, g, &acted);
-                if (g->set != s)
+                if (!in_set(s, g))
                         continue;
                 /* Its callbacks may have added, removed or rescheduled
                  * guards (itself too): it is not always still on top. */
                 size_t i = s->heap[0].g == g ? 0 : heap_find(s, g);
                 when = s->heap[i].when;
-                if (g->state == MG_GUARD_GONE) {
+                if (mg_guard_is_gone(g)) {
                         /* Stays in the set, unscheduled, until the caller
                          * removes it after MG_EVENT_GONE. */
                         when = UINT64_MAX;
@@ -450,18 +459,15 @@ int mg_set_process(mg_set *s) {
                          * injected one) leaves the guard unscheduled, where
                          * a wrapped time would be in the past and tick it
                          * again in this loop without end. */
-                        when = mg_usec_add(when, g->opt.tick_usec);
+                        when = mg_usec_add(when, mg_guard_get_tick_usec(g));
                         if (when <= now)
-                                when = mg_usec_add(now, g->opt.tick_usec);
+                                when = mg_usec_add(now, mg_guard_get_tick_usec(g));
                 }
                 heap_update(s, i, when);
         }
         s->processing = false;
-        while (s->zombies) {
-                mg_guard *z = s->zombies;
-                s->zombies = z->next_zombie;
-                mg_guard_free(z);
-        }
+        while (s->n_zombies > 0)
+                mg_guard_free(s->zombies[--s->n_zombies]);
         s->armed_usec = 0;
         if (r == 0)
                 r = arm(s);

@@ -21,6 +21,7 @@
 
 #include "ktest.h"
 #include "guard.h"
+#include "set.h"
 #include "scenarios.h"
 
 static int xattr_path(const char *cg, char *buf, size_t size) {

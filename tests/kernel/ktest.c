@@ -16,6 +16,7 @@
 
 #include "ktest.h"
 #include "guard.h"
+#include "set.h"
 #include "spawn.h"
 
 const char *kt_base, *kt_disk, *kt_workload;

@@ -31,6 +31,7 @@
 
 #include "fixture.h"
 #include "guard.h"
+#include "set.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MS UINT64_C(1000)

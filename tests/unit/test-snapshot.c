@@ -31,6 +31,7 @@
 
 #include "fixture.h"
 #include "guard.h"
+#include "set.h"
 #include "memguard/snapshot.h"
 #include "crc32c.h"
 #include "format.h"

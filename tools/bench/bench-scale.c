@@ -44,6 +44,7 @@
 #include "bench.h"
 #include "cgdir.h"
 #include "guard.h"
+#include "set.h"
 
 static uint64_t tv_usec(struct timeval tv) {
         return (uint64_t) tv.tv_sec * 1000000 + (uint64_t) tv.tv_usec;

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* A set's internal entry points, for the tests and benchmarks. */
+
+#include "guard.h"
+
+/* Adds a guard made by mg_guard_new_internal() to a set, which then owns it. */
+int mg_set_add_guard(struct mg_set *s, mg_guard *g);
+/* mg_set_add() with cgroup flags and an I/O seam, for tests. */
+int mg_set_add_internal(struct mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, unsigned cg_flags,
+                        const struct mg_io *io, mg_guard **ret);
+/* Moves the next tick of g to when_usec (a test aligning its guards' ticks). */
+void mg_set_reschedule(struct mg_set *s, mg_guard *g, uint64_t when_usec);
