@@ -253,22 +253,36 @@ int mg_cgroup_read_u64(struct mg_cgroup *cg, enum mg_cgfile f, uint64_t *ret) {
         return mg_parse_u64_value(buf, (size_t) n, ret);
 }
 
-int mg_cgroup_write(struct mg_cgroup *cg, enum mg_cgfile f, const char *s) {
+static int write_fd(struct mg_cgroup *cg, int fd, const char *s) {
         size_t len = strlen(s);
         ssize_t n;
 
-        if (f >= MG_CG_N)
-                return -EINVAL;
-        if (cg->fd[f] < 0)
-                return -EOPNOTSUPP;
         for (int i = 0;; i++) {
-                n = io_pwrite(cg->io, cg->fd[f], s, len);
+                n = io_pwrite(cg->io, fd, s, len);
                 if (n >= 0 || errno != EINTR || i + 1 >= MG_EINTR_RETRIES)
                         break;
         }
         if (n < 0)
                 return -errno;
         return (size_t) n == len ? 0 : -EIO;
+}
+
+int mg_cgroup_write(struct mg_cgroup *cg, enum mg_cgfile f, const char *s) {
+        if (f >= MG_CG_N)
+                return -EINVAL;
+        if (cg->fd[f] < 0)
+                return -EOPNOTSUPP;
+        return write_fd(cg, cg->fd[f], s);
+}
+
+int mg_cgroup_write_file(struct mg_cgroup *cg, const char *name, const char *s) {
+        int fd = mg_cgroup_open_file(cg, name, O_WRONLY | O_CLOEXEC), r;
+
+        if (fd < 0)
+                return fd;
+        r = write_fd(cg, fd, s);
+        close(fd);
+        return r;
 }
 
 ssize_t mg_cgroup_get_xattr(struct mg_cgroup *cg, const char *name, void *buf, size_t size) {

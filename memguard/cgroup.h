@@ -64,6 +64,17 @@ struct mg_io {
         /* The kill's fallback without cgroup.kill (kill.c). */
         int (*pidfd_open)(void *ud, pid_t pid, unsigned flags);
         int (*pidfd_send_signal)(void *ud, int pidfd, int sig, unsigned flags);
+        /* The snapshot module's image file (snapshot/): called before each
+         * write, sync or read of it (op: enum mg_snap_op), a negative errno
+         * fails that call as the kernel would; with snap_userdata. */
+        int (*snap_fault)(void *snap_userdata, int op, uint64_t file_offset, uint64_t len);
+        void *snap_userdata;
+        unsigned snap_flags;    /* MG_IO_SNAP_*: paths a test forces */
+};
+
+enum {
+        MG_IO_SNAP_NO_TMPFILE = 1 << 0, /* a named temporary file, as without O_TMPFILE */
+        MG_IO_SNAP_NO_AIO = 1 << 1,     /* direct I/O one call at a time, as without io_submit */
 };
 
 /* openat2 resolve flags for every file below the actor's directory. */
@@ -122,6 +133,10 @@ int mg_cgroup_read_u64(struct mg_cgroup *cg, enum mg_cgfile f, uint64_t *ret);
 /* Writes s to the file at offset 0.  Returns 0 or a negative errno
  * (-EIO for a short write; EINTR is retried MG_EINTR_RETRIES times). */
 int mg_cgroup_write(struct mg_cgroup *cg, enum mg_cgfile f, const char *s);
+/* The same for a file the guard does not keep open (memory.reclaim):
+ * opened below the directory as every other file, written once, closed.
+ * The open's errno too (-ENOENT: a kernel without the file). */
+int mg_cgroup_write_file(struct mg_cgroup *cg, const char *name, const char *s);
 
 /* Extended attributes of the actor's directory, through the seam.
  * get returns the length (-ENODATA if absent, -ERANGE if it does not fit);

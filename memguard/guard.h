@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "cgroup.h"
+#include "lend.h"
 #include "parse.h"
 #include "memguard/memguard.h"
 #include "policy.h"
@@ -312,24 +313,6 @@ static inline uint64_t mg_usec_add(uint64_t a, uint64_t b) {
  */
 void mg_guard_release_lend(mg_guard *g, bool taken_over_too);
 
-/*
- * mg_guard_lend_end() for a caller on another thread than the guard's,
- * serialised with it by lock (a snapshot write: the set's thread holds the
- * same lock around mg_set_process()).  The checks and the end's bookkeeping
- * run under the lock; the blocking write of memory.high between them runs
- * without it, through a second open file of memory.high, so the set's
- * thread neither waits for the lock nor for that file meanwhile.  If the
- * deadline's restore of this lend is with the set's worker, it waits (the
- * lock released, polling) until the worker has written.  lock may be NULL
- * (the caller is the guard's thread).
- * Returns 0 when memory.high is back (or was left as found: the event
- * says), -ENOENT when the lend is over already, the worker's write included
- * (it ended or expired), -ESTALE, -ENODEV, -EINVAL as mg_guard_lend_end(),
- * or the errno of the open, read or write (the lend stays open; after a
- * failed write of the worker's the guard's ticks retry it).
- */
-int mg_guard_lend_end_serialised(mg_guard *g, uint64_t lend_id, void (*lock)(void *userdata, bool lock),
-                                 void *lock_userdata);
 
 /*
  * A restore the set's worker made is done (MG_RESTORE_DONE): ends the lend
@@ -345,18 +328,6 @@ int mg_guard_lend_end_serialised(mg_guard *g, uint64_t lend_id, void (*lock)(voi
  */
 int mg_guard_restore_done(mg_guard *g, struct mg_guard_host *host);
 
-/*
- * What keeps a guard alive while another thread uses it: a hold.  A
- * snapshot write, which lends from the caller's thread under the options'
- * lock, holds its guard from start to end; a restore job with the set's
- * worker holds its guard until mg_set_process() (or mg_set_free()) has
- * finished it.  Both are called under that lock, which the set's thread
- * holds around mg_set_process().  mg_set_remove() or mg_guard_free() of a
- * held guard detaches it (no more ticks, watches, events or logs; a set's
- * guard leaves the set) and the last release frees it.
- */
-void mg_guard_hold(mg_guard *g);
-void mg_guard_release(mg_guard *g);
 
 /* memory.events.local changed (a set saw POLLPRI on it): reads it and
  * reports a kernel OOM kill at once, whatever the tick. */

@@ -721,3 +721,22 @@ int mg_lend_tick(mg_guard *g, uint64_t now) {
                 (void) lend_told(g, why, r, true);
         return acted;
 }
+
+int mg_guard_reclaim(mg_guard *g, uint64_t bytes) {
+        char buf[64];
+        int r;
+
+        if (g->state == MG_GUARD_GONE)
+                return -ENODEV;
+        snprintf(buf, sizeof(buf), "%" PRIu64 " swappiness=0", bytes);
+        r = mg_cgroup_write_file(&g->cg, "memory.reclaim", buf);
+        if (r == -EINVAL) {
+                snprintf(buf, sizeof(buf), "%" PRIu64, bytes);
+                r = mg_cgroup_write_file(&g->cg, "memory.reclaim", buf);
+        }
+        return r;
+}
+
+uint64_t mg_guard_get_limit_bytes(const mg_guard *g) {
+        return g->opt.limit_bytes;
+}

@@ -4,6 +4,7 @@
 
 #include "policy.h"
 #include "sized.h"
+#include "lend.h"
 #include "tune.h"
 #include "util.h"
 
@@ -22,6 +23,12 @@ static int doublings_past_256m(uint64_t limit) {
         for (uint64_t l = 256 * MG_MIB; l / 2 >= limit && l > MG_MIB && d > -8; l /= 2)
                 d--;
         return d;
+}
+
+uint64_t mg_lend_deadline_usec(uint64_t bytes) {
+        uint64_t secs = bytes / (50 * MG_MIB);
+
+        return secs > UINT64_MAX / MG_USEC_PER_SEC - 10 ? UINT64_MAX : (10 + secs) * MG_USEC_PER_SEC;
 }
 
 /* The table in docs/tuning.md is computed from this function; change both. */
@@ -47,9 +54,8 @@ static void tuned_defaults(uint64_t limit, struct mg_guard_options *d) {
          * 20 s. */
         d->refault_window_usec = mg_clamp_u64(20 + 2 * (uint64_t) (dbl < 0 ? 0 : dbl), 20, 30) * MG_USEC_PER_SEC;
         d->refault_mapped_window_usec = mg_clamp_u64(4 * d->stall_window_usec, 8 * MG_USEC_PER_SEC, 20 * MG_USEC_PER_SEC);
-        /* Time to write the whole limit at 50 MiB/s (a slow network disk),
-         * plus 10 s: a forgotten lend cannot outlive a real snapshot write. */
-        d->lend_deadline_usec = 10 * MG_USEC_PER_SEC + limit / (50 * MG_MIB) * MG_USEC_PER_SEC;
+        /* A snapshot of the whole limit fits; a forgotten lend still ends. */
+        d->lend_deadline_usec = mg_lend_deadline_usec(limit);
         /* Tearing down gigabytes of anon memory takes time: 2 s + 1 s/GiB. */
         d->kill_wait_usec = mg_clamp_u64(2 + limit / (1024 * MG_MIB), 2, 30) * MG_USEC_PER_SEC;
         /* PSI averages and the periodic memory.stat flush both run every 2 s. */

@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "cgroup.h"
 #include "internal.h"
 #include "sized.h"
 
-struct mg_snap_test_hooks mg_snap_test;
 
 int mg_snapshot_options_init(struct mg_snapshot_options *o) {
         if (!o)
@@ -161,4 +161,12 @@ int mg_snap_stats_check(const struct mg_snapshot_stats *ret) {
 void mg_snap_stats_out(const struct mg_snapshot_stats *st, struct mg_snapshot_stats *ret) {
         if (ret)
                 (void) mg_sized_copy_out(ret, st, sizeof(*st)); /* .size checked before the work */
+}
+
+int mg_snap_fault(const struct mg_io *io, enum mg_snap_op op, uint64_t off, uint64_t len) {
+        return io && io->snap_fault ? io->snap_fault(io->snap_userdata, (int) op, off, len) : 0;
+}
+
+bool mg_snap_forced(const struct mg_io *io, unsigned flag) {
+        return io && (io->snap_flags & flag);
 }

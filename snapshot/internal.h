@@ -34,13 +34,18 @@ enum mg_snap_op {
         MG_SNAP_OP_FSYNC,       /* the final fdatasync */
         MG_SNAP_OP_READ,        /* a data read of a restore */
 };
-struct mg_snap_test_hooks {
-        int (*fault)(void *ud, enum mg_snap_op op, uint64_t file_offset, uint64_t len);
-        void *fault_userdata;
-        bool no_tmpfile;
-        bool no_aio;            /* direct I/O one call at a time */
-};
-extern struct mg_snap_test_hooks mg_snap_test;
+struct mg_io;
+/* mg_snapshot_write() and mg_snapshot_restore() through an I/O seam
+ * (struct mg_io, memguard/cgroup.h: its snap_* members), for tests. */
+int mg_snapshot_write_internal(const struct mg_snapshot_source *src, int dirfd, const char *name,
+                               const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret,
+                               const struct mg_io *io);
+int mg_snapshot_restore_internal(int dirfd, const char *name, const struct mg_snapshot_target *dst,
+                                 const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret,
+                                 const struct mg_io *io);
+/* The seam's fault before op on the image file: 0 or a negative errno. */
+int mg_snap_fault(const struct mg_io *io, enum mg_snap_op op, uint64_t off, uint64_t len);
+bool mg_snap_forced(const struct mg_io *io, unsigned flag);
 
 /* Resolves *o (NULL: all defaults) into *ret with every default filled in
  * that does not depend on the guard or the image.  Returns 0, -EINVAL or

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "aio.h"
+#include "cgroup.h"
 #include "internal.h"
 
 /*
@@ -22,6 +23,7 @@
 
 struct reader {
         const struct mg_snapshot_target *dst;
+        const struct mg_io *io;         /* the test seam, or NULL */
         struct mg_snapshot_options o;
         int fd;
         uint32_t page;
@@ -44,10 +46,6 @@ struct reader {
         uint8_t *zeros;                 /* io_bytes of zeros for fd targets without hole punching */
         struct mg_snapshot_stats st;
 };
-
-static int fault(enum mg_snap_op op, uint64_t off, uint64_t len) {
-        return mg_snap_test.fault ? mg_snap_test.fault(mg_snap_test.fault_userdata, op, off, len) : 0;
-}
 
 static int check_target(const struct mg_snapshot_target *t, uint32_t page) {
         struct stat s;
@@ -264,7 +262,7 @@ static int read_range(struct reader *rd, const struct mg_snap_range *rg) {
                         p = (uint8_t *) t->addr + x;
                 else
                         p = rd->buf + (size_t) (slot % rd->n_bufs) * rd->io_bytes;
-                r = fault(MG_SNAP_OP_READ, foff, n);
+                r = mg_snap_fault(rd->io, MG_SNAP_OP_READ, foff, n);
                 if (r < 0)
                         return r;
                 if (rd->use_aio) {
@@ -293,7 +291,13 @@ static int read_range(struct reader *rd, const struct mg_snap_range *rg) {
 
 int mg_snapshot_restore(int dirfd, const char *name, const struct mg_snapshot_target *dst,
                         const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret) {
-        struct reader rd = { .dst = dst, .fd = -1 };
+        return mg_snapshot_restore_internal(dirfd, name, dst, o, ret, NULL);
+}
+
+int mg_snapshot_restore_internal(int dirfd, const char *name, const struct mg_snapshot_target *dst,
+                                 const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret,
+                                 const struct mg_io *io) {
+        struct reader rd = { .dst = dst, .io = io, .fd = -1 };
         uint64_t t0 = mg_mono_usec(), t, zero_usec = 0, prev_end = 0;
         struct stat s;
         int r;
@@ -337,7 +341,7 @@ int mg_snapshot_restore(int dirfd, const char *name, const struct mg_snapshot_ta
         bool bounce = !rd.direct || dst->kind == MG_SNAPSHOT_FD ||
                       (uintptr_t) dst->addr % rd.dio_mem_align != 0;
         rd.n_bufs = rd.direct && bounce ? 2 : 1;
-        if (rd.direct && !mg_snap_test.no_aio)
+        if (rd.direct && !mg_snap_forced(rd.io, MG_IO_SNAP_NO_AIO))
                 rd.use_aio = mg_snap_aio_open(&rd.aio, bounce ? 2 : 4) == 0;
         rd.buf = mmap(NULL, rd.n_bufs * rd.io_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (rd.buf == MAP_FAILED) {

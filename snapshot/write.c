@@ -15,8 +15,9 @@
 #include <unistd.h>
 
 #include "aio.h"
+#include "cgroup.h"
 #include "internal.h"
-#include "guard.h"
+#include "lend.h"
 
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080 /* include/uapi/linux/fs.h, 6.14 */
@@ -58,6 +59,7 @@
 
 struct writer {
         const struct mg_snapshot_source *src;
+        const struct mg_io *io;         /* the test seam, or NULL */
         struct mg_snapshot_options o;
         int dfd;                        /* our own fd of the directory */
         int fd;                         /* the file */
@@ -84,10 +86,6 @@ struct writer {
         struct mg_snapshot_stats st;
         uint64_t lend_id;               /* the guard's lend this write runs in */
 };
-
-static int fault(enum mg_snap_op op, uint64_t off, uint64_t len) {
-        return mg_snap_test.fault ? mg_snap_test.fault(mg_snap_test.fault_userdata, op, off, len) : 0;
-}
 
 static void guard_lock(struct writer *w, bool lock) {
         if (w->o.lock)
@@ -181,7 +179,7 @@ static void cleanup_stale(struct writer *w) {
 static int open_tmp(struct writer *w) {
         int fd, r;
 
-        if (!mg_snap_test.no_tmpfile) {
+        if (!mg_snap_forced(w->io, MG_IO_SNAP_NO_TMPFILE)) {
                 fd = openat(w->dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, (mode_t) w->o.mode);
                 if (fd >= 0) {
                         w->fd = fd;
@@ -342,7 +340,7 @@ static int write_run(struct writer *w, const uint8_t *p, uint64_t file_off, size
                 }
         }
         if (w->use_aio) {
-                r = fault(MG_SNAP_OP_WRITE, file_off, len);
+                r = mg_snap_fault(w->io, MG_SNAP_OP_WRITE, file_off, len);
                 if (r < 0)
                         return r;
                 if (mg_snap_aio_full(&w->aio)) {
@@ -364,7 +362,7 @@ static int write_sync(struct writer *w, const uint8_t *p, uint64_t file_off, siz
 
         while (done < len) {
                 ssize_t n;
-                r = fault(MG_SNAP_OP_WRITE, file_off + done, len - done);
+                r = mg_snap_fault(w->io, MG_SNAP_OP_WRITE, file_off + done, len - done);
                 if (r < 0)
                         return r;
                 if (w->method == MG_SNAPSHOT_DONTCACHE) {
@@ -549,7 +547,7 @@ static int write_fd_piece(struct writer *w, uint64_t p0, uint64_t p1) {
 }
 
 static int sync_range(struct writer *w, uint64_t off, uint64_t len, unsigned flags) {
-        int r = fault(MG_SNAP_OP_SYNC, off, len);
+        int r = mg_snap_fault(w->io, MG_SNAP_OP_SYNC, off, len);
         if (r < 0)
                 return r;
         return sync_file_range(w->fd, (off_t) off, (off_t) len, flags) < 0 ? -errno : 0;
@@ -650,14 +648,14 @@ static int write_index(struct writer *w) {
         if (!idx)
                 return -ENOMEM;
         h.index_crc = mg_snap_index_encode(&h, w->ranges, w->crcs, idx);
-        r = fault(MG_SNAP_OP_WRITE, h.index_offset, n);
+        r = mg_snap_fault(w->io, MG_SNAP_OP_WRITE, h.index_offset, n);
         if (r == 0)
                 r = pwrite_all(w->fd, idx, (size_t) n, h.index_offset);
         free(idx);
         if (r < 0)
                 return r;
         mg_snap_header_encode(&h, hdr);
-        r = fault(MG_SNAP_OP_WRITE, 0, sizeof(hdr));
+        r = mg_snap_fault(w->io, MG_SNAP_OP_WRITE, 0, sizeof(hdr));
         if (r == 0)
                 r = pwrite_all(w->fd, hdr, sizeof(hdr), 0);
         w->st.file_bytes = h.index_offset + n;
@@ -666,27 +664,11 @@ static int write_index(struct writer *w) {
 }
 
 /* One bounded memory.reclaim of the actor's cgroup, before memory.high
- * comes back.  "swappiness=0" (6.11+) keeps it to page cache where swap
- * exists; older kernels reject the key with EINVAL and get the plain form. */
+ * comes back (mg_guard_reclaim()). */
 static void reclaim(struct writer *w, mg_guard *g) {
-        char buf[64];
         uint64_t t = mg_mono_usec();
-        int fd = openat(g->cg.dirfd, "memory.reclaim", O_WRONLY | O_CLOEXEC);
-        int r = 0;
+        int r = mg_guard_reclaim(g, w->o.reclaim_bytes);
 
-        if (fd < 0) {
-                r = -errno; /* ENOENT before 5.19 */
-        } else {
-                snprintf(buf, sizeof(buf), "%" PRIu64 " swappiness=0", w->o.reclaim_bytes);
-                if (write(fd, buf, strlen(buf)) < 0) {
-                        r = -errno;
-                        if (r == -EINVAL) {
-                                snprintf(buf, sizeof(buf), "%" PRIu64, w->o.reclaim_bytes);
-                                r = write(fd, buf, strlen(buf)) < 0 ? -errno : 0;
-                        }
-                }
-                close(fd);
-        }
         w->st.reclaimed_request_bytes = w->o.reclaim_bytes;
         w->st.reclaim_error = r;
         w->st.reclaim_usec = mg_mono_usec() - t;
@@ -761,12 +743,18 @@ static int publish(struct writer *w, const char *name) {
 static uint64_t default_window(const mg_guard *g) {
         if (!g)
                 return 32 * MG_MIB;
-        return mg_clamp_u64(g->opt.limit_bytes / 16, 8 * MG_MIB, 64 * MG_MIB);
+        return mg_clamp_u64(mg_guard_get_limit_bytes(g) / 16, 8 * MG_MIB, 64 * MG_MIB);
 }
 
 int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const char *name,
                       const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret) {
-        struct writer w = { .src = src, .dfd = -1, .fd = -1, .fallocate_ok = true };
+        return mg_snapshot_write_internal(src, dirfd, name, o, ret, NULL);
+}
+
+int mg_snapshot_write_internal(const struct mg_snapshot_source *src, int dirfd, const char *name,
+                               const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret,
+                               const struct mg_io *io) {
+        struct writer w = { .src = src, .io = io, .dfd = -1, .fd = -1, .fallocate_ok = true };
         mg_guard *g;
         bool lent = false;
         off_t saved_pos = -1;
@@ -836,7 +824,7 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
         set_piece(&w);
         /* Direct writes go through a queue of 4 when the alignment is known
          * (a guessed one is tried synchronously first). */
-        if (w.method == MG_SNAPSHOT_DIRECT && !w.dio_guessed && !mg_snap_test.no_aio)
+        if (w.method == MG_SNAPSHOT_DIRECT && !w.dio_guessed && !mg_snap_forced(w.io, MG_IO_SNAP_NO_AIO))
                 w.use_aio = mg_snap_aio_open(&w.aio, 4) == 0;
         /* The whole data area at once: no data write extends the file. */
         if (ftruncate(w.fd, (off_t) (w.data_offset + src->length)) < 0) {
@@ -846,13 +834,15 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
 
         if (g) {
                 uint64_t extra = w.o.lend_bytes ? w.o.lend_bytes : w.o.window_bytes + 2 * w.io_bytes + 4 * MG_MIB;
-                /* Long enough for the slowest disk we plan for (8 MiB/s),
-                 * never shorter than the guard's own default. */
+                /* The lend rule for the image, never shorter than the
+                 * guard's own deadline (by default the same rule for its
+                 * limit). */
                 uint64_t deadline = w.o.lend_deadline_usec;
                 if (!deadline) {
-                        deadline = 10 * UINT64_C(1000000) + src->length / (8 * MG_MIB) * UINT64_C(1000000);
-                        if (deadline < g->opt.lend_deadline_usec)
-                                deadline = g->opt.lend_deadline_usec;
+                        struct mg_guard_options go = { .size = sizeof(go) };
+                        deadline = mg_lend_deadline_usec(src->length);
+                        if (mg_guard_get_options(g, &go) == 0 && go.lend_deadline_usec > deadline)
+                                deadline = go.lend_deadline_usec;
                 }
                 t = mg_mono_usec();
                 guard_lock(&w, true);
@@ -887,7 +877,7 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
 
         t = mg_mono_usec();
         if (!(w.o.flags & MG_SNAPSHOT_NO_SYNC)) {
-                r = fault(MG_SNAP_OP_FSYNC, 0, 0);
+                r = mg_snap_fault(w.io, MG_SNAP_OP_FSYNC, 0, 0);
                 if (r == 0 && fdatasync(w.fd) < 0)
                         r = -errno;
                 if (r < 0) {
