@@ -309,7 +309,7 @@ static inline uint64_t mg_usec_add(uint64_t a, uint64_t b) {
  * set's thread).  A restore already under way is left to end as it is.  A
  * lend taken over from a record at mg_guard_new() is ended only with
  * taken_over_too (a set's guard); a lone guard leaves it as found, since
- * its lender may still run (`memguard stat` makes a guard for one read).
+ * its lender may still run (a tool may make a guard for one report).
  */
 void mg_guard_release_lend(mg_guard *g, bool taken_over_too);
 

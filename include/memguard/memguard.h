@@ -413,8 +413,7 @@ uint64_t mg_guard_get_lend_id(const mg_guard *g);
  *
  * mg_guard_recover() ends such a lend: it writes the recorded memory.high
  * back and removes the record.  A worker runs it on each of its cgroups at
- * start-up, before making guards; `memguard watch` runs it on each cgroup
- * it is given.  It never raises memory.high: a record above the present
+ * start-up, before making guards.  It never raises memory.high: a record above the present
  * value is removed and nothing written.
  * flags: MG_RECOVER_EXPIRED only ends a lend whose deadline has passed
  * (-EBUSY otherwise: a live process may still be lending).
@@ -526,8 +525,8 @@ int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len)
  * start, whether this is called or not.  It cannot be undone.  See
  * docs/security.md for the list and why.
  * flags: MG_CONFINE_SUPERVISOR also allows wait4, waitid, kill, access and
- * rmdir, for a process that runs a command in a cgroup it made
- * (`memguard run`).
+ * rmdir, for a supervisor that runs a command in a cgroup it made and
+ * removes it when the command ends.
  * Returns 0, -EOPNOTSUPP if built without libseccomp, -EINVAL, or the
  * errno of loading the filter.
  */

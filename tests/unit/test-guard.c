@@ -563,7 +563,7 @@ Test(guard, stall_kills_after_window) {
         mg_guard_free(g);
 }
 
-/* Tick i of seed 000's sequential file-hot at a 256 MiB guard: no
+/* Tick i of the sequential file-hot (docs/field-facts.md F3) at a 256 MiB guard: no
  * restores, 190 of 200 MiB of cache mapped and re-read at 40 MiB/s, max
  * events +5 and io some +30 % per tick, memory.current as given. */
 static int tick_refault_thrash(mg_guard *g, int i, uint64_t current) {

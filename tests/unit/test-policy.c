@@ -104,7 +104,7 @@ Test(policy, pressure_without_limit_events_is_not_a_stall) {
 }
 
 Test(policy, io_pressure_alone_decides) {
-        /* the thrash of seed 001: memory some low, io some high */
+        /* the own-code thrash (docs/field-facts.md F2): memory some low, io some high */
         struct mg_policy_state s = {};
         enum mg_verdict v = MG_VERDICT_NEAR;
         unsigned sig = 0;
@@ -286,7 +286,7 @@ static enum mg_verdict feed_refaults(struct mg_policy_state *s, struct refault_f
 }
 
 Test(refault, mapped_hot_set_larger_than_the_cache) {
-        /* seed 000's sequential file-hot: all of the cache mapped, re-read at
+        /* the sequential file-hot (docs/field-facts.md F3): all of the cache mapped, re-read at
          * 40 MiB/s, memory and restores silent, io some 30 % */
         struct mg_policy_state s = {};
         struct refault_feed f = { .n = 80, .refault_mib_per_s = 40, .mapped_mib = 190, .events_per_tick = 5,
@@ -416,7 +416,7 @@ static void feed_throttle(struct mg_policy_state *s, int n, uint64_t some_per_ti
         }
 }
 
-Test(throttle, seed_001_case) {
+Test(throttle, field_case_239_of_256_at_high) {
         /* 239 of 256 MiB wanted, memory.high at 90 %: asleep almost all the
          * time, high events +17 per sleep, no CPU to speak of */
         struct mg_policy_state s = {};
