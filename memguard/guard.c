@@ -86,11 +86,12 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         if (r < 0)
                 goto fail;
         g->path = strdup(path);
-        g->stat_buf = g->own_stat_buf = malloc(MG_STAT_BUF_SIZE);
+        g->stat_buf = g->own_bufs = malloc(MG_STAT_BUF_SIZE + MG_SMALL_BUF_SIZE);
         if (!g->path || !g->stat_buf) {
                 r = -ENOMEM;
                 goto fail;
         }
+        g->small_buf = g->own_bufs + MG_STAT_BUF_SIZE;
         r = mg_cgroup_open(&g->cg, path, cg_flags, io);
         if (r < 0)
                 goto fail;
@@ -167,6 +168,33 @@ static void triggers_open(mg_guard *g) {
         }
 }
 
+/* The slow path's state (struct mg_slow): from the host's pool, or the
+ * guard's own allocation.  Returns 0 or -ENOMEM (reported). */
+static int slow_get(mg_guard *g) {
+        if (g->slow_state)
+                return 0;
+        g->slow_state = g->host ? g->host->slow_get(g->host) : calloc(1, sizeof(*g->slow_state));
+        if (!g->slow_state)
+                return mg_guard_error(g, MG_ERR_NOMEM, MG_LOG_ERR, "allocating", "the slow path's state", -ENOMEM);
+        mg_guard_error_clear(g, MG_ERR_NOMEM);
+        return 0;
+}
+
+static void slow_put(mg_guard *g) {
+        if (!g->slow_state)
+                return;
+        if (g->host)
+                g->host->slow_put(g->host, g->slow_state);
+        else
+                free(g->slow_state);
+        g->slow_state = NULL;
+}
+
+void mg_guard_window_reset(mg_guard *g) {
+        if (g->slow_state)
+                mg_policy_reset(&g->slow_state->policy);
+}
+
 /* Fast path <-> slow path.  At the limit, memory.events.local is read every
  * tick, so the set stops watching it (it would wake up to 100 times a second
  * while the limit is hit) and watches PSI triggers instead. */
@@ -197,7 +225,8 @@ mg_guard *mg_guard_free(mg_guard *g) {
         mg_guard_triggers_close(g);
         mg_cgroup_close(&g->cg);
         free(g->path);
-        free(g->own_stat_buf);
+        slow_put(g);
+        free(g->own_bufs);
         free(g);
         return NULL;
 }
@@ -207,9 +236,10 @@ void mg_guard_attach(mg_guard *g, struct mg_guard_host *h) {
         host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, true);
         /* A guard leaves its host only to be freed: it never needs its own
          * buffer again. */
-        free(g->own_stat_buf);
-        g->own_stat_buf = NULL;
+        free(g->own_bufs);
+        g->own_bufs = NULL;
         g->stat_buf = h->stat_buf;
+        g->small_buf = h->small_buf;
 }
 
 bool mg_guard_detach(mg_guard *g) {
@@ -313,7 +343,7 @@ void mg_guard_error_clear(mg_guard *g, unsigned slot) {
  * holding (the actor got under memory.high, or died). */
 static void note_throttle(mg_guard *g) {
         struct mg_throttle_info t;
-        bool now = mg_policy_throttled(&g->params, &g->policy, &t);
+        bool now = mg_policy_throttled(&g->params, &g->slow_state->policy, &t);
 
         if (now && !g->throttled) {
                 g->throttle = t;
@@ -366,14 +396,14 @@ static void note_empty(mg_guard *g, const struct mg_report *rep) {
         if (g->empty_over)
                 return;
         g->empty_over = true;
-        g->empty_report = *rep;
-        mg_read_report_limits(g, &g->empty_report);
+        g->slow_state->empty_report = *rep;
+        mg_read_report_limits(g, &g->slow_state->empty_report);
         mg_guard_log(g, MG_LOG_WARNING,
              "%s: used %" PRIu64 " of limit %" PRIu64 " bytes held by no process (shmem %" PRIu64 ", kernel %" PRIu64
              ", anon %" PRIu64 ", sock %" PRIu64 "): not killed; tmpfs files and memfds charged to it, or its slab "
              "until rmdir, keep it",
              g->path, rep->used_bytes, rep->limit_bytes, st->shmem, st->kernel, st->anon, st->sock);
-        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_EMPTY_OVER_LIMIT, .report = &g->empty_report });
+        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_EMPTY_OVER_LIMIT, .report = &g->slow_state->empty_report });
 }
 
 static void end_empty(mg_guard *g, const char *why) {
@@ -399,7 +429,7 @@ static int same_members(mg_guard *g) {
 
         if (r < 0)
                 return r;
-        return p.n == g->unkillable_procs.n && p.digest == g->unkillable_procs.digest && cut == g->unkillable_cut;
+        return p.n == g->slow_state->unkillable_procs.n && p.digest == g->slow_state->unkillable_procs.digest && cut == g->unkillable_cut;
 }
 
 /* A verdict to kill while a reported episode lasts: over the limit with no
@@ -436,18 +466,18 @@ static int nothing_new(mg_guard *g) {
  * Killing again changes nothing, and every hold-off would end in another
  * kill record: one report instead, right after the kill record, with the
  * pids and their states, and no new kill while the same members are there.
- * Fills g->unkillable_info; returns true if there is something to report.
+ * Fills g->slow_state->unkillable_info; returns true if there is something to report.
  */
 static bool find_unkillable(mg_guard *g, uint64_t now) {
-        struct mg_unkillable_info *u = &g->unkillable_info;
+        struct mg_unkillable_info *u = &g->slow_state->unkillable_info;
         struct mg_procs p;
         bool cut;
 
         if (mg_read_members(g, &p, &cut) < 0 || p.n == 0)
                 return false; /* reported; or it emptied since: the usual rules */
         *u = (struct mg_unkillable_info) {
-                .kill_usec = g->kill.kill_usec,
-                .wait_usec = now - g->kill.kill_usec,
+                .kill_usec = g->slow_state->kill.kill_usec,
+                .wait_usec = now - g->slow_state->kill.kill_usec,
                 .n_members = p.n,
                 .more_members = cut,
                 .n_pids = p.n < MG_UNKILLABLE_MAX ? p.n : MG_UNKILLABLE_MAX,
@@ -457,13 +487,13 @@ static bool find_unkillable(mg_guard *g, uint64_t now) {
                 u->states[i] = mg_proc_state(p.pid[i]);
         }
         g->unkillable = true;
-        g->unkillable_procs = p;
+        g->slow_state->unkillable_procs = p;
         g->unkillable_cut = cut;
         return true;
 }
 
 static void report_unkillable(mg_guard *g, uint64_t now) {
-        const struct mg_unkillable_info *u = &g->unkillable_info;
+        const struct mg_unkillable_info *u = &g->slow_state->unkillable_info;
         char list[MG_UNKILLABLE_MAX * 16] = ""; /* "2147483647 (D) " is 15 */
         size_t at = 0;
 
@@ -475,7 +505,7 @@ static void report_unkillable(mg_guard *g, uint64_t now) {
              "while the same members are there",
              g->path, u->n_members, u->n_members == 1 ? "" : "s", u->wait_usec / 1000, list,
              u->n_members > u->n_pids || u->more_members ? " ..." : "");
-        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_UNKILLABLE, .time_usec = now, .kill = &g->kill,
+        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_UNKILLABLE, .time_usec = now, .kill = &g->slow_state->kill,
                                      .unkillable = u });
 }
 
@@ -491,8 +521,8 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
                 return mg_guard_error(g, MG_ERR_KILL, MG_LOG_ERR, NULL, "kill", r);
         }
         mg_guard_error_clear(g, MG_ERR_KILL);
-        g->kill = (struct mg_kill_record) {
-                .size = sizeof(g->kill),
+        g->slow_state->kill = (struct mg_kill_record) {
+                .size = sizeof(g->slow_state->kill),
                 .reason = reason,
                 .method = method,
                 .cgroup = g->path,
@@ -500,7 +530,7 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
                 .detect_usec = g->detect_usec,
                 .kill_usec = mg_guard_now(g),
         };
-        mg_read_report_limits(g, &g->kill.report);
+        mg_read_report_limits(g, &g->slow_state->kill.report);
         g->state = MG_GUARD_KILLING;
         mg_guard_log(g, MG_LOG_WARNING, "%s: killed (%s): used %" PRIu64 " of limit %" PRIu64, g->path,
              mg_kill_reason_to_string(reason), rep->used_bytes, rep->limit_bytes);
@@ -509,14 +539,14 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
 }
 
 static void finish_kill(mg_guard *g, uint64_t now, bool timed_out) {
-        g->kill.empty_usec = timed_out ? 0 : now;
-        g->kill.empty_timed_out = timed_out;
+        g->slow_state->kill.empty_usec = timed_out ? 0 : now;
+        g->slow_state->kill.empty_timed_out = timed_out;
         g->state = MG_GUARD_HOLDOFF;
         g->holdoff_until_usec = mg_usec_add(now, g->opt.post_kill_holdoff_usec);
-        mg_policy_reset(&g->policy);
+        mg_guard_window_reset(g);
         g->detect_usec = 0;
         host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
-        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_KILL, .time_usec = now, .kill = &g->kill });
+        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_KILL, .time_usec = now, .kill = &g->slow_state->kill });
 }
 
 /* KILLING: wait for cgroup.events "populated 0", and kill again what a
@@ -531,9 +561,9 @@ static int tick_killing(mg_guard *g, uint64_t now) {
                         return r;
                 /* Whether it emptied cannot be told: give up waiting at the
                  * usual time instead of never delivering the record. */
-                if (now - g->kill.kill_usec >= g->opt.kill_wait_usec) {
+                if (now - g->slow_state->kill.kill_usec >= g->opt.kill_wait_usec) {
                         mg_guard_log(g, MG_LOG_ERR, "%s: cgroup.events unreadable %" PRIu64 " ms after the kill", g->path,
-                             (now - g->kill.kill_usec) / 1000);
+                             (now - g->slow_state->kill.kill_usec) / 1000);
                         finish_kill(g, now, true);
                 }
                 return r;
@@ -542,12 +572,12 @@ static int tick_killing(mg_guard *g, uint64_t now) {
                 finish_kill(g, now, false);
                 return 0;
         }
-        if (now - g->kill.kill_usec >= g->opt.kill_wait_usec) {
+        if (now - g->slow_state->kill.kill_usec >= g->opt.kill_wait_usec) {
                 struct mg_guard_host *host = g->host;
                 bool unkillable;
 
                 mg_guard_log(g, MG_LOG_ERR, "%s: still populated %" PRIu64 " ms after the kill", g->path,
-                     (now - g->kill.kill_usec) / 1000);
+                     (now - g->slow_state->kill.kill_usec) / 1000);
                 /* Who is left, read before the record goes out (its
                  * callback may remove the guard); reported right after it:
                  * the record says what was killed and why, the report
@@ -560,7 +590,7 @@ static int tick_killing(mg_guard *g, uint64_t now) {
                         report_unkillable(g, now);
                 return 0;
         }
-        if (g->kill.method == MG_KILL_PIDFD)
+        if (g->slow_state->kill.method == MG_KILL_PIDFD)
                 (void) mg_cgroup_kill(&g->cg, &(enum mg_kill_method) { 0 });
         return 0;
 }
@@ -575,7 +605,7 @@ static void tick_fast(mg_guard *g, uint64_t now) {
         if (!g->below_since_usec)
                 g->below_since_usec = now;
         if (now - g->below_since_usec >= g->opt.stall_window_usec / 2) {
-                mg_policy_reset(&g->policy);
+                mg_guard_window_reset(g);
                 g->detect_usec = 0;
         }
         if (g->slow)
@@ -584,6 +614,11 @@ static void tick_fast(mg_guard *g, uint64_t now) {
                 mg_guard_events_changed(g);
         set_slow(g, false);
         end_empty(g, "used is back below the limit");
+        /* Its windows are gone and no episode is open: what only the slow
+         * path needs goes back. */
+        if (g->detect_usec == 0 && !g->unkillable && !g->empty_over && g->slow_state &&
+            g->slow_state->policy.count == 0)
+                slow_put(g);
 }
 
 /*
@@ -637,7 +672,7 @@ static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_r
         rep->verdict = v;
         rep->stall_usec = stall_usec;
         rep->stall_signals = signals;
-        rep->stall_refault_bytes = g->policy.stall_refault_bytes;
+        rep->stall_refault_bytes = g->slow_state->policy.stall_refault_bytes;
 
         /* Last, just before acting.  A stall needs tasks to stall: what is
          * left of its window is not acted on, and a process that appears
@@ -696,6 +731,9 @@ int mg_guard_tick(mg_guard *g) {
                 tick_fast(g, now);
                 return acted;
         }
+        r = slow_get(g);
+        if (r < 0)
+                return r;
         set_slow(g, true);
         g->below_since_usec = 0;
 
@@ -705,7 +743,7 @@ int mg_guard_tick(mg_guard *g) {
         note_kernel_oom(g, &rep);
         if (rep.used_bytes <= g->opt.limit_bytes)
                 end_empty(g, "used is back at the limit");
-        v = mg_policy_decide(&g->params, &g->policy, &x, &stall_usec, &signals);
+        v = mg_policy_decide(&g->params, &g->slow_state->policy, &x, &stall_usec, &signals);
         note_throttle(g);
         r = kill_decide(g, v, now, &rep, stall_usec, signals);
         return r < 0 ? r : r > 0 ? 1 : acted;
@@ -742,7 +780,7 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
                 rep.verdict = MG_VERDICT_OK;
         } else {
                 /* Decide on a copy: a report must not feed the window. */
-                scratch = g->policy;
+                scratch = g->slow_state ? g->slow_state->policy : (struct mg_policy_state) {};
                 rep.verdict = mg_policy_decide(&g->params, &scratch, &x, &rep.stall_usec, &rep.stall_signals);
                 rep.stall_refault_bytes = scratch.stall_refault_bytes;
         }

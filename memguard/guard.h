@@ -26,6 +26,7 @@ typedef uint64_t (*mg_clock_fn)(void *userdata);
 enum {
         MG_ERR_WRITE_HIGH = MG_CG_N,    /* restoring memory.high */
         MG_ERR_KILL,                    /* cgroup.kill, or the pidfd fallback */
+        MG_ERR_NOMEM,                   /* the slow path's state */
         MG_ERR_N,               /* at most 32: a bit each in mg_guard.erring */
 };
 
@@ -70,6 +71,8 @@ int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flag
 
 /* memory.stat is about 2.5 KiB on 7.x (71 keys of at most 40 bytes). */
 #define MG_STAT_BUF_SIZE 8192
+/* PSI (2 lines < 200 bytes), memory.events.local, cgroup.events, cpu.stat. */
+#define MG_SMALL_BUF_SIZE 512
 
 /* cgroup.procs read for the unkillable report and its comparisons: about
  * 500 pids.  A cgroup with more is compared on what the read shows; a
@@ -148,9 +151,9 @@ struct mg_guard {
         uint64_t detect_usec;           /* first slow tick with a kill verdict */
         uint64_t below_since_usec;      /* first fast tick of a stay below the line; 0 on the slow path */
         uint32_t erring;                /* a bit per error_streak slot that is not 0 */
+        struct mg_slow *slow_state;     /* while at its limit, or an episode is open: mg_guard_slow_get() */
         struct mg_guard_host *host;     /* the set that runs it, or NULL (mg_guard_attach()) */
         struct mg_guard_options opt;
-        struct mg_policy_state policy;  /* its ring last */
 
         int error_streak[MG_ERR_N];     /* the error last reported for each; 0 once it works again */
         unsigned holds;                 /* mg_guard_hold()s not released yet */
@@ -158,7 +161,6 @@ struct mg_guard {
 
         char *path;
         uint64_t holdoff_until_usec;
-        struct mg_kill_record kill;
 
         char lend_old_high[32];         /* memory.high as read, written back verbatim */
         struct mg_lend_info lend;
@@ -190,24 +192,40 @@ struct mg_guard {
          * sent for this episode, which ends when used is back at the limit
          * or below, or a process appears; empty_report is its payload. */
         bool empty_over;
-        struct mg_report empty_report;
         /* Members that outlived a kill: MG_EVENT_UNKILLABLE sent, and while
          * cgroup.procs lists the same ones (count and digest, and whether
          * the read was cut) no new kill and no new report.  Forgotten when
          * the list changes or the cgroup empties. */
         bool unkillable;
         bool unkillable_cut;
-        struct mg_procs unkillable_procs;
-        struct mg_unkillable_info unkillable_info;
 
         /* Every read lands in a buffer the guard holds: no allocation per
-         * tick.  memory.stat goes to stat_buf, MG_STAT_BUF_SIZE bytes: the
-         * guard's own (own_stat_buf), or in a set the set's one, which its
-         * guards share (they tick one at a time, each parsing what it read
-         * before the next reads). */
+         * tick.  memory.stat goes to stat_buf (MG_STAT_BUF_SIZE), the rest
+         * to small_buf (MG_SMALL_BUF_SIZE): the guard's own (own_bufs), or
+         * in a set the set's, which its guards share (they tick one at a
+         * time, each parsing what it read before the next reads). */
         char *stat_buf;
-        char *own_stat_buf;
-        char small_buf[512];            /* PSI (2 lines < 200 bytes), events, cgroup.events */
+        char *small_buf;
+        char *own_bufs;
+};
+
+/*
+ * What only a guard at its limit needs, about 6 KiB where the rest of a
+ * guard is under 1 KiB: the policy's window, the kill record, and the
+ * reports of an open episode.  Taken when the guard enters the slow path,
+ * from its host's pool (a lone guard allocates its own), and given back
+ * once it has stayed below its line long enough for its windows to go
+ * (half a stall window) with no kill and no episode open.  With thousands
+ * of actors, most of them far from their limits, a guard costs what its
+ * fast path touches.
+ */
+struct mg_slow {
+        struct mg_policy_state policy;
+        struct mg_kill_record kill;             /* the last kill, for its events */
+        struct mg_report empty_report;          /* MG_EVENT_EMPTY_OVER_LIMIT's payload */
+        struct mg_procs unkillable_procs;       /* the members that outlived the kill */
+        struct mg_unkillable_info unkillable_info;
+        struct mg_slow *next_free;              /* the pool's */
 };
 
 /*
@@ -227,6 +245,8 @@ void mg_guard_error_clear(mg_guard *g, unsigned slot);
 /* The cgroup is gone: MG_EVENT_GONE once (what: the file that said so),
  * and the lend with it.  Returns -ENODEV. */
 int mg_guard_gone(mg_guard *g, const char *what);
+/* The stall windows start over (a gap in the samples, a kill, a lend). */
+void mg_guard_window_reset(mg_guard *g);
 /* The slow path's PSI triggers go (a hidden pressure file, the end of the
  * slow path, the guard leaving its set). */
 void mg_guard_triggers_close(mg_guard *g);
@@ -357,10 +377,15 @@ struct mg_guard_host {
         /* Speaks for a guard that left it and is silent (a removed
          * guard's last restore failed). */
         void (*log)(struct mg_guard_host *h, int level, const char *msg);
-        /* MG_STAT_BUF_SIZE bytes for memory.stat, shared by the host's
-         * guards (they tick one at a time, each parsing what it read
-         * before the next reads). */
+        /* Takes a zeroed struct mg_slow (NULL: out of memory) and gives
+         * one back. */
+        struct mg_slow *(*slow_get)(struct mg_guard_host *h);
+        void (*slow_put)(struct mg_guard_host *h, struct mg_slow *sl);
+        /* MG_STAT_BUF_SIZE and MG_SMALL_BUF_SIZE bytes for the reads,
+         * shared by the host's guards (they tick one at a time, each
+         * parsing what it read before the next reads). */
         char *stat_buf;
+        char *small_buf;
 };
 
 /* g joins h: it watches memory.events.local through h and reads

@@ -76,7 +76,7 @@ static void lend_close(mg_guard *g, uint64_t high) {
         g->lend_ending = false;
         lend_record_remove(g);
         mg_guard_line_follow(g, high, g->max_bytes);
-        mg_policy_reset(&g->policy);
+        mg_guard_window_reset(g);
         g->detect_usec = 0;
 }
 

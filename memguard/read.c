@@ -37,7 +37,7 @@ int mg_read_failed(mg_guard *g, enum mg_cgfile f, int err) {
         if (mg_gone_errno(err) && mg_read_removed(g))
                 return mg_guard_gone(g, mg_cgfile_name(f));
         mg_guard_error(g, f, MG_LOG_WARNING, "reading", mg_cgfile_name(f), err);
-        mg_policy_reset(&g->policy);
+        mg_guard_window_reset(g);
         return err;
 }
 
@@ -101,7 +101,7 @@ int mg_read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
 
         if (f == MG_CG_STAT)
                 return mg_read_stat(g, true, ret); /* its own, larger buffer */
-        n = mg_cgroup_read(&g->cg, f, g->small_buf, sizeof(g->small_buf));
+        n = mg_cgroup_read(&g->cg, f, g->small_buf, MG_SMALL_BUF_SIZE);
         if (n < 0)
                 return (int) n;
         switch (f) {

@@ -54,6 +54,9 @@ struct mg_set {
         size_t n_zombies, zombies_cap;
         struct mg_set_options opt;
         struct mg_worker worker; /* its efd's epoll entry: data.ptr = &worker */
+        /* The slow path's states its guards gave back (struct mg_slow):
+         * as many as were ever at their limits at once. */
+        struct mg_slow *slow_free;
 };
 
 static mg_set *set_of(struct mg_guard_host *h) {
@@ -184,6 +187,24 @@ static void host_log_cb(struct mg_guard_host *h, int level, const char *msg) {
         slog(set_of(h), level, "%s", msg);
 }
 
+static struct mg_slow *host_slow_get_cb(struct mg_guard_host *h) {
+        mg_set *s = set_of(h);
+        struct mg_slow *sl = s->slow_free;
+
+        if (!sl)
+                return calloc(1, sizeof(*sl));
+        s->slow_free = sl->next_free;
+        memset(sl, 0, sizeof(*sl));
+        return sl;
+}
+
+static void host_slow_put_cb(struct mg_guard_host *h, struct mg_slow *sl) {
+        mg_set *s = set_of(h);
+
+        sl->next_free = s->slow_free;
+        s->slow_free = sl;
+}
+
 int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
         struct epoll_event ev = { .events = EPOLLIN };
         struct mg_set_options opt = { .size = sizeof(opt) };
@@ -205,8 +226,11 @@ int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
                 .reschedule = host_reschedule_cb,
                 .queue_restore = host_queue_restore_cb,
                 .log = host_log_cb,
-                .stat_buf = malloc(MG_STAT_BUF_SIZE),
+                .slow_get = host_slow_get_cb,
+                .slow_put = host_slow_put_cb,
+                .stat_buf = malloc(MG_STAT_BUF_SIZE + MG_SMALL_BUF_SIZE),
         };
+        s->host.small_buf = s->host.stat_buf ? s->host.stat_buf + MG_STAT_BUF_SIZE : NULL;
         s->opt = opt;
         s->tfd = -1;
         s->worker.efd = -1;
@@ -284,6 +308,11 @@ mg_set *mg_set_free(mg_set *s) {
                 close(s->tfd);
         if (s->epfd >= 0)
                 close(s->epfd);
+        while (s->slow_free) {
+                struct mg_slow *sl = s->slow_free;
+                s->slow_free = sl->next_free;
+                free(sl);
+        }
         free(s->host.stat_buf);
         free(s);
         return NULL;

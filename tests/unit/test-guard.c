@@ -1058,8 +1058,54 @@ Test(guard, report_does_not_feed_the_window) {
         cr_expect_eq(rep.used_bytes, 204 * MIB);
         cr_expect_eq(rep.high_bytes, 241172480);
         cr_expect_eq(rep.max_bytes, MG_UNLIMITED);
-        cr_expect_eq(g->policy.count, 0);
+        cr_expect(!g->slow_state || g->slow_state->policy.count == 0);
         mg_guard_free(g);
+}
+
+/* What only the slow path needs (struct mg_slow: the window, the kill
+ * record) is held while the guard is at its limit and given back once it
+ * has stayed below the line for half a stall window; a dip keeps it. */
+Test(guard, slow_state_only_at_the_limit) {
+        mg_guard *g = new_guard();
+        fixture_current(&fx, 100 * MIB);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_null(g->slow_state, "a guard far from its limit holds none");
+        fixture_current(&fx, 250 * MIB);
+        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 1 * MIB, 0, 2 * MIB, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_assert_not_null(g->slow_state);
+        cr_expect_eq(g->slow_state->policy.count, 1);
+        fixture_current(&fx, 100 * MIB);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_not_null(g->slow_state, "a dip below the line keeps the window");
+        for (int i = 0; i < 6; i++)
+                cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_null(g->slow_state, "given back after half a stall window (1.5 s) below");
+        mg_guard_free(g);
+}
+
+/* In a set the states come from the set's pool: one given back is the next
+ * one taken, zeroed. */
+Test(guard, slow_states_come_from_the_set_pool) {
+        mg_set *s = NULL;
+        mg_guard *g = new_guard();
+        struct mg_slow *first;
+        cr_assert_eq(mg_set_new(NULL, &s), 0);
+        cr_assert_eq(mg_set_add_guard(s, g), 0);
+        fixture_current(&fx, 250 * MIB);
+        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 1 * MIB, 0, 2 * MIB, 0);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        first = g->slow_state;
+        cr_assert_not_null(first);
+        fixture_current(&fx, 100 * MIB);
+        for (int i = 0; i < 8; i++)
+                (void) tick_at(g, 250 * MS);
+        cr_assert_null(g->slow_state);
+        fixture_current(&fx, 250 * MIB);
+        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(g->slow_state, first, "the pool's");
+        cr_expect_eq(g->slow_state->policy.count, 1, "zeroed: one sample, this tick's");
+        mg_set_free(s);
 }
 
 /* struct mg_report records its size like the other sized structs: an

@@ -344,11 +344,11 @@ int main(int argc, char **argv) {
                (double) t_make / 1000.0 / (double) n);
         if (floor && (r = floor_run(dir, n, limit, tick_ms, seconds)) < 0)
                 fprintf(stderr, "bench-scale: floor: %s\n", strerror(-r));
-        printf("result bench=sizeof guard=%zu stat_buf_per_set=%zu small_buf=%zu policy_state=%zu kill_record=%zu "
-               "report=%zu options=%zu\n",
-               sizeof(struct mg_guard), (size_t) MG_STAT_BUF_SIZE,
-               sizeof(((struct mg_guard *) 0)->small_buf), sizeof(struct mg_policy_state),
-               sizeof(struct mg_kill_record), sizeof(struct mg_report), sizeof(struct mg_guard_options));
+        printf("result bench=sizeof guard=%zu slow_state=%zu stat_buf_per_set=%zu small_buf_per_set=%zu "
+               "policy_state=%zu kill_record=%zu report=%zu options=%zu\n",
+               sizeof(struct mg_guard), sizeof(struct mg_slow), (size_t) MG_STAT_BUF_SIZE, (size_t) MG_SMALL_BUF_SIZE,
+               sizeof(struct mg_policy_state), sizeof(struct mg_kill_record), sizeof(struct mg_report),
+               sizeof(struct mg_guard_options));
 
 out:
         mg_set_free(s);

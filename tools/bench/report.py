@@ -345,10 +345,11 @@ if scale_rows:
     if sizeof:
         out.append(table(["", "bytes"], [
             ["`sizeof(struct mg_guard)`", sizeof["guard"]],
-            ["`memory.stat` buffer, one per set (shared by its guards)", sizeof.get("stat_buf_per_set", "—")],
-            ["of which `small_buf`", sizeof["small_buf"]],
+            ["`struct mg_slow`, only while at the limit (from the set's pool)", sizeof.get("slow_state", "—")],
             ["of which `struct mg_policy_state` (64-sample ring)", sizeof["policy_state"]],
             ["of which `struct mg_kill_record`", sizeof["kill_record"]],
+            ["`memory.stat` buffer, one per set (shared by its guards)", sizeof.get("stat_buf_per_set", "—")],
+            ["small-file buffer, one per set", sizeof.get("small_buf_per_set", sizeof.get("small_buf", "—"))],
             ["`struct mg_report` (on the stack per slow tick)", sizeof["report"]],
         ]))
         out.append("")
