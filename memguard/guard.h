@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* Internal view of a guard, shared by guard.c, set.c and the tests. */
+/* Internal view of a guard: shared by its units (guard.c, read.c, lend.c), its host (set.c) and the tests. */
 
 #include <stdatomic.h>
 
