@@ -333,7 +333,7 @@ int mg_set_add_guard(mg_set *s, mg_guard *g) {
         }
         if (s->n + s->n_zombies >= s->zombies_cap) {
                 size_t cap = s->zombies_cap ? s->zombies_cap * 2 : 16;
-                mg_guard **z = realloc(s->zombies, cap * sizeof(*z));
+                mg_guard **z = realloc(s->zombies, cap * sizeof(mg_guard *));
                 if (!z)
                         return -ENOMEM;
                 s->zombies = z;
