@@ -223,7 +223,10 @@ func (s *Set) run(o *SetOptions, started chan<- error) {
 // lock takes mu for the calling thread; a thread that holds it already
 // (a snapshot write's lock taken again) counts one more.
 func (s *Set) lock() {
-	tid := int32(syscall.Gettid())
+	s.lockAs(int32(syscall.Gettid()))
+}
+
+func (s *Set) lockAs(tid int32) {
 	if atomic.LoadInt32(&s.holder) == tid {
 		s.depth++
 		return
@@ -262,9 +265,9 @@ func (s *Set) do(f func()) {
 		s.post(f)
 		return
 	}
-	s.lock()
-	defer s.unlock()
+	s.lockAs(int32(tid))
 	f()
+	s.unlock()
 }
 
 // post hands f to the loop of a set of Start's and waits until it ran.

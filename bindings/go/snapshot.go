@@ -77,8 +77,8 @@ type SnapshotOptions struct {
 	Log          func(level LogLevel, msg string)
 }
 
-// SnapshotStats say what a write or restore did; times are CLOCK_MONOTONIC
-// microseconds of each phase's end.
+// SnapshotStats say what a write or restore did; the *Usec fields are how
+// long each phase took, in microseconds (memguard/snapshot.h).
 type SnapshotStats struct {
 	Method                SnapshotMethod
 	PageSize              uint32

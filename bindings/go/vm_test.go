@@ -336,7 +336,7 @@ func TestVMSnapshotWrittenInALendAndRestored(t *testing.T) {
 		t.Fatalf("memory.high after the write = %s, want 67108864", v)
 	}
 	st := res.st
-	if st.LendBytes == 0 || st.ImageBytes != uint64(len(img)) || st.LendEndUsec < st.LendBeginUsec {
+	if st.LendBytes == 0 || st.ImageBytes != uint64(len(img)) || st.WriteUsec == 0 || st.TotalUsec < st.WriteUsec+st.SyncUsec {
 		t.Fatalf("stats %+v", st)
 	}
 	t.Logf("written: method %v, %d data bytes, %d us", st.Method, st.DataBytes, st.TotalUsec)

@@ -83,6 +83,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
@@ -248,6 +249,8 @@ pub(crate) struct Shared {
     /// Guards in the set, by id (pointers as numbers), changed under `lock`.
     pub(crate) live: Mutex<HashMap<u64, usize>>,
     pending: Mutex<VecDeque<Pending>>,
+    /// Something in `pending`: checked before taking its lock.
+    has_pending: AtomicBool,
     thread: ThreadId,
 }
 
@@ -271,6 +274,14 @@ pub struct Set {
     _not_send: PhantomData<*mut ()>,
 }
 
+impl Shared {
+    fn push(&self, p: Pending) {
+        let mut q = self.pending.lock().unwrap();
+        q.push_back(p);
+        self.has_pending.store(true, Ordering::Release);
+    }
+}
+
 unsafe extern "C" fn on_event(_g: *mut ffi::mg_guard, ev: *const ffi::mg_event, ud: *mut c_void) {
     let st = ud as *mut GuardState;
     let set = &*(*st).set;
@@ -278,7 +289,7 @@ unsafe extern "C" fn on_event(_g: *mut ffi::mg_guard, ev: *const ffi::mg_event, 
     if thread::current().id() != set.shared.thread || (*st).running {
         // A snapshot write's thread, or an event of a guard whose closure
         // runs: after it, on the set's thread.
-        set.shared.pending.lock().unwrap().push_back(Pending::Event((*st).id, e));
+        set.shared.push(Pending::Event((*st).id, e));
         return;
     }
     set.deliver(st, &e);
@@ -289,7 +300,7 @@ unsafe extern "C" fn on_guard_log(level: c_int, msg: *const c_char, ud: *mut c_v
     let set = &*(*st).set;
     let m = CStr::from_ptr(msg).to_string_lossy().into_owned();
     if thread::current().id() != set.shared.thread {
-        set.shared.pending.lock().unwrap().push_back(Pending::Log((*st).id, LogLevel::from_c(level), m));
+        set.shared.push(Pending::Log((*st).id, LogLevel::from_c(level), m));
         return;
     }
     if let Some(f) = (*st).log.as_mut() {
@@ -327,6 +338,7 @@ impl Set {
                 lock: ReLock::new(),
                 live: Mutex::new(HashMap::new()),
                 pending: Mutex::new(VecDeque::new()),
+                has_pending: AtomicBool::new(false),
                 thread: thread::current().id(),
             }),
             guards: RefCell::new(HashMap::new()),
@@ -371,8 +383,14 @@ impl Set {
     }
 
     fn deliver_pending(&self) {
-        loop {
-            let Some(p) = self.shared.pending.lock().unwrap().pop_front() else { break };
+        while self.shared.has_pending.load(Ordering::Acquire) {
+            let p = {
+                let mut q = self.shared.pending.lock().unwrap();
+                let p = q.pop_front();
+                self.shared.has_pending.store(!q.is_empty(), Ordering::Release);
+                p
+            };
+            let Some(p) = p else { break };
             let (id, st) = match &p {
                 Pending::Event(id, _) | Pending::Log(id, _, _) => (*id, self.guards.borrow().get(id).copied()),
             };
@@ -384,7 +402,7 @@ impl Set {
                     Pending::Event(_, e) => {
                         // Still running (a nested call delivered pending
                         // events): keep it for after.
-                        self.shared.pending.lock().unwrap().push_back(Pending::Event(id, e));
+                        self.shared.push(Pending::Event(id, e));
                         break;
                     }
                     Pending::Log(_, level, m) => {

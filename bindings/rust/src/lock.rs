@@ -14,6 +14,7 @@ struct State {
     depth: u32,
     /// Give the lock up when depth comes back to 1 (snapshot.rs).
     release_at_one: bool,
+    waiters: u32,
 }
 
 pub(crate) struct ReLock {
@@ -47,7 +48,9 @@ impl ReLock {
             return;
         }
         while s.holder.is_some() {
+            s.waiters += 1;
             s = self.cv.wait(s).unwrap();
+            s.waiters -= 1;
         }
         s.holder = Some(me);
         s.depth = 1;
@@ -62,7 +65,9 @@ impl ReLock {
         }
         if s.depth == 0 {
             s.holder = None;
-            self.cv.notify_one();
+            if s.waiters > 0 {
+                self.cv.notify_one();
+            }
         }
     }
 

@@ -85,7 +85,8 @@ pub struct SnapshotOptions<'a> {
     pub log: Option<&'a mut dyn FnMut(LogLevel, &str)>,
 }
 
-/// What a write or restore did (CLOCK_MONOTONIC usec for the phases).
+/// What a write or restore did; the `*_usec` fields are how long each phase
+/// took (memguard/snapshot.h).
 pub type SnapshotStats = ffi::mg_snapshot_stats;
 
 impl ffi::mg_snapshot_stats {
