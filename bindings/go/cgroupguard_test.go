@@ -102,15 +102,21 @@ func TestOwnLoopSetBelongsToItsThread(t *testing.T) {
 	if n, err := set.Process(); n != 0 || err != nil {
 		t.Fatalf("Process = %d, %v", n, err)
 	}
-	// Another goroutine, on another thread for sure: a programming error.
-	res := make(chan interface{})
-	go func() {
-		runtime.LockOSThread()
-		defer func() { res <- recover() }()
-		set.Len()
-	}()
-	if p := <-res; p == nil || !strings.Contains(p.(string), "another thread") {
-		t.Fatalf("a call from another thread: %v, want a panic", p)
+	// Another goroutine, on another thread for sure: a programming error,
+	// caught by do() (gettid) and by Process's own check (in C).
+	for _, call := range []func(){func() { set.Len() }, func() { set.Process() }} {
+		res := make(chan interface{})
+		go func() {
+			runtime.LockOSThread()
+			defer func() { res <- recover() }()
+			call()
+		}()
+		if p := <-res; p == nil || !strings.Contains(p.(string), "another thread") {
+			t.Fatalf("a call from another thread: %v, want a panic", p)
+		}
+	}
+	if n, err := set.Process(); n != 0 || err != nil {
+		t.Fatalf("Process after the panics = %d, %v", n, err)
 	}
 	set.Close()
 	set.Close()

@@ -83,8 +83,11 @@ type Set struct {
 	ptr    *C.mg_set
 	handle cgo.Handle
 	log    func(LogLevel, string)
-	tid    int  // the set's thread
-	loop   bool // Start's: the binding runs the loop
+	tid    int         // the set's thread
+	token  C.uintptr_t // cgg_thread_token() of the set's thread
+	loop   bool        // Start's: the binding runs the loop
+	// Process of a NewSet set is under way (its fast path, below).
+	processing int32
 
 	// mu is held around every call on the C set, and is the lock of
 	// snapshot writes with a guard of the set.  holder is the thread that
@@ -140,7 +143,7 @@ func newCSet(s *Set, o *SetOptions) error {
 // SnapshotWrite with one of its guards is the exception: it may run on any
 // goroutine.
 func NewSet(o *SetOptions) (*Set, error) {
-	s := &Set{tid: syscall.Gettid()}
+	s := &Set{tid: syscall.Gettid(), token: C.cgg_thread_token()}
 	if err := newCSet(s, o); err != nil {
 		return nil, err
 	}
@@ -359,14 +362,46 @@ func (s *Set) NextTick() (usec uint64, ok bool, err error) {
 // it. It returns how many guards acted (a kill, a lend that ended). For
 // NewSet's loop; Start's loop calls it itself.
 func (s *Set) Process() (int, error) {
+	if !s.loop && atomic.LoadInt32(&s.processing) == 0 {
+		return s.processFast()
+	}
 	var r C.int
 	s.do(func() {
 		if s.closed {
 			r = -C.int(syscall.EBADF)
 			return
 		}
+		if atomic.LoadInt32(&s.processing) != 0 {
+			r = -C.int(syscall.EDEADLK) // from inside a callback
+			return
+		}
 		r = C.mg_set_process(s.ptr)
 	})
+	if r < 0 {
+		return 0, syscall.Errno(-r)
+	}
+	return int(r), nil
+}
+
+// processFast is Process for a set of NewSet's on its own thread, without
+// the system call (gettid) that do() makes: the C side checks the thread by
+// a thread-local's address.  A call on another thread returns from C at
+// once, and panics.  Inside a callback, processing is set and Process takes
+// do()'s way (which says EDEADLK: mg_set_process() is not re-entrant).
+func (s *Set) processFast() (int, error) {
+	s.mu.Lock()
+	atomic.StoreInt32(&s.holder, int32(s.tid))
+	s.depth = 1
+	atomic.StoreInt32(&s.processing, 1)
+	r := -C.int(syscall.EBADF)
+	if !s.closed {
+		r = C.cgg_set_process(s.ptr, s.token)
+	}
+	atomic.StoreInt32(&s.processing, 0)
+	s.unlock()
+	if r == C.CGG_WRONG_THREAD {
+		panic("cgroupguard: a Set made by NewSet used from another thread than its own")
+	}
 	if r < 0 {
 		return 0, syscall.Errno(-r)
 	}

@@ -40,3 +40,15 @@ void cgg_snapshot_options_set_callbacks(struct mg_snapshot_options *o, uintptr_t
                 o->log_userdata = (void *) log_handle;
         }
 }
+
+static __thread char thread_anchor;
+
+uintptr_t cgg_thread_token(void) {
+        return (uintptr_t) &thread_anchor;
+}
+
+int cgg_set_process(mg_set *s, uintptr_t token) {
+        if ((uintptr_t) &thread_anchor != token)
+                return CGG_WRONG_THREAD;
+        return mg_set_process(s);
+}

@@ -18,4 +18,11 @@ void cgg_set_options_set_log(struct mg_set_options *o, uintptr_t handle);
  * goes to log_handle (0: none). */
 void cgg_snapshot_options_set_callbacks(struct mg_snapshot_options *o, uintptr_t set_handle, uintptr_t log_handle);
 
+/* A token of the calling thread (the address of a thread-local), and
+ * mg_set_process() only if the calling thread is the one whose token it is:
+ * the check costs no system call.  CGG_WRONG_THREAD otherwise. */
+#define CGG_WRONG_THREAD (-0x7fff)
+uintptr_t cgg_thread_token(void);
+int cgg_set_process(mg_set *s, uintptr_t token);
+
 #endif

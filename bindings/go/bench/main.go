@@ -62,7 +62,7 @@ func main() {
 		must(err)
 		opt, err := cgroupguard.DefaultOptions(64 << 20)
 		must(err)
-		opt.Tick = 10 * time.Millisecond
+		opt.Tick = 50 * time.Millisecond
 		opt.OnEvent = func(_ *cgroupguard.Guard, ev cgroupguard.Event) {
 			if ev.Type == cgroupguard.EventError {
 				fmt.Fprintf(os.Stderr, "bench: %s: %s: %v\n", ev.Cgroup, ev.What, ev.Err)
@@ -89,7 +89,7 @@ func main() {
 			loops++
 		}
 		cpu, wall := threadCPU()-cpu0, time.Since(t0)
-		ticks := float64(n) * float64(wall) / float64(10*time.Millisecond)
+		ticks := float64(n) * float64(wall) / float64(50*time.Millisecond)
 		fmt.Printf("lang=go mode=guards guards=%d seconds=%d loops=%d cpu_ms=%.1f ns_per_tick=%.0f ns_per_loop=%.0f\n",
 			n, secs, loops, float64(cpu)/1e6, float64(cpu)/ticks, float64(cpu)/float64(loops))
 		set.Close()

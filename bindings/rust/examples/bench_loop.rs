@@ -48,7 +48,7 @@ fn main() -> std::io::Result<()> {
             let n: usize = n.parse().unwrap();
             let secs: u64 = secs.parse().unwrap();
             let set = Set::new()?;
-            let opt = Options { tick: Duration::from_millis(10), ..Options::new(64 << 20)? };
+            let opt = Options { tick: Duration::from_millis(50), ..Options::new(64 << 20)? };
             let mut dirs = Vec::new();
             for i in 0..n {
                 let d = std::path::Path::new(dir).join(format!("rs-{i}"));
@@ -75,7 +75,7 @@ fn main() -> std::io::Result<()> {
                 loops += 1;
             }
             let (cpu, wall) = (thread_cpu_ns() - cpu0, t0.elapsed());
-            let ticks = n as f64 * wall.as_secs_f64() / 0.010;
+            let ticks = n as f64 * wall.as_secs_f64() / 0.050;
             println!(
                 "lang=rust mode=guards guards={n} seconds={secs} loops={loops} cpu_ms={:.1} ns_per_tick={:.0} ns_per_loop={:.0}",
                 cpu as f64 / 1e6,
