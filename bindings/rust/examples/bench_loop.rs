@@ -48,7 +48,10 @@ fn main() -> std::io::Result<()> {
             let n: usize = n.parse().unwrap();
             let secs: u64 = secs.parse().unwrap();
             let set = Set::new()?;
-            let opt = Options { tick: Duration::from_millis(50), ..Options::new(64 << 20)? };
+            let opt = Options {
+                tick: Duration::from_millis(50),
+                ..Options::new(64 << 20)?
+            };
             let mut dirs = Vec::new();
             for i in 0..n {
                 let d = std::path::Path::new(dir).join(format!("rs-{i}"));
@@ -68,7 +71,11 @@ fn main() -> std::io::Result<()> {
             let (cpu0, t0) = (thread_cpu_ns(), Instant::now());
             let mut loops = 0u64;
             while Instant::now() < end {
-                let mut p = PollFd { fd: set.as_raw_fd(), events: 1, revents: 0 };
+                let mut p = PollFd {
+                    fd: set.as_raw_fd(),
+                    events: 1,
+                    revents: 0,
+                };
                 // SAFETY: one valid pollfd.
                 unsafe { poll(&mut p, 1, 100) };
                 set.process()?;

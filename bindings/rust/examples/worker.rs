@@ -18,7 +18,10 @@ extern "C" {
 
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
-    let (Some(limit), cgroups) = (args.next().and_then(|l| l.parse::<u64>().ok()), args.collect::<Vec<_>>()) else {
+    let (Some(limit), cgroups) = (
+        args.next().and_then(|l| l.parse::<u64>().ok()),
+        args.collect::<Vec<_>>(),
+    ) else {
         eprintln!("usage: worker LIMIT-BYTES CGROUP-DIR...");
         std::process::exit(2);
     };
@@ -43,7 +46,11 @@ fn main() -> std::io::Result<()> {
         })?;
     }
     while !set.is_empty() {
-        let mut p = PollFd { fd: set.as_raw_fd(), events: 1, revents: 0 };
+        let mut p = PollFd {
+            fd: set.as_raw_fd(),
+            events: 1,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd.
         unsafe { poll(&mut p, 1, -1) };
         set.process()?;

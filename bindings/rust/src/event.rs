@@ -185,7 +185,7 @@ impl Report {
         }
     }
 
-    pub(crate) fn to_c(&self) -> ffi::mg_report {
+    pub(crate) fn to_c(self) -> ffi::mg_report {
         ffi::mg_report {
             size: std::mem::size_of::<ffi::mg_report>() as u64,
             time_usec: self.time_usec,

@@ -330,7 +330,12 @@ extern "C" {
     pub fn mg_guard_recover(cgroup_path: *const c_char, flags: c_uint) -> c_int;
     pub fn mg_set_new(o: *const mg_set_options, ret: *mut *mut mg_set) -> c_int;
     pub fn mg_set_free(s: *mut mg_set) -> *mut mg_set;
-    pub fn mg_set_add(s: *mut mg_set, cgroup_path: *const c_char, o: *const mg_guard_options, ret: *mut *mut mg_guard) -> c_int;
+    pub fn mg_set_add(
+        s: *mut mg_set,
+        cgroup_path: *const c_char,
+        o: *const mg_guard_options,
+        ret: *mut *mut mg_guard,
+    ) -> c_int;
     pub fn mg_set_remove(s: *mut mg_set, g: *mut mg_guard) -> c_int;
     pub fn mg_set_size(s: *const mg_set) -> usize;
     pub fn mg_set_get_fd(s: *const mg_set) -> c_int;

@@ -66,8 +66,8 @@
 //! gets EPERM aborts).  A worker that confines its set's thread calls it
 //! itself, after making its sets, knowing what else that thread runs.
 
-pub mod ffi;
 mod event;
+pub mod ffi;
 mod lock;
 mod snapshot;
 
@@ -239,7 +239,7 @@ struct GuardState {
 }
 
 enum Pending {
-    Event(u64, Event),
+    Event(u64, Box<Event>),
     Log(u64, LogLevel, String),
 }
 
@@ -289,7 +289,7 @@ unsafe extern "C" fn on_event(_g: *mut ffi::mg_guard, ev: *const ffi::mg_event, 
     if thread::current().id() != set.shared.thread || (*st).running {
         // A snapshot write's thread, or an event of a guard whose closure
         // runs: after it, on the set's thread.
-        set.shared.push(Pending::Event((*st).id, e));
+        set.shared.push(Pending::Event((*st).id, Box::new(e)));
         return;
     }
     set.deliver(st, &e);
@@ -366,7 +366,11 @@ impl Set {
     }
 
     fn state(&self, g: Guard) -> io::Result<*mut GuardState> {
-        self.guards.borrow().get(&g.0).copied().ok_or_else(|| io::Error::from_raw_os_error(EINVAL))
+        self.guards
+            .borrow()
+            .get(&g.0)
+            .copied()
+            .ok_or_else(|| io::Error::from_raw_os_error(EINVAL))
     }
 
     /// Calls the guard's closure; frees its state if it removed itself.
@@ -395,7 +399,7 @@ impl Set {
                 Pending::Event(id, _) | Pending::Log(id, _, _) => (*id, self.guards.borrow().get(id).copied()),
             };
             let Some(st) = st else { continue }; // removed since
-            // SAFETY: a state in the map is alive; the set's thread.
+                                                 // SAFETY: a state in the map is alive; the set's thread.
             unsafe {
                 match p {
                     Pending::Event(_, e) if !(*st).running => self.deliver(st, &e),
@@ -551,7 +555,10 @@ impl Set {
     /// Reads everything the slow path reads, and the verdict it would give
     /// now, without acting.
     pub fn report(&self, g: Guard) -> io::Result<Report> {
-        let mut c = ffi::mg_report { size: std::mem::size_of::<ffi::mg_report>() as u64, ..Default::default() };
+        let mut c = ffi::mg_report {
+            size: std::mem::size_of::<ffi::mg_report>() as u64,
+            ..Default::default()
+        };
         // SAFETY: c is a report of our size.
         check(self.with_guard(g, |p| unsafe { ffi::mg_guard_report(p, &mut c) })?)?;
         Ok(Report::from_c(&c))
@@ -620,7 +627,10 @@ impl Set {
     /// ([`snapshot_write`]).
     pub fn snapshot_guard(&self, g: Guard) -> io::Result<SnapshotGuard> {
         self.state(g)?;
-        Ok(SnapshotGuard { shared: self.shared.clone(), id: g.0 })
+        Ok(SnapshotGuard {
+            shared: self.shared.clone(),
+            id: g.0,
+        })
     }
 }
 

@@ -32,7 +32,10 @@ impl Drop for Held<'_> {
 
 impl ReLock {
     pub(crate) fn new() -> ReLock {
-        ReLock { st: Mutex::new(State::default()), cv: Condvar::new() }
+        ReLock {
+            st: Mutex::new(State::default()),
+            cv: Condvar::new(),
+        }
     }
 
     pub(crate) fn hold(&self) -> Held<'_> {

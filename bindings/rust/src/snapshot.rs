@@ -82,8 +82,11 @@ pub struct SnapshotOptions<'a> {
     pub mode: u32,
     pub min_hole_bytes: u64,
     /// The write's own log lines (on the calling thread).
-    pub log: Option<&'a mut dyn FnMut(LogLevel, &str)>,
+    pub log: Option<LogRef<'a>>,
 }
+
+/// A log callback borrowed for one call.
+pub type LogRef<'a> = &'a mut dyn FnMut(LogLevel, &str);
 
 /// What a write or restore did; the `*_usec` fields are how long each phase
 /// took (memguard/snapshot.h).
@@ -111,7 +114,7 @@ pub enum Target<'a> {
 }
 
 unsafe extern "C" fn on_log(level: c_int, msg: *const c_char, ud: *mut c_void) {
-    let f = &mut *(ud as *mut &mut dyn FnMut(LogLevel, &str));
+    let f = &mut *(ud as *mut LogRef<'_>);
     f(LogLevel::from_c(level), &CStr::from_ptr(msg).to_string_lossy());
 }
 
@@ -142,7 +145,10 @@ fn options(o: &SnapshotOptions<'_>) -> ffi::mg_snapshot_options {
 }
 
 fn stats() -> ffi::mg_snapshot_stats {
-    ffi::mg_snapshot_stats { size: std::mem::size_of::<ffi::mg_snapshot_stats>() as u64, ..Default::default() }
+    ffi::mg_snapshot_stats {
+        size: std::mem::size_of::<ffi::mg_snapshot_stats>() as u64,
+        ..Default::default()
+    }
 }
 
 /// Writes `src` to `dir/name` atomically, inside a lend of `o.guard` if
@@ -159,7 +165,7 @@ pub fn snapshot_write(
     let mut c = options(&o);
     if let Some(l) = log.as_mut() {
         c.log = Some(on_log);
-        c.log_userdata = l as *mut &mut dyn FnMut(LogLevel, &str) as *mut c_void;
+        c.log_userdata = l as *mut LogRef<'_> as *mut c_void;
     }
     let s = match src {
         Image::Memory(b) => ffi::mg_snapshot_source {
@@ -169,9 +175,13 @@ pub fn snapshot_write(
             offset: 0,
             length: b.len() as u64,
         },
-        Image::Fd { fd, offset, length } => {
-            ffi::mg_snapshot_source { kind: ffi::MG_SNAPSHOT_FD, fd, addr: std::ptr::null(), offset, length }
-        }
+        Image::Fd { fd, offset, length } => ffi::mg_snapshot_source {
+            kind: ffi::MG_SNAPSHOT_FD,
+            fd,
+            addr: std::ptr::null(),
+            offset,
+            length,
+        },
     };
     let mut st = stats();
     let Some(g) = o.guard else {
@@ -214,7 +224,7 @@ pub fn snapshot_restore(
     let mut c = options(&o);
     if let Some(l) = log.as_mut() {
         c.log = Some(on_log);
-        c.log_userdata = l as *mut &mut dyn FnMut(LogLevel, &str) as *mut c_void;
+        c.log_userdata = l as *mut LogRef<'_> as *mut c_void;
     }
     let t = match dst {
         Target::Memory(b) => ffi::mg_snapshot_target {
@@ -224,9 +234,13 @@ pub fn snapshot_restore(
             offset: 0,
             length: b.len() as u64,
         },
-        Target::Fd { fd, offset, length } => {
-            ffi::mg_snapshot_target { kind: ffi::MG_SNAPSHOT_FD, fd, addr: std::ptr::null_mut(), offset, length }
-        }
+        Target::Fd { fd, offset, length } => ffi::mg_snapshot_target {
+            kind: ffi::MG_SNAPSHOT_FD,
+            fd,
+            addr: std::ptr::null_mut(),
+            offset,
+            length,
+        },
     };
     let mut st = stats();
     // SAFETY: everything c and t point to lives through the call.

@@ -46,7 +46,11 @@ fn add_errors_are_errnos_and_leave_nothing() {
     let _ = std::os::unix::fs::symlink(&dir, dir.join("link"));
     let opt = Options::new(64 << 20).unwrap();
     let dropped = Rc::new(Cell::new(0));
-    for (p, want) in [(dir.clone(), 95 /* ENOTSUP */), (dir.join("none"), 2), (dir.join("link"), 40 /* ELOOP */)] {
+    for (p, want) in [
+        (dir.clone(), 95 /* ENOTSUP */),
+        (dir.join("none"), 2),
+        (dir.join("link"), 40 /* ELOOP */),
+    ] {
         struct Count(Rc<Cell<i32>>);
         impl Drop for Count {
             fn drop(&mut self) {
@@ -54,7 +58,11 @@ fn add_errors_are_errnos_and_leave_nothing() {
             }
         }
         let c = Count(dropped.clone());
-        let e = set.add(&p, &opt, move |_, _, _| { let _ = &c; }).unwrap_err();
+        let e = set
+            .add(&p, &opt, move |_, _, _| {
+                let _ = &c;
+            })
+            .unwrap_err();
         assert_eq!(errno(&e), want, "{}", p.display());
     }
     assert_eq!(dropped.get(), 3, "the closures of failed adds are dropped");
@@ -80,9 +88,22 @@ fn fill_record() -> KillRecord {
         unsafe { *p.add(i) = next() };
     }
     stat.kernel_derived = true;
-    let mut line = || PsiLine { avg10_centipct: next() as u32, avg60_centipct: next() as u32, avg300_centipct: next() as u32, total_usec: next() };
-    let memory_pressure = Psi { some: line(), full: line(), has_full: true };
-    let io_pressure = Psi { some: line(), full: line(), has_full: true };
+    let mut line = || PsiLine {
+        avg10_centipct: next() as u32,
+        avg60_centipct: next() as u32,
+        avg300_centipct: next() as u32,
+        total_usec: next(),
+    };
+    let memory_pressure = Psi {
+        some: line(),
+        full: line(),
+        has_full: true,
+    };
+    let io_pressure = Psi {
+        some: line(),
+        full: line(),
+        has_full: true,
+    };
     KillRecord {
         reason: KillReason::Stall,
         method: KillMethod::Pidfd,
@@ -102,7 +123,14 @@ fn fill_record() -> KillRecord {
             stat,
             memory_pressure,
             io_pressure,
-            events: MemEvents { low: next(), high: next(), max: next(), oom: next(), oom_kill: next(), oom_group_kill: next() },
+            events: MemEvents {
+                low: next(),
+                high: next(),
+                max: next(),
+                oom: next(),
+                oom_kill: next(),
+                oom_group_kill: next(),
+            },
             stall: Duration::from_micros(next()),
             stall_signals: 5,
             verdict: Verdict::Stall,
@@ -120,7 +148,10 @@ fn kill_record_keeps_every_field() {
     let back = unsafe { KillRecord::from_c(&c) };
     assert_eq!(back, k);
     let s = k.to_string();
-    assert!(s.contains("/sys/fs/cgroup/w/vm-7") && s.contains("limit 65536kB"), "{s}");
+    assert!(
+        s.contains("/sys/fs/cgroup/w/vm-7") && s.contains("limit 65536kB"),
+        "{s}"
+    );
     // A record of an older, shorter library: what it lacks reads as zero.
     let mut r = k.report.to_c();
     r.size = 16;
@@ -151,12 +182,28 @@ fn snapshot_write_and_restore_on_a_plain_directory() {
     let fp = dir.join("img");
     File::create(&fp).unwrap().write_all(&img).unwrap();
     let f = File::open(&fp).unwrap();
-    snapshot_write(Image::Fd { fd: f.as_raw_fd(), offset: 0, length: img.len() as u64 }, &d, "fd.snap", SnapshotOptions::default()).unwrap();
+    snapshot_write(
+        Image::Fd {
+            fd: f.as_raw_fd(),
+            offset: 0,
+            length: img.len() as u64,
+        },
+        &d,
+        "fd.snap",
+        SnapshotOptions::default(),
+    )
+    .unwrap();
     back.fill(0xff);
     snapshot_restore(&d, "fd.snap", Target::Memory(&mut back), SnapshotOptions::default()).unwrap();
     assert!(back == img);
 
-    let e = snapshot_restore(&d, "vm.snap", Target::Memory(&mut back[page..]), SnapshotOptions::default()).unwrap_err();
+    let e = snapshot_restore(
+        &d,
+        "vm.snap",
+        Target::Memory(&mut back[page..]),
+        SnapshotOptions::default(),
+    )
+    .unwrap_err();
     assert_eq!(errno(&e), 90); // EMSGSIZE
     let e = snapshot_restore(&d, "none", Target::Memory(&mut back), SnapshotOptions::default()).unwrap_err();
     assert_eq!(errno(&e), 2);
@@ -167,7 +214,16 @@ fn snapshot_write_and_restore_on_a_plain_directory() {
     std::fs::write(&p, b).unwrap();
     let mut lines = Vec::new();
     let mut log = |_: LogLevel, m: &str| lines.push(m.to_string());
-    let e = snapshot_restore(&d, "vm.snap", Target::Memory(&mut back), SnapshotOptions { log: Some(&mut log), ..Default::default() }).unwrap_err();
+    let e = snapshot_restore(
+        &d,
+        "vm.snap",
+        Target::Memory(&mut back),
+        SnapshotOptions {
+            log: Some(&mut log),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
     assert_eq!(errno(&e), 74); // EBADMSG
     assert!(!lines.is_empty(), "no log line says what was wrong");
     let e = snapshot_write(Image::Memory(&img[..page + 1]), &d, "x", SnapshotOptions::default()).unwrap_err();

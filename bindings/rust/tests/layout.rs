@@ -91,7 +91,11 @@ fn ffi_declarations_match_the_header() {
         writeln!(c, "printf(\"size enum {0} %zu\\n\", sizeof(enum {0}));", e).unwrap();
         r.insert(format!("size enum {e}"), size_of::<std::ffi::c_uint>());
     }
-    writeln!(c, "printf(\"const MG_UNLIMITED %llu\\n\", (unsigned long long) MG_UNLIMITED);").unwrap();
+    writeln!(
+        c,
+        "printf(\"const MG_UNLIMITED %llu\\n\", (unsigned long long) MG_UNLIMITED);"
+    )
+    .unwrap();
     c.push_str("return 0;\n}\n");
 
     let dir = std::env::temp_dir().join(format!("cgg-layout-{}", std::process::id()));

@@ -13,7 +13,8 @@
 //!     inside its kill callback.
 //!   - lend: memory.high 50 MiB; lends to max, +1 MiB and with a 300 ms
 //!     deadline: each end writes back exactly 52428800; a stale end is ESTALE
-//!     and changes nothing.
+//!     and changes nothing; a lend begun inside the closure has its event
+//!     delivered after the closure returns.
 //!   - snapshot: memory.high 64 MiB; a 32 MiB image written in a lend of the
 //!     guard on another thread while the set's thread ticks; memory.high
 //!     back to 67108864; the lend's events delivered on the set's thread;
@@ -91,7 +92,11 @@ fn pump(set: &Set, d: Duration, mut done: impl FnMut() -> bool) {
     let end = Instant::now() + d;
     while !done() {
         assert!(Instant::now() < end, "not done within {d:?}");
-        let mut p = PollFd { fd: set.as_raw_fd(), events: 1, revents: 0 };
+        let mut p = PollFd {
+            fd: set.as_raw_fd(),
+            events: 1,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd.
         unsafe { poll(&mut p, 1, 100) };
         set.process().unwrap();
@@ -121,8 +126,15 @@ fn vm_overshoot_killed_with_its_record() {
         })
         .unwrap();
     let mut child = start_in(&cg.0, &["anon", "160", "256", "-1"]);
-    pump(&set, Duration::from_secs(60), || log.borrow().iter().any(|e| e.kind == EventType::Kill));
-    let ev = log.borrow().iter().find(|e| e.kind == EventType::Kill).cloned().unwrap();
+    pump(&set, Duration::from_secs(60), || {
+        log.borrow().iter().any(|e| e.kind == EventType::Kill)
+    });
+    let ev = log
+        .borrow()
+        .iter()
+        .find(|e| e.kind == EventType::Kill)
+        .cloned()
+        .unwrap();
     let k = ev.kill.expect("a kill event without its record");
     eprintln!("record: {k}");
     let r = &k.report;
@@ -138,7 +150,10 @@ fn vm_overshoot_killed_with_its_record() {
     assert_eq!(r.verdict, Verdict::Overshoot);
     assert!(r.time_usec > 0 && r.time_usec <= k.kill_usec);
     assert!(k.to_string().contains("limit 65536kB"));
-    assert_eq!(removed.borrow_mut().take().expect("removed in its callback").unwrap(), 0);
+    assert_eq!(
+        removed.borrow_mut().take().expect("removed in its callback").unwrap(),
+        0
+    );
     assert_eq!(set.remove(g).unwrap_err().raw_os_error(), Some(22));
     let st = child.wait().unwrap();
     assert_eq!(st.signal(), Some(9), "workload: {st:?}");
@@ -152,7 +167,11 @@ fn vm_lend_restores_memory_high_exactly() {
     let set = Set::new().unwrap();
     let log: Log = Rc::default();
     let l = log.clone();
-    let g = set.add(&cg.0, &Options::new(64 << 20).unwrap(), move |_, _, ev| l.borrow_mut().push(ev.clone())).unwrap();
+    let g = set
+        .add(&cg.0, &Options::new(64 << 20).unwrap(), move |_, _, ev| {
+            l.borrow_mut().push(ev.clone())
+        })
+        .unwrap();
 
     let l1 = set.lend_begin(g, UNLIMITED, Deadline::None).unwrap();
     assert_eq!(read(&high), "max");
@@ -161,7 +180,10 @@ fn vm_lend_restores_memory_high_exactly() {
         let b = ev.last().unwrap().lend.unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].kind, EventType::LendBegin);
-        assert_eq!((b.id, b.old_high_bytes, b.new_high_bytes, b.deadline_usec), (l1.id, 52428800, UNLIMITED, u64::MAX));
+        assert_eq!(
+            (b.id, b.old_high_bytes, b.new_high_bytes, b.deadline_usec),
+            (l1.id, 52428800, UNLIMITED, u64::MAX)
+        );
     }
     set.lend_end(&l1).unwrap();
     pump(&set, Duration::from_secs(30), || last_is(&log, EventType::LendEnd));
@@ -181,12 +203,52 @@ fn vm_lend_restores_memory_high_exactly() {
     assert!(log.borrow().last().unwrap().lend.unwrap().restored);
     assert_eq!(read(&high), "52428800");
 
-    let l3 = set.lend_begin(g, UNLIMITED, Deadline::After(Duration::from_millis(300))).unwrap();
+    let l3 = set
+        .lend_begin(g, UNLIMITED, Deadline::After(Duration::from_millis(300)))
+        .unwrap();
     pump(&set, Duration::from_secs(30), || last_is(&log, EventType::LendExpired));
     let e = log.borrow().last().unwrap().lend.unwrap();
     assert!(e.id == l3.id && e.restored, "{e:?}");
     assert_eq!(read(&high), "52428800");
     assert_eq!(set.lend_end(&l3).unwrap_err().raw_os_error(), Some(2));
+
+    // A lend begun inside the closure: its LendBegin comes while the
+    // closure runs, and is delivered right after it returns, in order.
+    let cg2 = mkcg("lend-nested");
+    fs::write(cg2.0.join("memory.high"), "52428800").unwrap();
+    let log2: Log = Rc::default();
+    let nested = Rc::new(RefCell::new(None));
+    let (l, n) = (log2.clone(), nested.clone());
+    let g2 = set
+        .add(&cg2.0, &Options::new(64 << 20).unwrap(), move |set, g, ev| {
+            l.borrow_mut().push(ev.clone());
+            if ev.kind == EventType::LendExpired {
+                *n.borrow_mut() = Some(set.lend_begin(g, UNLIMITED, Deadline::None).unwrap());
+                assert_eq!(
+                    l.borrow().last().unwrap().kind,
+                    EventType::LendExpired,
+                    "delivered inside the closure"
+                );
+            }
+        })
+        .unwrap();
+    set.lend_begin(g2, UNLIMITED, Deadline::After(Duration::from_millis(300)))
+        .unwrap();
+    pump(&set, Duration::from_secs(30), || {
+        last_is(&log2, EventType::LendBegin) && nested.borrow().is_some()
+    });
+    let kinds: Vec<EventType> = log2.borrow().iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [EventType::LendBegin, EventType::LendExpired, EventType::LendBegin]
+    );
+    let inner = nested.borrow_mut().take().unwrap();
+    assert_eq!(log2.borrow().last().unwrap().lend.unwrap().id, inner.id);
+    assert_eq!(read(&cg2.0.join("memory.high")), "max");
+    set.lend_end(&inner).unwrap();
+    pump(&set, Duration::from_secs(30), || last_is(&log2, EventType::LendEnd));
+    assert_eq!(read(&cg2.0.join("memory.high")), "52428800");
+    set.remove(g2).unwrap();
 }
 
 #[test]
@@ -213,7 +275,15 @@ fn vm_snapshot_written_in_a_lend_and_restored() {
     let im = img.clone();
     let writer = std::thread::spawn(move || {
         let dir = File::open("/mnt/disk").unwrap();
-        snapshot_write(Image::Memory(&im), &dir, "vm.snap", SnapshotOptions { guard: Some(&sg), ..Default::default() })
+        snapshot_write(
+            Image::Memory(&im),
+            &dir,
+            "vm.snap",
+            SnapshotOptions {
+                guard: Some(&sg),
+                ..Default::default()
+            },
+        )
     });
     // The set's thread goes on ticking while the write runs.
     let mut ticks = 0;
@@ -224,12 +294,31 @@ fn vm_snapshot_written_in_a_lend_and_restored() {
     let st = writer.join().unwrap().unwrap();
     pump(&set, Duration::from_secs(10), || last_is(&log, EventType::LendEnd));
     let ev = log.borrow();
-    let b = ev.iter().find(|e| e.kind == EventType::LendBegin).unwrap().lend.unwrap();
+    let b = ev
+        .iter()
+        .find(|e| e.kind == EventType::LendBegin)
+        .unwrap()
+        .lend
+        .unwrap();
     let e = ev.iter().find(|e| e.kind == EventType::LendEnd).unwrap().lend.unwrap();
-    assert!(b.id == e.id && e.restored && b.old_high_bytes == 67108864, "{b:?} {e:?}");
+    assert!(
+        b.id == e.id && e.restored && b.old_high_bytes == 67108864,
+        "{b:?} {e:?}"
+    );
     assert_eq!(read(&high), "67108864");
-    assert!(st.lend_bytes > 0 && st.image_bytes == img.len() as u64 && st.write_usec > 0 && st.total_usec >= st.write_usec + st.sync_usec, "{st:?}");
-    eprintln!("written: method {}, {} data bytes, {} us, {ticks} loop turns meanwhile", st.method_used(), st.data_bytes, st.total_usec);
+    assert!(
+        st.lend_bytes > 0
+            && st.image_bytes == img.len() as u64
+            && st.write_usec > 0
+            && st.total_usec >= st.write_usec + st.sync_usec,
+        "{st:?}"
+    );
+    eprintln!(
+        "written: method {}, {} data bytes, {} us, {ticks} loop turns meanwhile",
+        st.method_used(),
+        st.data_bytes,
+        st.total_usec
+    );
     let mut back = vec![0u8; img.len()];
     let dir = File::open("/mnt/disk").unwrap();
     snapshot_restore(&dir, "vm.snap", Target::Memory(&mut back), SnapshotOptions::default()).unwrap();
@@ -244,7 +333,10 @@ fn vm_guard_removed_inside_its_own_callback() {
     let log: Log = Rc::default();
     let removed = Rc::new(RefCell::new(None));
     let (l, rm) = (log.clone(), removed.clone());
-    let opt = Options { tick: Duration::from_millis(50), ..Options::new(64 << 20).unwrap() };
+    let opt = Options {
+        tick: Duration::from_millis(50),
+        ..Options::new(64 << 20).unwrap()
+    };
     set.add(&cg.0, &opt, move |set, g, ev| {
         l.borrow_mut().push(ev.clone());
         if ev.kind == EventType::Gone {
@@ -260,5 +352,10 @@ fn vm_guard_removed_inside_its_own_callback() {
     let n = log.borrow().len();
     let end = Instant::now() + Duration::from_secs(1);
     pump(&set, Duration::from_secs(2), || Instant::now() > end);
-    assert_eq!(log.borrow().len(), n, "an event after the removal: {:?}", log.borrow().last());
+    assert_eq!(
+        log.borrow().len(),
+        n,
+        "an event after the removal: {:?}",
+        log.borrow().last()
+    );
 }
