@@ -25,6 +25,7 @@ static int cgg_snapshot_restore(int dirfd, const char *name, uint32_t kind, int 
 import "C"
 
 import (
+	"runtime"
 	"runtime/cgo"
 	"sync/atomic"
 	"syscall"
@@ -198,7 +199,11 @@ func SnapshotWrite(src SnapshotImage, dirfd int, name string, o *SnapshotOptions
 	// set's lock).  Between the check that the guard is still in its set and
 	// that hold the set's thread must not free it, so the lock is taken here
 	// and given up at the end of that first call (releaseAtOne), or after
-	// the write if it failed before making it.
+	// the write if it failed before making it.  The lock knows its holder
+	// by thread: the goroutine must not move between taking it here and the
+	// write's calls.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	tid := int32(syscall.Gettid())
 	set.lock()
 	if set.closed || o.Guard.ptr == nil {

@@ -51,6 +51,10 @@
 //! on the writing thread, are queued and delivered on the set's thread by
 //! the next `process` (the set's next tick at the latest).
 //!
+//! A closure must return quickly (every guard of the set waits for it) and
+//! must not panic: a panic cannot unwind through the library's C frames, and
+//! aborts the process.
+//!
 //! # Errors
 //!
 //! Every fallible call returns `std::io::Error` made from the library's
