@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package cgroupguard embeds memguard, the cgroup v2 memory guard for sandbox
+// and microVM workers, in a Go program. It is a cgo binding of libmemguard
+// (`#cgo pkg-config: memguard`); it is not awnumar/memguard, which guards
+// secrets in process memory.
+//
+// A Set runs many guards, one per actor cgroup, from one OS thread. Start runs
+// the set's loop on a goroutine of its own, locked to its OS thread; NewSet
+// gives a set to a caller that runs its own loop (Fd, NextTick, Process) on a
+// goroutine it has locked with runtime.LockOSThread.
+//
+//	set, err := cgroupguard.Start(nil)
+//	opt, err := cgroupguard.DefaultOptions(256 << 20) // the actor paid for 256 MiB
+//	opt.OnEvent = func(g *cgroupguard.Guard, ev cgroupguard.Event) {
+//		if ev.Type == cgroupguard.EventKill {
+//			log.Print(ev.Kill) // an OOM-style report
+//		}
+//	}
+//	g, err := set.Add("/sys/fs/cgroup/workers/vm-17", opt)
+//
+// # Threads
+//
+// libmemguard gives a set, its guards and their callbacks to one thread, the
+// one that calls mg_set_process(). The binding keeps that rule for any
+// goroutine: every method of Set, Guard and Lend may be called from any
+// goroutine. With Start, a call from another goroutine is handed to the set's
+// thread and waited for; a call from inside a callback runs at once. With
+// NewSet, calls must come from the thread that made the set (a call from
+// another panics), since the binding cannot run code on a thread it does not
+// own. Go values reach C only as cgo.Handle numbers; C keeps no Go pointer.
+//
+// SnapshotWrite with a guard of a set is the one call that runs on the
+// caller's goroutine, for as long as the write takes: it takes the set's lock
+// around each of its calls on the guard (the write's .lock of
+// memguard/snapshot.h), so the set's thread goes on ticking every guard
+// meanwhile. The set's thread holds that lock around each mg_set_process().
+//
+// # Events: a callback, not a channel
+//
+// Options.OnEvent is called on the set's thread, from inside Process, with
+// the event copied into Go values: nothing in an Event refers to memory of the
+// library, so it may be kept, sent on a channel or logged later. A callback
+// rather than a channel, because:
+//
+//   - the kill record and the lend's end are facts about the tick that made
+//     them; a callback sees them in that tick, and may act in it: remove the
+//     guard (allowed inside its own callback: no event comes from it after),
+//     begin or end a lend, read a report;
+//   - a channel needs a policy when it is full, and both choices are wrong for
+//     a guard: blocking the set's thread stops the ticks, and so the kills, of
+//     every guard of the set; dropping loses kill records;
+//   - a program that wants a channel forwards to one from the callback, with
+//     the buffer and the policy it chooses.
+//
+// A callback must return quickly (every guard of the set waits for it), and
+// must not panic: a panic cannot unwind through the C frames of Process and
+// ends the program.
+//
+// # Errors
+//
+// Every error from the library is a syscall.Errno (errors.Is(err,
+// syscall.ENOENT) works): the negative errno of the C call, as listed in
+// <memguard/memguard.h>.
+//
+// # What Go cannot do: confinement
+//
+// mg_confine_thread() is not bound. It loads a seccomp allowlist on the
+// calling thread (and threads it starts) that covers what the library's C code
+// calls once guards run. A Go program does not control what runs on an OS
+// thread: the runtime runs the scheduler, the garbage collector's work and
+// signal handling on every thread, including one locked with LockOSThread, and
+// makes system calls the list does not have (tgkill to preempt goroutines on
+// other threads, rt_sigaction, clone for new threads, epoll_create1 for the
+// netpoller). A denied call there is not an error the guard reports but a
+// fatal runtime error, at an arbitrary later time. A seccomp filter for a Go
+// program has to be made for the whole program and its runtime, which is not
+// memguard's list. What stays confined: each set's restore worker, a C thread
+// that runs no Go code and confines itself at start (where libseccomp was
+// found). A worker that wants the guard itself confined runs it in a C process
+// of its own (`memguard watch`).
+//
+// # Finding the library
+//
+// cgo runs pkg-config for memguard: for an installed library nothing is
+// needed; against a meson build tree, set
+// PKG_CONFIG_PATH=BUILD/meson-uninstalled and, at run time,
+// LD_LIBRARY_PATH=BUILD/memguard.
+package cgroupguard

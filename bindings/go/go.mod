@@ -1,0 +1,3 @@
+module memguard/cgroupguard
+
+go 1.19

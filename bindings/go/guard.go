@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cgroupguard
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"runtime/cgo"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// Options of one guard. Get them from DefaultOptions, which tunes every
+// threshold to the limit (docs/tuning.md), then change what you need; a zero
+// field means the tuned default.
+type Options struct {
+	LimitBytes             uint64        // required: what the actor paid for
+	Tick                   time.Duration // default 250 ms; 10 ms to 1 h
+	MarginBytes            uint64        // fast path below limit - margin; default limit/16
+	StallWindow            time.Duration // stall criteria must hold this long
+	StallPressurePermyriad uint32        // memory or io some share over the window
+	LendDeadline           time.Duration // default lend deadline
+	KillWait               time.Duration // how long to wait for the cgroup to empty
+	PostKillHoldoff        time.Duration // lagging counters ignored after a kill
+	RefaultWindow          time.Duration // the refault stall rule's window
+	RefaultMappedWindow    time.Duration // the same, while at least half the cache is mapped
+
+	// OnEvent is called on the set's thread with the event copied out
+	// (see the package documentation). It may call any method of the set
+	// but Close, including Remove of its own guard.
+	OnEvent func(g *Guard, ev Event)
+	// Log gets the guard's log lines, on the set's thread (or a snapshot
+	// write's, under the set's lock).
+	Log func(level LogLevel, msg string)
+}
+
+// DefaultOptions are the options mg_guard_options_init() tunes to
+// limitBytes. EINVAL for 0 or Unlimited.
+func DefaultOptions(limitBytes uint64) (Options, error) {
+	var c C.struct_mg_guard_options
+	if err := errno(C.mg_guard_options_init(&c, C.uint64_t(limitBytes))); err != nil {
+		return Options{}, err
+	}
+	return optionsFromC(&c), nil
+}
+
+func optionsFromC(c *C.struct_mg_guard_options) Options {
+	return Options{
+		LimitBytes:             uint64(c.limit_bytes),
+		Tick:                   duration(c.tick_usec),
+		MarginBytes:            uint64(c.margin_bytes),
+		StallWindow:            duration(c.stall_window_usec),
+		StallPressurePermyriad: uint32(c.stall_pressure_permyriad),
+		LendDeadline:           duration(c.lend_deadline_usec),
+		KillWait:               duration(c.kill_wait_usec),
+		PostKillHoldoff:        duration(c.post_kill_holdoff_usec),
+		RefaultWindow:          duration(c.refault_window_usec),
+		RefaultMappedWindow:    duration(c.refault_mapped_window_usec),
+	}
+}
+
+func (o *Options) toC() (C.struct_mg_guard_options, error) {
+	var c C.struct_mg_guard_options
+	c.size = C.uint64_t(unsafe.Sizeof(c))
+	c.limit_bytes = C.uint64_t(o.LimitBytes)
+	c.margin_bytes = C.uint64_t(o.MarginBytes)
+	c.stall_pressure_permyriad = C.uint32_t(o.StallPressurePermyriad)
+	for _, f := range []struct {
+		d   time.Duration
+		ret *C.uint64_t
+	}{
+		{o.Tick, &c.tick_usec},
+		{o.StallWindow, &c.stall_window_usec},
+		{o.LendDeadline, &c.lend_deadline_usec},
+		{o.KillWait, &c.kill_wait_usec},
+		{o.PostKillHoldoff, &c.post_kill_holdoff_usec},
+		{o.RefaultWindow, &c.refault_window_usec},
+		{o.RefaultMappedWindow, &c.refault_mapped_window_usec},
+	} {
+		v, err := usec(f.d)
+		if err != nil {
+			return c, err
+		}
+		*f.ret = v
+	}
+	return c, nil
+}
+
+// Guard guards one actor's cgroup, in a Set. Its methods may be called from
+// any goroutine (see the package documentation); after Remove, or the set's
+// Close, they return EINVAL.
+type Guard struct {
+	set     *Set
+	ptr     *C.mg_guard // nil once removed
+	handle  cgo.Handle
+	onEvent func(*Guard, Event)
+	log     func(LogLevel, string)
+	path    string
+}
+
+func (g *Guard) logLine(level LogLevel, msg string) {
+	if g.log != nil {
+		g.log(level, msg)
+	}
+}
+
+// forget drops the guard's C side; called with the set's lock held, once the
+// library will not call its callbacks again.
+func (g *Guard) forget() {
+	g.ptr = nil
+	g.handle.Delete()
+}
+
+// Path is the cgroup path the guard was made with.
+func (g *Guard) Path() string { return g.path }
+
+// Set is the set the guard belongs to.
+func (g *Guard) Set() *Set { return g.set }
+
+// call runs f with the guard's C pointer on the set's terms; EINVAL if the
+// guard was removed.
+func (g *Guard) call(f func(p *C.mg_guard) C.int) error {
+	var r C.int
+	g.set.do(func() {
+		if g.ptr == nil {
+			r = -C.int(syscall.EINVAL)
+			return
+		}
+		r = f(g.ptr)
+	})
+	return errno(r)
+}
+
+// Remove takes the guard out of its set at once (no more events or logs from
+// it) and frees it; allowed inside its own callback. A lend it holds is
+// ended through the set's restore worker, untold (see mg_set_remove()).
+func (g *Guard) Remove() error {
+	return g.call(func(p *C.mg_guard) C.int {
+		r := C.mg_set_remove(g.set.ptr, p)
+		if r >= 0 {
+			delete(g.set.guards, g)
+			g.forget()
+		}
+		return r
+	})
+}
+
+// Options are the options in force, every default filled in.
+func (g *Guard) Options() (Options, error) {
+	var c C.struct_mg_guard_options
+	c.size = C.uint64_t(unsafe.Sizeof(c))
+	err := g.call(func(p *C.mg_guard) C.int { return C.mg_guard_get_options(p, &c) })
+	if err != nil {
+		return Options{}, err
+	}
+	o := optionsFromC(&c)
+	o.OnEvent, o.Log = g.onEvent, g.log
+	return o, nil
+}
+
+// Report reads everything the slow path reads, and the verdict it would
+// give now, without acting.
+func (g *Guard) Report() (Report, error) {
+	var c C.struct_mg_report
+	c.size = C.uint64_t(unsafe.Sizeof(c))
+	if err := g.call(func(p *C.mg_guard) C.int { return C.mg_guard_report(p, &c) }); err != nil {
+		return Report{}, err
+	}
+	return reportFromC(&c), nil
+}
+
+// IsKilling says the guard killed and waits for the cgroup to empty.
+func (g *Guard) IsKilling() bool {
+	var b bool
+	g.call(func(p *C.mg_guard) C.int { b = bool(C.mg_guard_is_killing(p)); return 0 })
+	return b
+}
+
+// IsLent says a lend is open (its restore under way included).
+func (g *Guard) IsLent() bool {
+	var b bool
+	g.call(func(p *C.mg_guard) C.int { b = bool(C.mg_guard_is_lent(p)); return 0 })
+	return b
+}
+
+// OpenLendID is the id of the open lend, 0 if none: for a lend this program
+// did not begin (one taken over from a record of a process that died).
+func (g *Guard) OpenLendID() uint64 {
+	var id C.uint64_t
+	g.call(func(p *C.mg_guard) C.int { id = C.mg_guard_get_lend_id(p); return 0 })
+	return uint64(id)
+}
+
+// Lend is one lend of memory.high, from Guard.LendBegin. Its End ends that
+// lend and no other.
+type Lend struct {
+	guard *Guard
+	ID    uint64 // never 0; told in the lend's events (LendInfo.ID)
+}
+
+// LendBegin raises memory.high by extraBytes (Unlimited: "max") and pauses
+// kills, around a snapshot write. deadline is relative: 0 takes the
+// options' default, NoDeadline means none; after it the guard restores
+// memory.high by itself (EventLendExpired). EBUSY if a lend is open, or the
+// errno of the memory.high write.
+func (g *Guard) LendBegin(extraBytes uint64, deadline time.Duration) (*Lend, error) {
+	d, err := usec(deadline)
+	if err != nil {
+		return nil, err
+	}
+	var id C.uint64_t
+	if err := g.call(func(p *C.mg_guard) C.int { return C.mg_guard_lend_begin(p, C.uint64_t(extraBytes), d, &id) }); err != nil {
+		return nil, err
+	}
+	return &Lend{guard: g, ID: uint64(id)}, nil
+}
+
+// End ends this lend: the set's restore worker writes the exact previous
+// memory.high back (unless someone changed it during the lend), and
+// EventLendEnd tells when it is done, from a later Process. ENOENT if no
+// lend is open (this one expired or ended), ESTALE if another lend is open:
+// that one is left alone.
+func (l *Lend) End() error {
+	return l.guard.call(func(p *C.mg_guard) C.int { return C.mg_guard_lend_end(p, C.uint64_t(l.ID)) })
+}
+
+// Recover ends a lend a process that died left on the cgroup (its record),
+// writing the recorded memory.high back; run it on each cgroup at start-up,
+// before Add. expiredOnly leaves a lend whose deadline has not passed (EBUSY).
+// It says whether memory.high was written.
+func Recover(cgroupPath string, expiredOnly bool) (bool, error) {
+	cpath := C.CString(cgroupPath)
+	defer C.free(unsafe.Pointer(cpath))
+	var flags C.unsigned
+	if expiredOnly {
+		flags = C.MG_RECOVER_EXPIRED
+	}
+	r := C.mg_guard_recover(cpath, flags)
+	return r == 1, errno(r)
+}

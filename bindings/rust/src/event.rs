@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Events and kill records, copied out of the library's callback into owned
+//! values.
+
+use std::ffi::{c_char, CStr, CString};
+use std::fmt;
+use std::time::Duration;
+
+use crate::ffi;
+
+/// memory.stat in bytes (counters: events), as the library parses it.
+pub type Memstat = ffi::mg_memstat;
+/// A pressure file: averages in hundredths of a percent, totals in usec.
+pub type Psi = ffi::mg_psi;
+/// One line of a pressure file.
+pub type PsiLine = ffi::mg_psi_line;
+/// memory.events.local.
+pub type MemEvents = ffi::mg_mem_events;
+/// The lend an `EventType::Lend*` is about.
+pub type LendInfo = ffi::mg_lend_info;
+/// An actor held over memory.high with nothing left to reclaim.
+pub type ThrottleInfo = ffi::mg_throttle_info;
+
+macro_rules! c_enum {
+    ($(#[$m:meta])* $name:ident, $to_string:ident { $($(#[$vm:meta])* $v:ident = $c:path,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vm])* $v,)*
+            /// A value this binding does not know (a newer library's).
+            Other(u32),
+        }
+        impl $name {
+            pub(crate) fn from_c(v: u32) -> Self {
+                match v {
+                    $($c => $name::$v,)*
+                    o => $name::Other(o),
+                }
+            }
+            pub(crate) fn to_c(self) -> u32 {
+                match self {
+                    $($name::$v => $c,)*
+                    $name::Other(o) => o,
+                }
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                // SAFETY: the library returns a static string for any value.
+                let s = unsafe { CStr::from_ptr(ffi::$to_string(self.to_c())) };
+                f.write_str(&s.to_string_lossy())
+            }
+        }
+    };
+}
+
+c_enum!(
+    /// What an event is about.
+    EventType, mg_event_type_to_string {
+        /// `kill` set; delivered once the cgroup is empty (or the wait timed out).
+        Kill = ffi::MG_EVENT_KILL,
+        /// `lend` set.
+        LendBegin = ffi::MG_EVENT_LEND_BEGIN,
+        /// `lend` set; `lend.restored`: memory.high written back.
+        LendEnd = ffi::MG_EVENT_LEND_END,
+        /// The deadline ended the lend (`lend` set, as for `LendEnd`).
+        LendExpired = ffi::MG_EVENT_LEND_EXPIRED,
+        /// `error` and `what` set; the guard keeps going.
+        Error = ffi::MG_EVENT_ERROR,
+        /// The cgroup vanished; the guard stops.
+        Gone = ffi::MG_EVENT_GONE,
+        /// memory.events.local oom_kill rose by `count`.
+        KernelOom = ffi::MG_EVENT_KERNEL_OOM,
+        /// `throttle` set: held over memory.high; not a kill.
+        Throttled = ffi::MG_EVENT_THROTTLED,
+        /// `report` set: over the limit with no process; not a kill.
+        EmptyOverLimit = ffi::MG_EVENT_EMPTY_OVER_LIMIT,
+        /// `unkillable` and `kill` set: members outlived the kill wait.
+        Unkillable = ffi::MG_EVENT_UNKILLABLE,
+    }
+);
+
+c_enum!(
+    /// What a slow-path read concluded.
+    Verdict, mg_verdict_to_string {
+        Ok = ffi::MG_VERDICT_OK,
+        Near = ffi::MG_VERDICT_NEAR,
+        Stalling = ffi::MG_VERDICT_STALLING,
+        Overshoot = ffi::MG_VERDICT_OVERSHOOT,
+        Stall = ffi::MG_VERDICT_STALL,
+    }
+);
+
+c_enum!(
+    /// Why a guard killed.
+    KillReason, mg_kill_reason_to_string {
+        Overshoot = ffi::MG_KILL_OVERSHOOT,
+        Stall = ffi::MG_KILL_STALL,
+    }
+);
+
+/// How a guard killed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KillMethod {
+    /// cgroup.kill (5.14+).
+    CgroupKill,
+    /// pidfd_send_signal per member.
+    Pidfd,
+    /// A value this binding does not know.
+    Other(u32),
+}
+
+impl KillMethod {
+    fn from_c(v: u32) -> Self {
+        match v {
+            ffi::MG_KILL_CGROUP_KILL => KillMethod::CgroupKill,
+            ffi::MG_KILL_PIDFD => KillMethod::Pidfd,
+            o => KillMethod::Other(o),
+        }
+    }
+    fn to_c(self) -> u32 {
+        match self {
+            KillMethod::CgroupKill => ffi::MG_KILL_CGROUP_KILL,
+            KillMethod::Pidfd => ffi::MG_KILL_PIDFD,
+            KillMethod::Other(o) => o,
+        }
+    }
+}
+
+pub(crate) fn usec_to_duration(us: u64) -> Duration {
+    Duration::from_micros(us)
+}
+
+/// Everything one slow-path read saw.  Times are CLOCK_MONOTONIC usec;
+/// `max_bytes` is `UNLIMITED` for "max".
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Report {
+    pub time_usec: u64,
+    pub limit_bytes: u64,
+    pub margin_bytes: u64,
+    pub current_bytes: u64,
+    pub used_bytes: u64,
+    pub high_bytes: u64,
+    pub max_bytes: u64,
+    pub stat: Memstat,
+    pub memory_pressure: Psi,
+    pub io_pressure: Psi,
+    pub events: MemEvents,
+    pub stall: Duration,
+    /// `ffi::MG_STALL_*` bits.
+    pub stall_signals: u32,
+    pub verdict: Verdict,
+    pub stall_refault_bytes: u64,
+}
+
+/// Copies what `c.size` says exists: a record of an older library has fewer
+/// fields, the rest read as zero.
+fn sized<T: Copy + Default>(c: &T, size: u64) -> T {
+    let mut full = T::default();
+    let n = (size as usize).min(std::mem::size_of::<T>());
+    // SAFETY: both are plain data of type T; n is within both.
+    unsafe { std::ptr::copy_nonoverlapping(c as *const T as *const u8, &mut full as *mut T as *mut u8, n) };
+    full
+}
+
+impl Report {
+    pub(crate) fn from_c(c: &ffi::mg_report) -> Report {
+        let c = sized(c, c.size);
+        Report {
+            time_usec: c.time_usec,
+            limit_bytes: c.limit_bytes,
+            margin_bytes: c.margin_bytes,
+            current_bytes: c.current_bytes,
+            used_bytes: c.used_bytes,
+            high_bytes: c.high_bytes,
+            max_bytes: c.max_bytes,
+            stat: c.stat,
+            memory_pressure: c.memory_pressure,
+            io_pressure: c.io_pressure,
+            events: c.events,
+            stall: usec_to_duration(c.stall_usec),
+            stall_signals: c.stall_signals,
+            verdict: Verdict::from_c(c.verdict),
+            stall_refault_bytes: c.stall_refault_bytes,
+        }
+    }
+
+    pub(crate) fn to_c(self) -> ffi::mg_report {
+        ffi::mg_report {
+            size: std::mem::size_of::<ffi::mg_report>() as u64,
+            time_usec: self.time_usec,
+            limit_bytes: self.limit_bytes,
+            margin_bytes: self.margin_bytes,
+            current_bytes: self.current_bytes,
+            used_bytes: self.used_bytes,
+            high_bytes: self.high_bytes,
+            max_bytes: self.max_bytes,
+            stat: self.stat,
+            memory_pressure: self.memory_pressure,
+            io_pressure: self.io_pressure,
+            events: self.events,
+            stall_usec: self.stall.as_micros() as u64,
+            stall_signals: self.stall_signals,
+            verdict: self.verdict.to_c(),
+            stall_refault_bytes: self.stall_refault_bytes,
+        }
+    }
+}
+
+/// What a kill hands out: the read that decided and when each step came
+/// (CLOCK_MONOTONIC usec).  `Display` is `mg_kill_record_format()`'s
+/// OOM-style report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KillRecord {
+    pub reason: KillReason,
+    pub method: KillMethod,
+    pub cgroup: String,
+    /// First tick that saw the condition.
+    pub detect_usec: u64,
+    /// Signal sent.
+    pub kill_usec: u64,
+    /// cgroup.events populated 0; 0 if not seen.
+    pub empty_usec: u64,
+    /// Gave up waiting for populated 0.
+    pub empty_timed_out: bool,
+    pub report: Report,
+}
+
+unsafe fn string(p: *const c_char) -> String {
+    if p.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+impl KillRecord {
+    pub(crate) unsafe fn from_c(c: &ffi::mg_kill_record) -> KillRecord {
+        KillRecord {
+            reason: KillReason::from_c(c.reason),
+            method: KillMethod::from_c(c.method),
+            cgroup: string(c.cgroup),
+            detect_usec: c.detect_usec,
+            kill_usec: c.kill_usec,
+            empty_usec: c.empty_usec,
+            empty_timed_out: c.empty_timed_out,
+            report: Report::from_c(&c.report),
+        }
+    }
+
+    /// The C record; `cgroup` must outlive it.
+    pub(crate) fn to_c(&self, cgroup: &CString) -> ffi::mg_kill_record {
+        ffi::mg_kill_record {
+            size: std::mem::size_of::<ffi::mg_kill_record>() as u64,
+            reason: self.reason.to_c(),
+            method: self.method.to_c(),
+            cgroup: cgroup.as_ptr(),
+            detect_usec: self.detect_usec,
+            kill_usec: self.kill_usec,
+            empty_usec: self.empty_usec,
+            empty_timed_out: self.empty_timed_out,
+            report: self.report.to_c(),
+        }
+    }
+}
+
+impl fmt::Display for KillRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cg = CString::new(self.cgroup.replace('\0', "?")).unwrap();
+        let c = self.to_c(&cg);
+        let mut buf = vec![0u8; 1024];
+        loop {
+            // SAFETY: c and cg are alive; buf has buf.len() bytes.
+            let n = unsafe { ffi::mg_kill_record_format(&c, buf.as_mut_ptr() as *mut c_char, buf.len()) };
+            if n < 0 {
+                return write!(f, "cgroupguard: {}", std::io::Error::from_raw_os_error(-n));
+            }
+            if (n as usize) < buf.len() {
+                return f.write_str(&String::from_utf8_lossy(&buf[..n as usize]));
+            }
+            buf.resize(n as usize + 1, 0);
+        }
+    }
+}
+
+/// Members that outlived a kill's wait: at most 16 pids with their
+/// /proc/PID/stat states (b'D', b'R' ...; b'?' where unread).
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnkillableInfo {
+    pub kill_usec: u64,
+    pub wait: Duration,
+    pub n_members: u32,
+    pub more_members: bool,
+    pub pids: Vec<i32>,
+    pub states: Vec<u8>,
+}
+
+/// One event of a guard, copied out of the library's callback.
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub kind: EventType,
+    pub cgroup: String,
+    /// CLOCK_MONOTONIC usec.
+    pub time_usec: u64,
+    pub kill: Option<KillRecord>,
+    pub lend: Option<LendInfo>,
+    /// `EventType::Error`: the errno, positive.
+    pub error: Option<i32>,
+    /// `EventType::Error`: what failed, e.g. "memory.stat".
+    pub what: Option<String>,
+    /// `EventType::KernelOom`: kills since the last tick.
+    pub count: u64,
+    pub throttle: Option<ThrottleInfo>,
+    /// `EventType::EmptyOverLimit`: the read that saw it.
+    pub report: Option<Report>,
+    pub unkillable: Option<UnkillableInfo>,
+}
+
+impl Event {
+    /// Copies everything `ev` points to (valid only during the callback).
+    pub(crate) unsafe fn from_c(ev: &ffi::mg_event) -> Event {
+        Event {
+            kind: EventType::from_c(ev.type_),
+            cgroup: string(ev.cgroup),
+            time_usec: ev.time_usec,
+            kill: ev.kill.as_ref().map(|k| KillRecord::from_c(k)),
+            lend: ev.lend.as_ref().copied(),
+            error: if ev.error < 0 { Some(-ev.error) } else { None },
+            what: if ev.what.is_null() { None } else { Some(string(ev.what)) },
+            count: ev.count,
+            throttle: ev.throttle.as_ref().copied(),
+            report: ev.report.as_ref().map(Report::from_c),
+            unkillable: ev.unkillable.as_ref().map(|u| {
+                let n = (u.n_pids as usize).min(ffi::MG_UNKILLABLE_MAX);
+                UnkillableInfo {
+                    kill_usec: u.kill_usec,
+                    wait: usec_to_duration(u.wait_usec),
+                    n_members: u.n_members,
+                    more_members: u.more_members,
+                    pids: u.pids[..n].to_vec(),
+                    states: u.states[..n].iter().map(|&c| c as u8).collect(),
+                }
+            }),
+        }
+    }
+}

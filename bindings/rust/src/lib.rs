@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Rust binding of memguard, the cgroup v2 memory guard for sandbox and
+//! microVM workers (libmemguard, found with pkg-config).
+//!
+//! A [`Set`] runs many guards, one per actor cgroup, behind one fd: poll
+//! [`Set::as_raw_fd`] for reading (mio, tokio's `AsyncFd`, or `poll(2)`), or
+//! sleep until [`Set::next_tick_usec`], then call [`Set::process`].  Events
+//! reach a boxed closure per guard, as owned values copied out of the
+//! library's callback.
+//!
+//! ```no_run
+//! use cgroupguard::{Options, Set, EventType};
+//! use std::os::fd::AsRawFd;
+//! let set = Set::new()?;
+//! let opt = Options::new(256 << 20)?; // the actor paid for 256 MiB
+//! set.add("/sys/fs/cgroup/workers/vm-17", &opt, |set, guard, ev| {
+//!     if let Some(k) = &ev.kill {
+//!         eprintln!("{k}"); // an OOM-style report
+//!     }
+//!     if ev.kind == EventType::Gone {
+//!         set.remove(guard).ok(); // allowed inside its own callback
+//!     }
+//! })?;
+//! loop {
+//!     // poll(2) set.as_raw_fd() for reading, or register it with mio or
+//!     // tokio's AsyncFd; then:
+//!     set.process()?;
+//! }
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! # Threads
+//!
+//! A set, its guards and their callbacks belong to one thread, the one that
+//! calls `mg_set_process()`.  [`Set`] is neither `Send` nor `Sync`, so the
+//! compiler keeps it on the thread that made it, and callbacks run on that
+//! thread, inside [`Set::process`] (or inside the call that caused them,
+//! such as [`Set::lend_begin`]'s `LendBegin`).  A callback gets `&Set` and may
+//! call anything on it but `process`, including [`Set::remove`] of its own
+//! guard.  An event that comes while its guard's closure is already running
+//! (a lend begun from inside it) is delivered right after that closure
+//! returns.
+//!
+//! The one cross-thread call is a snapshot write in a lend of a guard of the
+//! set, for as long as the write takes: [`Set::snapshot_guard`] gives a
+//! `Send` [`SnapshotGuard`] to pass to [`snapshot_write`] on another thread.
+//! The write takes the set's lock around each of its calls on the guard
+//! (the `.lock` of memguard/snapshot.h), which `process` holds around
+//! `mg_set_process()`, so the set's thread goes on ticking meanwhile.  The
+//! guard's events and log lines of the write's lend, which the library makes
+//! on the writing thread, are queued and delivered on the set's thread by
+//! the next `process` (the set's next tick at the latest).
+//!
+//! A closure must return quickly (every guard of the set waits for it) and
+//! must not panic: a panic cannot unwind through the library's C frames, and
+//! aborts the process.
+//!
+//! # Errors
+//!
+//! Every fallible call returns `std::io::Error` made from the library's
+//! negative errno (`raw_os_error()` gives it back), as listed in
+//! `<memguard/memguard.h>`.
+//!
+//! # Confinement
+//!
+//! `mg_confine_thread()` is declared in [`ffi`] but has no safe wrapper: it
+//! confines the calling thread to the C library's own system calls, which
+//! the Rust standard library and allocator on that thread may exceed (a
+//! denied call fails with EPERM, and an allocator or `std::thread` that
+//! gets EPERM aborts).  A worker that confines its set's thread calls it
+//! itself, after making its sets, knowing what else that thread runs.
+
+mod event;
+pub mod ffi;
+mod lock;
+mod snapshot;
+
+pub use event::*;
+pub use snapshot::*;
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::io;
+use std::marker::{PhantomData, PhantomPinned};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, ThreadId};
+use std::time::Duration;
+
+use lock::ReLock;
+
+const EINVAL: i32 = 22;
+const EDEADLK: i32 = 35;
+
+/// "max" in a cgroup limit file: a lend of `UNLIMITED` removes memory.high.
+pub const UNLIMITED: u64 = u64::MAX;
+
+pub(crate) fn check(r: c_int) -> io::Result<c_int> {
+    if r < 0 {
+        Err(io::Error::from_raw_os_error(-r))
+    } else {
+        Ok(r)
+    }
+}
+
+pub(crate) fn cpath(p: &Path) -> io::Result<CString> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::from_raw_os_error(EINVAL))
+}
+
+fn usec(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// A log line's level, as syslog's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    Err,
+    Warning,
+    Info,
+    Debug,
+}
+
+impl LogLevel {
+    fn from_c(l: c_int) -> LogLevel {
+        match l {
+            ffi::MG_LOG_ERR => LogLevel::Err,
+            ffi::MG_LOG_WARNING => LogLevel::Warning,
+            ffi::MG_LOG_INFO => LogLevel::Info,
+            _ => LogLevel::Debug,
+        }
+    }
+}
+
+/// Options of one guard: [`Options::new`] tunes every threshold to the
+/// limit (`mg_guard_options_init()`, docs/tuning.md); change what you need.
+/// A zero field means the tuned default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Required: what the actor paid for.
+    pub limit_bytes: u64,
+    /// Default 250 ms; 10 ms to 1 h.
+    pub tick: Duration,
+    /// Fast path below limit - margin; default limit/16.
+    pub margin_bytes: u64,
+    pub stall_window: Duration,
+    pub stall_pressure_permyriad: u32,
+    pub lend_deadline: Duration,
+    pub kill_wait: Duration,
+    pub post_kill_holdoff: Duration,
+    pub refault_window: Duration,
+    pub refault_mapped_window: Duration,
+}
+
+impl Options {
+    /// The defaults tuned to `limit_bytes`; EINVAL for 0 or `UNLIMITED`.
+    pub fn new(limit_bytes: u64) -> io::Result<Options> {
+        let mut c = std::mem::MaybeUninit::<ffi::mg_guard_options>::zeroed();
+        // SAFETY: c is a writable struct of the library's layout.
+        check(unsafe { ffi::mg_guard_options_init(c.as_mut_ptr(), limit_bytes) })?;
+        // SAFETY: initialised by the call (and zeroed before it).
+        Ok(Options::from_c(unsafe { &c.assume_init() }))
+    }
+
+    pub(crate) fn from_c(c: &ffi::mg_guard_options) -> Options {
+        Options {
+            limit_bytes: c.limit_bytes,
+            tick: usec_to_duration(c.tick_usec),
+            margin_bytes: c.margin_bytes,
+            stall_window: usec_to_duration(c.stall_window_usec),
+            stall_pressure_permyriad: c.stall_pressure_permyriad,
+            lend_deadline: usec_to_duration(c.lend_deadline_usec),
+            kill_wait: usec_to_duration(c.kill_wait_usec),
+            post_kill_holdoff: usec_to_duration(c.post_kill_holdoff_usec),
+            refault_window: usec_to_duration(c.refault_window_usec),
+            refault_mapped_window: usec_to_duration(c.refault_mapped_window_usec),
+        }
+    }
+
+    pub(crate) fn to_c(&self) -> ffi::mg_guard_options {
+        ffi::mg_guard_options {
+            size: std::mem::size_of::<ffi::mg_guard_options>() as u64,
+            limit_bytes: self.limit_bytes,
+            tick_usec: usec(self.tick),
+            margin_bytes: self.margin_bytes,
+            stall_window_usec: usec(self.stall_window),
+            stall_pressure_permyriad: self.stall_pressure_permyriad,
+            lend_deadline_usec: usec(self.lend_deadline),
+            kill_wait_usec: usec(self.kill_wait),
+            post_kill_holdoff_usec: usec(self.post_kill_holdoff),
+            on_event: None,
+            userdata: std::ptr::null_mut(),
+            log: None,
+            log_userdata: std::ptr::null_mut(),
+            refault_window_usec: usec(self.refault_window),
+            refault_mapped_window_usec: usec(self.refault_mapped_window),
+        }
+    }
+}
+
+/// A guard of a [`Set`]: a handle, valid until the guard is removed (then
+/// calls with it are EINVAL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Guard(u64);
+
+/// One lend, from [`Set::lend_begin`]; [`Set::lend_end`] ends that lend and
+/// no other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lend {
+    pub guard: Guard,
+    /// Never 0; told in the lend's events (`LendInfo::id`).
+    pub id: u64,
+}
+
+/// A lend's deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deadline {
+    /// The guard's `lend_deadline`.
+    Default,
+    /// Until ended.
+    None,
+    /// This long from now.
+    After(Duration),
+}
+
+type EventFn = Box<dyn FnMut(&Set, Guard, &Event)>;
+type LogFn = Box<dyn FnMut(LogLevel, &str)>;
+
+struct GuardState {
+    id: u64,
+    ptr: *mut ffi::mg_guard,
+    set: *const Set,
+    path: String,
+    /// None while it runs (taken out of the state for the call).
+    on_event: Option<EventFn>,
+    log: Option<LogFn>,
+    running: bool,
+    removed: bool,
+}
+
+enum Pending {
+    Event(u64, Box<Event>),
+    Log(u64, LogLevel, String),
+}
+
+/// What a snapshot write on another thread shares with the set.
+pub(crate) struct Shared {
+    pub(crate) lock: ReLock,
+    /// Guards in the set, by id (pointers as numbers), changed under `lock`.
+    pub(crate) live: Mutex<HashMap<u64, usize>>,
+    pending: Mutex<VecDeque<Pending>>,
+    /// Something in `pending`: checked before taking its lock.
+    has_pending: AtomicBool,
+    thread: ThreadId,
+}
+
+/// A guard set: many guards, one thread, one fd.  See the crate
+/// documentation for threads.  Dropping it removes every guard and frees the
+/// set, waiting for the restores of lends still open.
+///
+/// It stays on its thread:
+/// ```compile_fail,E0277
+/// let set = cgroupguard::Set::new().unwrap();
+/// std::thread::spawn(move || set.process());
+/// ```
+pub struct Set {
+    ptr: Cell<*mut ffi::mg_set>,
+    shared: Arc<Shared>,
+    guards: RefCell<HashMap<u64, *mut GuardState>>,
+    next_id: Cell<u64>,
+    processing: Cell<bool>,
+    log: RefCell<Option<LogFn>>,
+    _pin: PhantomPinned,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl Shared {
+    fn push(&self, p: Pending) {
+        let mut q = self.pending.lock().unwrap();
+        q.push_back(p);
+        self.has_pending.store(true, Ordering::Release);
+    }
+}
+
+unsafe extern "C" fn on_event(_g: *mut ffi::mg_guard, ev: *const ffi::mg_event, ud: *mut c_void) {
+    let st = ud as *mut GuardState;
+    let set = &*(*st).set;
+    let e = Event::from_c(&*ev);
+    if thread::current().id() != set.shared.thread || (*st).running {
+        // A snapshot write's thread, or an event of a guard whose closure
+        // runs: after it, on the set's thread.
+        set.shared.push(Pending::Event((*st).id, Box::new(e)));
+        return;
+    }
+    set.deliver(st, &e);
+}
+
+unsafe extern "C" fn on_guard_log(level: c_int, msg: *const c_char, ud: *mut c_void) {
+    let st = ud as *mut GuardState;
+    let set = &*(*st).set;
+    let m = CStr::from_ptr(msg).to_string_lossy().into_owned();
+    if thread::current().id() != set.shared.thread {
+        set.shared.push(Pending::Log((*st).id, LogLevel::from_c(level), m));
+        return;
+    }
+    if let Some(f) = (*st).log.as_mut() {
+        f(LogLevel::from_c(level), &m);
+    }
+}
+
+unsafe extern "C" fn on_set_log(level: c_int, msg: *const c_char, ud: *mut c_void) {
+    let set = &*(ud as *const Set);
+    let m = CStr::from_ptr(msg).to_string_lossy();
+    if let Ok(mut l) = set.log.try_borrow_mut() {
+        if let Some(f) = l.as_mut() {
+            f(LogLevel::from_c(level), &m);
+        }
+    }
+}
+
+impl Set {
+    /// A set for this thread.  Starts the set's restore worker (a thread
+    /// that runs none of this program's code).
+    pub fn new() -> io::Result<Pin<Box<Set>>> {
+        Set::make(None)
+    }
+
+    /// The same, with a log for the set's own lines.
+    pub fn with_log(log: impl FnMut(LogLevel, &str) + 'static) -> io::Result<Pin<Box<Set>>> {
+        Set::make(Some(Box::new(log)))
+    }
+
+    fn make(log: Option<LogFn>) -> io::Result<Pin<Box<Set>>> {
+        let has_log = log.is_some();
+        let set = Box::pin(Set {
+            ptr: Cell::new(std::ptr::null_mut()),
+            shared: Arc::new(Shared {
+                lock: ReLock::new(),
+                live: Mutex::new(HashMap::new()),
+                pending: Mutex::new(VecDeque::new()),
+                has_pending: AtomicBool::new(false),
+                thread: thread::current().id(),
+            }),
+            guards: RefCell::new(HashMap::new()),
+            next_id: Cell::new(1),
+            processing: Cell::new(false),
+            log: RefCell::new(log),
+            _pin: PhantomPinned,
+            _not_send: PhantomData,
+        });
+        let o = ffi::mg_set_options {
+            size: std::mem::size_of::<ffi::mg_set_options>() as u64,
+            log: if has_log { Some(on_set_log) } else { None },
+            log_userdata: &*set as *const Set as *mut c_void,
+        };
+        let mut p = std::ptr::null_mut();
+        // SAFETY: o is valid; the userdata is the pinned set, which outlives
+        // the C set (freed in Drop).
+        check(unsafe { ffi::mg_set_new(&o, &mut p) })?;
+        set.ptr.set(p);
+        Ok(set)
+    }
+
+    fn lock(&self) -> lock::Held<'_> {
+        self.shared.lock.hold()
+    }
+
+    fn state(&self, g: Guard) -> io::Result<*mut GuardState> {
+        self.guards
+            .borrow()
+            .get(&g.0)
+            .copied()
+            .ok_or_else(|| io::Error::from_raw_os_error(EINVAL))
+    }
+
+    /// Calls the guard's closure; frees its state if it removed itself.
+    unsafe fn deliver(&self, st: *mut GuardState, e: &Event) {
+        let Some(mut f) = (*st).on_event.take() else { return };
+        (*st).running = true;
+        f(self, Guard((*st).id), e);
+        (*st).running = false;
+        if (*st).removed {
+            drop(Box::from_raw(st));
+        } else {
+            (*st).on_event = Some(f);
+        }
+    }
+
+    fn deliver_pending(&self) {
+        while self.shared.has_pending.load(Ordering::Acquire) {
+            let p = {
+                let mut q = self.shared.pending.lock().unwrap();
+                let p = q.pop_front();
+                self.shared.has_pending.store(!q.is_empty(), Ordering::Release);
+                p
+            };
+            let Some(p) = p else { break };
+            let (id, st) = match &p {
+                Pending::Event(id, _) | Pending::Log(id, _, _) => (*id, self.guards.borrow().get(id).copied()),
+            };
+            let Some(st) = st else { continue }; // removed since
+                                                 // SAFETY: a state in the map is alive; the set's thread.
+            unsafe {
+                match p {
+                    Pending::Event(_, e) if !(*st).running => self.deliver(st, &e),
+                    Pending::Event(_, e) => {
+                        // Still running (a nested call delivered pending
+                        // events): keep it for after.
+                        self.shared.push(Pending::Event(id, e));
+                        break;
+                    }
+                    Pending::Log(_, level, m) => {
+                        if let Some(f) = (*st).log.as_mut() {
+                            f(level, &m);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds a guard of the actor's cgroup v2 directory, with a closure for
+    /// its events.  Errors of `mg_guard_new()`: ENOTSUP (not cgroup2),
+    /// ENOENT, ELOOP (a symlink), EACCES, EINVAL, E2BIG, ENOMEM.
+    pub fn add(
+        &self,
+        cgroup: impl AsRef<Path>,
+        opt: &Options,
+        on_event: impl FnMut(&Set, Guard, &Event) + 'static,
+    ) -> io::Result<Guard> {
+        self.add_inner(cgroup.as_ref(), opt, Box::new(on_event), None)
+    }
+
+    /// [`Set::add`] with a closure for the guard's log lines too.
+    pub fn add_with_log(
+        &self,
+        cgroup: impl AsRef<Path>,
+        opt: &Options,
+        on_event: impl FnMut(&Set, Guard, &Event) + 'static,
+        log: impl FnMut(LogLevel, &str) + 'static,
+    ) -> io::Result<Guard> {
+        self.add_inner(cgroup.as_ref(), opt, Box::new(on_event), Some(Box::new(log)))
+    }
+
+    fn add_inner(&self, cgroup: &Path, opt: &Options, f: EventFn, log: Option<LogFn>) -> io::Result<Guard> {
+        let path = cpath(cgroup)?;
+        let id = self.next_id.get();
+        let has_log = log.is_some();
+        let st = Box::into_raw(Box::new(GuardState {
+            id,
+            ptr: std::ptr::null_mut(),
+            set: self,
+            path: cgroup.to_string_lossy().into_owned(),
+            on_event: Some(f),
+            log,
+            running: false,
+            removed: false,
+        }));
+        let mut c = opt.to_c();
+        c.on_event = Some(on_event);
+        c.userdata = st as *mut c_void;
+        if has_log {
+            c.log = Some(on_guard_log);
+            c.log_userdata = st as *mut c_void;
+        }
+        let _l = self.lock();
+        let mut p = std::ptr::null_mut();
+        // SAFETY: c and path are valid for the call; st lives until removed.
+        let r = unsafe { ffi::mg_set_add(self.ptr.get(), path.as_ptr(), &c, &mut p) };
+        if let Err(e) = check(r) {
+            // SAFETY: the library did not keep st.
+            drop(unsafe { Box::from_raw(st) });
+            return Err(e);
+        }
+        // SAFETY: st is ours.
+        unsafe { (*st).ptr = p };
+        self.next_id.set(id + 1);
+        self.guards.borrow_mut().insert(id, st);
+        self.shared.live.lock().unwrap().insert(id, p as usize);
+        Ok(Guard(id))
+    }
+
+    /// Removes the guard at once (no more events or logs from it) and frees
+    /// it; allowed inside its own callback, whose closure is dropped when it
+    /// returns.  A lend it holds is ended through the set's restore worker,
+    /// untold.
+    pub fn remove(&self, g: Guard) -> io::Result<()> {
+        let st = self.state(g)?;
+        let _l = self.lock();
+        // SAFETY: st is in the map, so alive; the set's thread.
+        unsafe {
+            check(ffi::mg_set_remove(self.ptr.get(), (*st).ptr))?;
+            self.guards.borrow_mut().remove(&g.0);
+            self.shared.live.lock().unwrap().remove(&g.0);
+            (*st).ptr = std::ptr::null_mut();
+            if (*st).running {
+                (*st).removed = true; // freed by deliver() once it returns
+            } else {
+                drop(Box::from_raw(st));
+            }
+        }
+        Ok(())
+    }
+
+    fn with_guard<T>(&self, g: Guard, f: impl FnOnce(*mut ffi::mg_guard) -> T) -> io::Result<T> {
+        let st = self.state(g)?;
+        let _l = self.lock();
+        // SAFETY: st is alive while in the map.
+        Ok(f(unsafe { (*st).ptr }))
+    }
+
+    /// Runs every due tick and pending notification; callbacks run in it.
+    /// Returns how many guards acted.  EDEADLK from inside a callback.
+    pub fn process(&self) -> io::Result<usize> {
+        if self.processing.replace(true) {
+            return Err(io::Error::from_raw_os_error(EDEADLK));
+        }
+        let r = {
+            let _l = self.lock();
+            // SAFETY: the set's own thread (Set is !Send).
+            let r = unsafe { ffi::mg_set_process(self.ptr.get()) };
+            self.deliver_pending();
+            r
+        };
+        self.deliver_pending();
+        self.processing.set(false);
+        Ok(check(r)? as usize)
+    }
+
+    /// The CLOCK_MONOTONIC usec of the next due tick, None if none.
+    pub fn next_tick_usec(&self) -> io::Result<Option<u64>> {
+        let mut t = 0;
+        let _l = self.lock();
+        // SAFETY: t is writable.
+        check(unsafe { ffi::mg_set_get_timeout(self.ptr.get(), &mut t) })?;
+        Ok(if t == u64::MAX { None } else { Some(t) })
+    }
+
+    /// The number of guards.
+    pub fn len(&self) -> usize {
+        self.guards.borrow().len()
+    }
+
+    /// No guards.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The cgroup path the guard was made with.
+    pub fn path(&self, g: Guard) -> io::Result<String> {
+        // SAFETY: st is alive while in the map.
+        Ok(unsafe { (*self.state(g)?).path.clone() })
+    }
+
+    /// Reads everything the slow path reads, and the verdict it would give
+    /// now, without acting.
+    pub fn report(&self, g: Guard) -> io::Result<Report> {
+        let mut c = ffi::mg_report {
+            size: std::mem::size_of::<ffi::mg_report>() as u64,
+            ..Default::default()
+        };
+        // SAFETY: c is a report of our size.
+        check(self.with_guard(g, |p| unsafe { ffi::mg_guard_report(p, &mut c) })?)?;
+        Ok(Report::from_c(&c))
+    }
+
+    /// The options in force, every default filled in.
+    pub fn options(&self, g: Guard) -> io::Result<Options> {
+        let mut c = Options::new(1)?.to_c();
+        // SAFETY: c is options of our size.
+        check(self.with_guard(g, |p| unsafe { ffi::mg_guard_get_options(p, &mut c) })?)?;
+        Ok(Options::from_c(&c))
+    }
+
+    /// Killed, and waiting for the cgroup to empty.
+    pub fn is_killing(&self, g: Guard) -> io::Result<bool> {
+        // SAFETY: a live guard.
+        self.with_guard(g, |p| unsafe { ffi::mg_guard_is_killing(p) })
+    }
+
+    /// A lend is open (its restore under way included).
+    pub fn is_lent(&self, g: Guard) -> io::Result<bool> {
+        // SAFETY: a live guard.
+        self.with_guard(g, |p| unsafe { ffi::mg_guard_is_lent(p) })
+    }
+
+    /// The id of the open lend, 0 if none: for one taken over from a record.
+    pub fn open_lend_id(&self, g: Guard) -> io::Result<u64> {
+        // SAFETY: a live guard.
+        self.with_guard(g, |p| unsafe { ffi::mg_guard_get_lend_id(p) })
+    }
+
+    /// Raises memory.high by `extra_bytes` (`UNLIMITED`: "max") and pauses
+    /// kills, around a snapshot write.  EBUSY if a lend is open, or the
+    /// errno of the memory.high write.
+    pub fn lend_begin(&self, g: Guard, extra_bytes: u64, deadline: Deadline) -> io::Result<Lend> {
+        let d = match deadline {
+            Deadline::Default => 0,
+            Deadline::None => u64::MAX,
+            Deadline::After(d) => usec(d).max(1),
+        };
+        let mut id = 0;
+        // SAFETY: a live guard; id writable.
+        check(self.with_guard(g, |p| unsafe { ffi::mg_guard_lend_begin(p, extra_bytes, d, &mut id) })?)?;
+        self.deliver_pending_outside_process();
+        Ok(Lend { guard: g, id })
+    }
+
+    /// Ends this lend: the set's restore worker writes the exact previous
+    /// memory.high back (unless changed from outside meanwhile) and
+    /// `LendEnd` tells when it is done, from a later `process`.  ENOENT if no
+    /// lend is open, ESTALE if another one is (left alone).
+    pub fn lend_end(&self, lend: &Lend) -> io::Result<()> {
+        // SAFETY: a live guard.
+        check(self.with_guard(lend.guard, |p| unsafe { ffi::mg_guard_lend_end(p, lend.id) })?)?;
+        self.deliver_pending_outside_process();
+        Ok(())
+    }
+
+    fn deliver_pending_outside_process(&self) {
+        if !self.processing.get() {
+            self.deliver_pending();
+        }
+    }
+
+    /// A handle for a snapshot write in a lend of `g` on another thread
+    /// ([`snapshot_write`]).
+    pub fn snapshot_guard(&self, g: Guard) -> io::Result<SnapshotGuard> {
+        self.state(g)?;
+        Ok(SnapshotGuard {
+            shared: self.shared.clone(),
+            id: g.0,
+        })
+    }
+}
+
+impl AsRawFd for Set {
+    /// The set's epoll fd, to poll for reading.
+    fn as_raw_fd(&self) -> RawFd {
+        // SAFETY: the set is alive.
+        unsafe { ffi::mg_set_get_fd(self.ptr.get()) }
+    }
+}
+
+impl Drop for Set {
+    fn drop(&mut self) {
+        let _l = self.shared.lock.hold();
+        // SAFETY: the set's thread; nothing calls the closures after this.
+        unsafe { ffi::mg_set_free(self.ptr.get()) };
+        self.shared.live.lock().unwrap().clear();
+        for (_, st) in self.guards.borrow_mut().drain() {
+            // SAFETY: every state in the map is ours, and not running (a
+            // callback cannot drop the set).
+            drop(unsafe { Box::from_raw(st) });
+        }
+    }
+}
+
+/// Ends a lend a process that died left on the cgroup (its record), writing
+/// the recorded memory.high back; run it on each cgroup at start-up, before
+/// adding guards.  `expired_only` leaves a lend whose deadline has not
+/// passed (EBUSY).  Says whether memory.high was written.
+pub fn recover(cgroup: impl AsRef<Path>, expired_only: bool) -> io::Result<bool> {
+    let p = cpath(cgroup.as_ref())?;
+    let flags = if expired_only { ffi::MG_RECOVER_EXPIRED } else { 0 };
+    // SAFETY: p is a C string.
+    Ok(check(unsafe { ffi::mg_guard_recover(p.as_ptr(), flags) })? == 1)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Unit tests that need no cgroup.  The library's fixture trees are not
+//! reachable from a binding (bindings/README.md); tests/vm.rs runs guards on
+//! a real kernel.
+
+use super::*;
+use std::fs::File;
+use std::io::Write;
+use std::rc::Rc;
+
+fn errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(-1)
+}
+
+#[test]
+fn default_options_are_the_librarys_tuning() {
+    // docs/tuning.md's row for 256 MiB.
+    let o = Options::new(256 << 20).unwrap();
+    let ms = Duration::from_millis;
+    assert_eq!(
+        o,
+        Options {
+            limit_bytes: 256 << 20,
+            tick: ms(250),
+            margin_bytes: 16 << 20,
+            stall_window: ms(3000),
+            stall_pressure_permyriad: 1000,
+            lend_deadline: ms(15000),
+            kill_wait: ms(2000),
+            post_kill_holdoff: ms(2250),
+            refault_window: ms(20000),
+            refault_mapped_window: ms(12000),
+        }
+    );
+    assert_eq!(Options::from_c(&o.to_c()), o);
+    for bad in [0, UNLIMITED] {
+        assert_eq!(errno(&Options::new(bad).unwrap_err()), 22);
+    }
+}
+
+#[test]
+fn add_errors_are_errnos_and_leave_nothing() {
+    let set = Set::new().unwrap();
+    let dir = std::env::temp_dir().join(format!("cgg-rs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _ = std::os::unix::fs::symlink(&dir, dir.join("link"));
+    let opt = Options::new(64 << 20).unwrap();
+    let dropped = Rc::new(Cell::new(0));
+    for (p, want) in [
+        (dir.clone(), 95 /* ENOTSUP */),
+        (dir.join("none"), 2),
+        (dir.join("link"), 40 /* ELOOP */),
+    ] {
+        struct Count(Rc<Cell<i32>>);
+        impl Drop for Count {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let c = Count(dropped.clone());
+        let e = set
+            .add(&p, &opt, move |_, _, _| {
+                let _ = &c;
+            })
+            .unwrap_err();
+        assert_eq!(errno(&e), want, "{}", p.display());
+    }
+    assert_eq!(dropped.get(), 3, "the closures of failed adds are dropped");
+    assert!(set.is_empty());
+    assert!(set.as_raw_fd() >= 0);
+    assert_eq!(set.next_tick_usec().unwrap(), None);
+    assert_eq!(set.process().unwrap(), 0);
+    assert_eq!(errno(&set.remove(Guard(1)).unwrap_err()), 22);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn fill_record() -> KillRecord {
+    let mut n = 0u64;
+    let mut next = || {
+        n += 1;
+        n
+    };
+    let mut stat = Memstat::default();
+    // SAFETY: mg_memstat is u64s then a bool: fill the u64s one by one.
+    let words = (std::mem::size_of::<Memstat>() - 8) / 8;
+    let p = &mut stat as *mut Memstat as *mut u64;
+    for i in 0..words {
+        unsafe { *p.add(i) = next() };
+    }
+    stat.kernel_derived = true;
+    let mut line = || PsiLine {
+        avg10_centipct: next() as u32,
+        avg60_centipct: next() as u32,
+        avg300_centipct: next() as u32,
+        total_usec: next(),
+    };
+    let memory_pressure = Psi {
+        some: line(),
+        full: line(),
+        has_full: true,
+    };
+    let io_pressure = Psi {
+        some: line(),
+        full: line(),
+        has_full: true,
+    };
+    KillRecord {
+        reason: KillReason::Stall,
+        method: KillMethod::Pidfd,
+        cgroup: "/sys/fs/cgroup/w/vm-7".into(),
+        detect_usec: next(),
+        kill_usec: next(),
+        empty_usec: next(),
+        empty_timed_out: true,
+        report: Report {
+            time_usec: next(),
+            limit_bytes: 64 << 20,
+            margin_bytes: next(),
+            current_bytes: next(),
+            used_bytes: 96 << 20,
+            high_bytes: next(),
+            max_bytes: next(),
+            stat,
+            memory_pressure,
+            io_pressure,
+            events: MemEvents {
+                low: next(),
+                high: next(),
+                max: next(),
+                oom: next(),
+                oom_kill: next(),
+                oom_group_kill: next(),
+            },
+            stall: Duration::from_micros(next()),
+            stall_signals: 5,
+            verdict: Verdict::Stall,
+            stall_refault_bytes: next(),
+        },
+    }
+}
+
+#[test]
+fn kill_record_keeps_every_field() {
+    let k = fill_record();
+    let cg = CString::new(k.cgroup.clone()).unwrap();
+    let c = k.to_c(&cg);
+    // SAFETY: c is a valid record, cg alive.
+    let back = unsafe { KillRecord::from_c(&c) };
+    assert_eq!(back, k);
+    let s = k.to_string();
+    assert!(
+        s.contains("/sys/fs/cgroup/w/vm-7") && s.contains("limit 65536kB"),
+        "{s}"
+    );
+    // A record of an older, shorter library: what it lacks reads as zero.
+    let mut r = k.report.to_c();
+    r.size = 16;
+    let short = Report::from_c(&r);
+    assert_eq!(short.time_usec, k.report.time_usec);
+    assert_eq!(short.limit_bytes, 0);
+}
+
+#[test]
+fn snapshot_write_and_restore_on_a_plain_directory() {
+    let dir = std::env::temp_dir().join(format!("cgg-rs-snap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = File::open(&dir).unwrap();
+    let page = 4096;
+    let mut img = vec![0u8; 256 * page];
+    for (i, b) in img[..128 * page].iter_mut().enumerate() {
+        *b = (i * 7 + i / 4096) as u8;
+    }
+    let st = snapshot_write(Image::Memory(&img), &d, "vm.snap", SnapshotOptions::default()).unwrap();
+    assert_eq!(st.image_bytes, img.len() as u64);
+    assert_eq!(st.data_bytes + st.skipped_bytes, st.image_bytes);
+    assert_eq!(st.lend_bytes, 0);
+    let mut back = vec![0xffu8; img.len()];
+    snapshot_restore(&d, "vm.snap", Target::Memory(&mut back), SnapshotOptions::default()).unwrap();
+    assert!(back == img, "restored image differs");
+
+    // An fd image.
+    let fp = dir.join("img");
+    File::create(&fp).unwrap().write_all(&img).unwrap();
+    let f = File::open(&fp).unwrap();
+    snapshot_write(
+        Image::Fd {
+            fd: f.as_raw_fd(),
+            offset: 0,
+            length: img.len() as u64,
+        },
+        &d,
+        "fd.snap",
+        SnapshotOptions::default(),
+    )
+    .unwrap();
+    back.fill(0xff);
+    snapshot_restore(&d, "fd.snap", Target::Memory(&mut back), SnapshotOptions::default()).unwrap();
+    assert!(back == img);
+
+    let e = snapshot_restore(
+        &d,
+        "vm.snap",
+        Target::Memory(&mut back[page..]),
+        SnapshotOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(errno(&e), 90); // EMSGSIZE
+    let e = snapshot_restore(&d, "none", Target::Memory(&mut back), SnapshotOptions::default()).unwrap_err();
+    assert_eq!(errno(&e), 2);
+    let p = dir.join("vm.snap");
+    let mut b = std::fs::read(&p).unwrap();
+    let mid = b.len() / 2;
+    b[mid] ^= 0x40;
+    std::fs::write(&p, b).unwrap();
+    let mut lines = Vec::new();
+    let mut log = |_: LogLevel, m: &str| lines.push(m.to_string());
+    let e = snapshot_restore(
+        &d,
+        "vm.snap",
+        Target::Memory(&mut back),
+        SnapshotOptions {
+            log: Some(&mut log),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(errno(&e), 74); // EBADMSG
+    assert!(!lines.is_empty(), "no log line says what was wrong");
+    let e = snapshot_write(Image::Memory(&img[..page + 1]), &d, "x", SnapshotOptions::default()).unwrap_err();
+    assert_eq!(errno(&e), 22);
+    let e = snapshot_write(Image::Memory(&img), &d, "a/b", SnapshotOptions::default()).unwrap_err();
+    assert_eq!(errno(&e), 22);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn set_is_neither_send_nor_sync_and_snapshot_guard_is_send() {
+    fn send<T: Send>() {}
+    send::<SnapshotGuard>();
+    // Set: !Send and !Sync (PhantomData<*mut ()>), which the compiler
+    // enforces; checked by the doc test in lib.rs's `compile_fail`.
+}
