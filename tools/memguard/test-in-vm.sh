@@ -94,9 +94,16 @@ check "run --json: nothing but JSON on stderr" [ "$(wc -l <"$tmp/err")" = 1 ]
 line=$(head -n 1 "$tmp/json")
 echo "# json: $line"
 case $line in
-    '{"event":"kill","reason":"overshoot","cgroup":"'*'}') ok "run --json: a kill object, reason overshoot" ;;
+    '{"event":"kill","time":"'*'","format_version":1,"reason":"overshoot","cgroup":"'*'}') ok "run --json: a kill object, reason overshoot" ;;
     *) not_ok "run --json: a kill object, reason overshoot" ;;
 esac
+# the wall-clock time, RFC 3339 in UTC with milliseconds, within a minute of now
+t=$(echo "$line" | sed -n 's/^{"event":"kill","time":"\([^"]*\)".*/\1/p')
+check_eval "run --json: the time is RFC 3339 UTC with milliseconds (${t:-?})" \
+    'echo "$t" | grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$"'
+tsec=$(date -u -d "$(echo "$t" | sed 's/T/ /; s/\..*//')" +%s 2>/dev/null || echo 0)
+check_eval "run --json: ... and within a minute of the clock ($tsec, now $(date -u +%s))" \
+    '[ $(( $(date -u +%s) - tsec )) -ge 0 ] && [ $(( $(date -u +%s) - tsec )) -lt 60 ]'
 missing=
 for k in limit_bytes used_bytes anon_bytes shmem_bytes kernel_bytes sock_bytes current_bytes file_bytes \
     file_dirty_bytes file_writeback_bytes memory_some_total_usec events_high events_max oom_kill \
