@@ -23,6 +23,8 @@
 #endif
 
 #include "cli.h"
+#include "config.h"
+#include "metrics.h"
 #include "events.h"
 #include "json.h"
 #include "memguard/memguard.h"
@@ -331,6 +333,62 @@ static int cmd_event_sample(int argc, char **argv) {
         return MGT_EXIT_OK;
 }
 
+/* The metrics text of two made-up actors (one with a name that needs every
+ * escape, one whose report failed), for the format checks of the tests. */
+static int cmd_metrics_sample(int argc, char **argv) {
+        struct mgt_counts c1 = { .kills_overshoot = 2, .kills_stall = 1, .kernel_oom_kills = 3, .errors = 1,
+                                 .throttled = 1, .lends = 4, .lends_expired = 1 };
+        struct mgt_counts c2 = {}, node = { .kills_overshoot = 5, .kills_stall = 1, .kernel_oom_kills = 3 };
+        struct mg_report r = { .size = sizeof(r), .used_bytes = 60u << 20, .current_bytes = 100u << 20,
+                               .stall_usec = 1500000, .high_bytes = 60397977, .max_bytes = MG_UNLIMITED,
+                               .stat = { .file = 40u << 20 }, .verdict = MG_VERDICT_STALLING };
+        const struct mgt_metrics_actor a[] = {
+                { .cgroup = "/sandboxes/a \"q\" \\ \n\xff", .limit_bytes = 64u << 20, .limit_source = "xattr",
+                  .lent = true, .report = &r, .counts = &c1 },
+                { .cgroup = "/sandboxes/b", .limit_bytes = 1u << 30, .limit_source = "default", .counts = &c2 },
+        };
+        struct mgt_metrics_node n = { .counts = &node, .cgroups = 2, .reloads = 3, .reload_errors = 1,
+                                      .time_usec = UINT64_C(1796164055123456), .version = mg_version() };
+        size_t len;
+        char *text;
+
+        (void) argv;
+        if (argc != 1)
+                return mgt_usage_error("metrics-sample", "usage: memguard metrics-sample");
+        text = mgt_metrics_format(a, 2, &n, &len);
+        if (!text)
+                return MGT_EXIT_FAIL;
+        fwrite(text, 1, len, stdout);
+        free(text);
+        return MGT_EXIT_OK;
+}
+
+/* `memguard config-parse FILE`: the settings a config file gives, one
+ * "key value" line each (value in bytes, usec or permyriad, "NNN%" for a
+ * margin in permyriad of the limit), or the error and exit 1. */
+static int cmd_config_parse(int argc, char **argv) {
+        struct mgt_settings s;
+        char buf[65536], err[320];
+        size_t n;
+        FILE *f;
+
+        if (argc != 2)
+                return mgt_usage_error("config-parse", "usage: memguard config-parse FILE");
+        f = fopen(argv[1], "re");
+        if (!f)
+                return mgt_usage_error("config-parse", "%s: %s", argv[1], strerror(errno));
+        n = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        if (mgt_config_parse(buf, n, &s, err, sizeof(err)) < 0) {
+                fprintf(stderr, "%s\n", err);
+                return MGT_EXIT_FAIL;
+        }
+        for (int k = 0; k < _MGT_KEY_MAX; k++)
+                if (s.v[k].set)
+                        printf("%s %" PRIu64 "%s\n", mgt_key_name((enum mgt_key) k), s.v[k].value, s.v[k].percent ? "%" : "");
+        return MGT_EXIT_OK;
+}
+
 static const struct {
         const char *name;
         int (*fn)(int, char **);
@@ -342,6 +400,8 @@ static const struct {
         { "size-parse", cmd_size_parse },
         { "json-escape", cmd_json_escape },
         { "event-sample", cmd_event_sample },
+        { "metrics-sample", cmd_metrics_sample },
+        { "config-parse", cmd_config_parse },
 };
 
 int main(int argc, char **argv) {
