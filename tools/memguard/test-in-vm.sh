@@ -245,6 +245,124 @@ check "watch --json: nothing but JSON on stderr" sh -c "! grep -qv '^{' '$tmp/wa
 st=$?
 check_eval "watch: a missing cgroup is exit 1 with one line (got $st)" '[ "$st" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ]'
 
+# ---- watch --parent: children guarded as they come and go, each with its
+# own limit (user.memguard.limit, memory.max, the default), SIGHUP reloads,
+# metrics agreeing with the events.  Tree: $base/svc (+memory) with children
+# pre (memory.max 48 MiB, there before watch starts), a (xattr 64M), b
+# (memory.max 64 MiB), c (neither: the default, 256M, then 128M from the
+# config on SIGHUP, then 32M from an xattr set while watch runs).
+# wait_grep FILE PATTERN [SECONDS]: polls until FILE has a line matching PATTERN.
+wait_grep() {
+    i=0
+    while ! grep -q -- "$2" "$1" 2>/dev/null && [ $i -lt $((${3:-10} * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+    grep -q -- "$2" "$1" 2>/dev/null
+}
+watch_ev() { # CGROUP LIMIT SOURCE: the pattern of watch's "watch" event
+    echo "\"event\":\"watch\",.*\"cgroup\":\"$1\",\"limit_bytes\":$2,\"limit_source\":\"$3\""
+}
+setfattr=
+for f in /mg/setfattr "$(command -v setfattr 2>/dev/null)"; do [ -x "$f" ] && setfattr=$f && break; done
+svc=$base/svc
+mkdir "$svc" && echo +memory >"$svc/cgroup.subtree_control"
+mkdir "$svc/pre" && echo 50331648 >"$svc/pre/memory.max"
+printf 'limit = 256M\n' >"$tmp/watch.conf"
+"$mg" watch --json --parent "$svc" --config "$tmp/watch.conf" --metrics "$tmp/memguard.prom" \
+    --metrics-interval 1s 2>"$tmp/svc.err" &
+svcpid=$!
+wait_confined $svcpid || echo "# watch --parent not confined after 10 s"
+check "watch --parent: a child there at start is guarded at its memory.max" \
+    wait_grep "$tmp/svc.err" "$(watch_ev "$svc/pre" 50331648 memory.max)"
+mkdir "$svc/a" "$svc/b" "$svc/c"
+echo 67108864 >"$svc/b/memory.max"
+if [ -n "$setfattr" ]; then
+    "$setfattr" -n user.memguard.limit -v 64M "$svc/a"
+    check "watch --parent: a new child with user.memguard.limit 64M is guarded at 64 MiB" \
+        wait_grep "$tmp/svc.err" "$(watch_ev "$svc/a" 67108864 xattr)"
+else
+    n=$((n + 1)); echo "ok $n - watch --parent: the xattr limit # SKIP no setfattr in the VM (Debian: attr)"
+fi
+check "watch --parent: a new child with memory.max 64 MiB is guarded at it" \
+    wait_grep "$tmp/svc.err" "$(watch_ev "$svc/b" 67108864 memory.max)"
+check "watch --parent: a new child with neither gets the config's limit, 256 MiB" \
+    wait_grep "$tmp/svc.err" "$(watch_ev "$svc/c" 268435456 default)"
+if [ -n "$setfattr" ]; then
+    # 160 MiB of anon in a: above its own 64 MiB, far below the default
+    timeout 60 sh -c "echo \$\$ >$svc/a/cgroup.procs && exec $wl anon 160 256 -1" >/dev/null 2>&1
+    st=$?
+    check "watch --parent: the overshoot in a (xattr 64M) is killed (status $st)" [ "$st" = 137 ]
+    check "watch --parent: ... as an overshoot of its own limit, 64 MiB" wait_grep "$tmp/svc.err" \
+        "\"event\":\"kill\",.*\"reason\":\"overshoot\",\"cgroup\":\"$svc/a\",\"limit_bytes\":67108864,"
+fi
+# b's limit is its memory.max: the kernel stops it there (a kernel-oom),
+# the guard does not kill below it.
+timeout 60 sh -c "echo \$\$ >$svc/b/cgroup.procs && exec $wl anon 160 256 0" >/dev/null 2>&1
+st=$?
+check "watch --parent: b beyond its memory.max is the kernel's kill (status $st)" [ "$st" = 137 ]
+check "watch --parent: ... reported as a kernel-oom of b" wait_grep "$tmp/svc.err" \
+    "\"event\":\"kernel-oom\",.*\"cgroup\":\"$svc/b\""
+check_eval "watch --parent: ... and no guard kill of b" "! grep -q '\"event\":\"kill\",.*\"cgroup\":\"$svc/b\"' '$tmp/svc.err'"
+# SIGHUP: the config's new default reaches c, b's new memory.max reaches b; watch keeps running
+printf 'limit = 128M\n' >"$tmp/watch.conf"
+echo 100663296 >"$svc/b/memory.max"
+kill -HUP $svcpid
+check "watch --parent: SIGHUP reloads (a reload event, ok)" wait_grep "$tmp/svc.err" '"event":"reload",.*"ok":true'
+check "watch --parent: ... c takes the config's new limit, 128 MiB" \
+    wait_grep "$tmp/svc.err" "$(watch_ev "$svc/c" 134217728 default)"
+check "watch --parent: ... b takes its new memory.max, 96 MiB" \
+    wait_grep "$tmp/svc.err" "$(watch_ev "$svc/b" 100663296 memory.max)"
+check "watch --parent: ... and it still runs" kill -0 $svcpid
+printf 'limit = lots\n' >"$tmp/watch.conf"
+kill -HUP $svcpid
+check "watch --parent: a bad config on SIGHUP is a failed reload, not an exit" \
+    wait_grep "$tmp/svc.err" '"event":"reload",.*"ok":false'
+check "watch --parent: ... and it still runs" kill -0 $svcpid
+if [ -n "$setfattr" ]; then
+    "$setfattr" -n user.memguard.limit -v 32M "$svc/c"
+    check "watch --parent: an xattr set while it runs is taken at once (c: 32 MiB)" \
+        wait_grep "$tmp/svc.err" "$(watch_ev "$svc/c" 33554432 xattr)"
+fi
+# children removed while it runs
+rmdir "$svc/pre"
+check "watch --parent: a removed child is dropped" wait_grep "$tmp/svc.err" \
+    "\"event\":\"unwatch\",.*\"cgroup\":\"$svc/pre\",\"why\":\"removed\""
+mkdir "$svc/late"
+# the last good config stays: 128M, the bad one was refused
+check "watch --parent: a child made later is guarded, at the last good config's limit" \
+    wait_grep "$tmp/svc.err" "$(watch_ev "$svc/late" 134217728 default)"
+# metrics: the file agrees with the events (interval 1 s)
+kills=$(grep -c '"event":"kill"' "$tmp/svc.err")
+sleep 2.5
+rel=${svc#"$root"}
+prom=$tmp/memguard.prom
+check "watch --metrics: the file is there" [ -s "$prom" ]
+check "watch --metrics: the node's overshoot kills ($(sed -n 's/^memguard_node_kills_total{reason="overshoot"} //p' "$prom")) are the kill events ($kills)" \
+    grep -qx "memguard_node_kills_total{reason=\"overshoot\"} $kills" "$prom"
+if [ -n "$setfattr" ]; then
+    check "watch --metrics: a's kills_total overshoot is 1" \
+        grep -qx "memguard_kills_total{cgroup=\"$rel/a\",reason=\"overshoot\"} 1" "$prom"
+    check "watch --metrics: c's limit is 32 MiB from its xattr" \
+        grep -qx "memguard_limit_bytes{cgroup=\"$rel/c\",source=\"xattr\"} 33554432" "$prom"
+fi
+check "watch --metrics: b's kernel OOM kills agree with its kernel-oom events" \
+    grep -qx "memguard_kernel_oom_kills_total{cgroup=\"$rel/b\"} $(sed -n "s|.*\"event\":\"kernel-oom\",.*\"cgroup\":\"$svc/b\",\"count\":\([0-9]*\)}|\1|p" "$tmp/svc.err" | awk '{s+=$1} END {print s+0}')" "$prom"
+check "watch --metrics: the reloads (1 ok, 1 error)" sh -c "grep -qx 'memguard_reloads_total{result=\"ok\"} 1' '$prom' && grep -qx 'memguard_reloads_total{result=\"error\"} 1' '$prom'"
+check "watch --metrics: no sample for the removed child" sh -c "! grep -q '$rel/pre\"' '$prom'"
+check "watch --metrics: used, current, stall, lend gauges for b" sh -c "grep -q '^memguard_used_bytes{cgroup=\"$rel/b\"} [0-9]' '$prom' &&
+    grep -q '^memguard_current_bytes{cgroup=\"$rel/b\"} [0-9]' '$prom' && grep -q '^memguard_stall_seconds{cgroup=\"$rel/b\"} [0-9]' '$prom' &&
+    grep -qx 'memguard_lend_active{cgroup=\"$rel/b\"} 0' '$prom'"
+check "watch --metrics: no temporary file left" [ ! -e "$prom.tmp" ]
+sed 's/^/# metrics: /' "$prom"
+kill -TERM $svcpid
+wait $svcpid
+st=$?
+check "watch --parent: SIGTERM ends it with 0 (got $st)" [ "$st" = 0 ]
+check "watch --parent: nothing but JSON on stderr" sh -c "! grep -qv '^{' '$tmp/svc.err'"
+check "watch --parent: every event has its time and format_version" \
+    sh -c "! grep -v '^{\"event\":\"[a-z-]*\",\"time\":\"[0-9-]*T[0-9:]*\.[0-9][0-9][0-9]Z\",\"format_version\":1[,}]' '$tmp/svc.err' | grep -q ."
+sed 's/^/# json: /' "$tmp/svc.err"
+for cg in "$svc"/*/; do rmdir "$cg" 2>/dev/null; done
+rmdir "$svc" 2>/dev/null
+
 # ---- privileges once set up (docs/security.md, "Privileges each component needs")
 # watch: every capability dropped (the bounding set too; CAP_KILL would stay
 # only for a cgroup without cgroup.kill, before 5.14), no_new_privs, seccomp.
