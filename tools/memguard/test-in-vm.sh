@@ -266,10 +266,18 @@ svc=$base/svc
 mkdir "$svc" && echo +memory >"$svc/cgroup.subtree_control"
 mkdir "$svc/pre" && echo 50331648 >"$svc/pre/memory.max"
 printf 'limit = 256M\n' >"$tmp/watch.conf"
-"$mg" watch --json --parent "$svc" --config "$tmp/watch.conf" --metrics "$tmp/memguard.prom" \
+"$mg" watch --json --mlock --parent "$svc" --config "$tmp/watch.conf" --metrics "$tmp/memguard.prom" \
     --metrics-interval 1s 2>"$tmp/svc.err" &
 svcpid=$!
 wait_confined $svcpid || echo "# watch --parent not confined after 10 s"
+lck=$(status_of $svcpid VmLck | sed 's/ kB//')
+check "watch --mlock: its memory is locked (VmLck ${lck:-?} kB)" [ "${lck:-0}" -gt 0 ]
+# the metrics writer: a child of watch, no_new_privs, at most CAP_DAC_OVERRIDE
+writer=$(for f in /proc/[0-9]*/status; do
+    [ "$(sed -n 's/^PPid:[[:space:]]*//p' "$f" 2>/dev/null)" = $svcpid ] && basename "$(dirname "$f")"; done | head -n 1)
+echo "# metrics writer ${writer:-?}: $(privs_of "${writer:-0}")"
+check_eval "watch --metrics: the writer process keeps at most CAP_DAC_OVERRIDE, no_new_privs" \
+    '[ -n "$writer" ] && [ "$(status_of $writer CapEff)" = 0000000000000002 ] && [ "$(status_of $writer NoNewPrivs)" = 1 ]'
 check "watch --parent: a child there at start is guarded at its memory.max" \
     wait_grep "$tmp/svc.err" "$(watch_ev "$svc/pre" 50331648 memory.max)"
 mkdir "$svc/a" "$svc/b" "$svc/c"
@@ -362,6 +370,43 @@ check "watch --parent: every event has its time and format_version" \
 sed 's/^/# json: /' "$tmp/svc.err"
 for cg in "$svc"/*/; do rmdir "$cg" 2>/dev/null; done
 rmdir "$svc" 2>/dev/null
+
+# ---- docs/examples on a real cgroup (built against the build tree)
+if [ -x /mg/epoll-worker ]; then
+    mkdir "$base/ex"
+    /mg/epoll-worker "$base/ex:64M" 2>"$tmp/ex.err" &
+    expid=$!
+    sleep 1
+    timeout 60 sh -c "echo \$\$ >$base/ex/cgroup.procs && exec $wl anon 160 256 -1" >/dev/null 2>&1
+    st=$?
+    check "examples/epoll-worker: the overshoot is killed (status $st)" [ "$st" = 137 ]
+    check "examples/epoll-worker: ... and its record printed" wait_grep "$tmp/ex.err" 'killed: used memory above its limit; limit 65536kB'
+    kill -TERM $expid
+    wait $expid
+    st=$?
+    check "examples/epoll-worker: SIGTERM ends it with 0 (got $st)" [ "$st" = 0 ]
+    diag "$tmp/ex.err"
+    rmdir "$base/ex"
+else
+    n=$((n + 1)); echo "ok $n - examples/epoll-worker # SKIP not given to the VM"
+fi
+if [ -x /mg/snapshot-lend ]; then
+    mkdir "$base/snap"
+    echo 50331648 >"$base/snap/memory.high"
+    sdir=/mnt/disk
+    [ -d "$sdir" ] && [ -w "$sdir" ] || sdir=$tmp
+    /mg/snapshot-lend "$base/snap" "$sdir" >"$tmp/snap.out" 2>"$tmp/snap.err"
+    st=$?
+    check "examples/snapshot-lend: written in a lend, restored, identical (status $st)" \
+        sh -c "[ $st = 0 ] && grep -q 'restored and compared: identical' '$tmp/snap.out'"
+    check "examples/snapshot-lend: memory.high back at 48 MiB ($(cat "$base/snap/memory.high"))" \
+        [ "$(cat "$base/snap/memory.high")" = 50331648 ]
+    diag "$tmp/snap.out" "$tmp/snap.err"
+    rm -f "$sdir/guest.snap"
+    rmdir "$base/snap"
+else
+    n=$((n + 1)); echo "ok $n - examples/snapshot-lend # SKIP not given to the VM"
+fi
 
 # ---- privileges once set up (docs/security.md, "Privileges each component needs")
 # watch: every capability dropped (the bounding set too; CAP_KILL would stay
