@@ -38,9 +38,15 @@ static const struct {
                  "        Runs CMD in a new cgroup below CGROUP (default: the parent of memguard's own\n"
                  "        cgroup), guarded at --limit; removes the cgroup afterwards.  Exits with CMD's\n"
                  "        status, 128+N if a signal N ended it, 137 if memguard killed it." },
-        { "watch", "watch --limit SIZE [--json] CGROUP...\n"
-                   "        Guards existing cgroups until SIGINT or SIGTERM, then restores any lent\n"
-                   "        memory.high and exits 0; a cgroup that vanishes is dropped." },
+        { "watch", "watch --limit SIZE [OPTIONS] CGROUP...\n"
+                   "  watch --parent DIR [--limit SIZE] [--config FILE] [--metrics FILE] [--mlock] [OPTIONS]\n"
+                   "        Guards existing cgroups, or every child of DIR as it appears, until SIGINT or\n"
+                   "        SIGTERM, then restores any lent memory.high and exits 0; a cgroup that\n"
+                   "        vanishes is dropped.  Each one's limit: its user.memguard.limit xattr, else\n"
+                   "        its memory.max, else --limit.  SIGHUP re-reads the config and the limits.\n"
+                   "        OPTIONS: --json, --metrics-interval DURATION, and the tuning: --tick,\n"
+                   "        --margin, --stall-window, --stall-pressure, --lend-deadline, --kill-wait,\n"
+                   "        --post-kill-holdoff, --refault-window, --refault-mapped-window." },
         { "stat", "stat [--limit SIZE] [--json] CGROUP\n"
                   "        Limits, memory.current, used (anon shmem kernel sock), page cache, memory\n"
                   "        pressure, memory.events.local and the verdict the guard would give now.\n"

@@ -371,6 +371,37 @@ sed 's/^/# json: /' "$tmp/svc.err"
 for cg in "$svc"/*/; do rmdir "$cg" 2>/dev/null; done
 rmdir "$svc" 2>/dev/null
 
+# ---- watch under a service manager: READY=1 once confined, RELOADING=1
+# and READY=1 around a SIGHUP, watchdog pings, STOPPING=1 (the manager's
+# end: test-notify listen)
+if [ -x /mg/test-notify ]; then
+    mkdir "$base/sd" && echo +memory >"$base/sd/cgroup.subtree_control" && mkdir "$base/sd/x"
+    /mg/test-notify listen "$tmp/notify.sock" 30 >"$tmp/notify.out" 2>&1 &
+    lpid=$!
+    i=0; while [ ! -S "$tmp/notify.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    NOTIFY_SOCKET=$tmp/notify.sock WATCHDOG_USEC=2000000 "$mg" watch --parent "$base/sd" --limit 64M 2>"$tmp/sd.err" &
+    sdpid=$!
+    if wait_grep "$tmp/notify.out" '^READY=1|STATUS=guarding 1 cgroups$'; then
+        check "watch: READY=1 with its status, after it is confined (Seccomp $(status_of $sdpid Seccomp))" \
+            [ "$(status_of $sdpid Seccomp)" = 2 ]
+    else
+        not_ok "watch: READY=1 on \$NOTIFY_SOCKET"
+    fi
+    check "watch: WATCHDOG=1 at half of \$WATCHDOG_USEC" wait_grep "$tmp/notify.out" '^WATCHDOG=1$' 3
+    kill -HUP $sdpid
+    check "watch: RELOADING=1 on SIGHUP" wait_grep "$tmp/notify.out" '^RELOADING=1$'
+    check "watch: ... then READY=1 again" sh -c "sed -n '/^RELOADING=1\$/,\$p' '$tmp/notify.out' | grep -q '^READY=1|'"
+    kill -TERM $sdpid
+    wait $sdpid
+    check "watch: STOPPING=1 on SIGTERM" wait_grep "$tmp/notify.out" '^STOPPING=1$'
+    sort "$tmp/notify.out" | uniq -c | sed 's/^ */# notify: /'
+    kill $lpid 2>/dev/null
+    wait $lpid 2>/dev/null
+    rmdir "$base/sd/x" "$base/sd"
+else
+    n=$((n + 1)); echo "ok $n - watch under a service manager # SKIP no test-notify in the VM"
+fi
+
 # ---- docs/examples on a real cgroup (built against the build tree)
 if [ -x /mg/epoll-worker ]; then
     mkdir "$base/ex"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -54,8 +55,40 @@ static void roundtrip(const char *name, const char *what) {
                 close(l);
 }
 
-int main(void) {
+static int listen_main(const char *path, int seconds) {
+        int l = listener(path);
+
+        if (l < 0) {
+                perror(path);
+                return 1;
+        }
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        for (int left = seconds * 10; left > 0; left--) {
+                struct pollfd p = { .fd = l, .events = POLLIN };
+                char buf[4096];
+                ssize_t got;
+
+                if (poll(&p, 1, 100) <= 0)
+                        continue;
+                got = recv(l, buf, sizeof(buf) - 1, 0);
+                if (got < 0)
+                        continue;
+                buf[got] = '\0';
+                for (char *c = buf; *c; c++)
+                        if (*c == '\n')
+                                *c = '|';
+                printf("%s\n", buf);
+        }
+        close(l);
+        unlink(path);
+        return 0;
+}
+
+int main(int argc, char **argv) {
         char dir[] = "/tmp/memguard-notify-XXXXXX", path[128], pid[32];
+
+        if (argc == 4 && strcmp(argv[1], "listen") == 0)
+                return listen_main(argv[2], (int) strtol(argv[3], NULL, 10));
 
         printf("TAP version 13\n");
         if (!mkdtemp(dir))
