@@ -25,9 +25,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memguard/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The library's version at run time, MG_VERSION_ENCODE(major, minor,
+ * patch) of the library loaded, which may be newer than the headers a
+ * program was built with (MG_VERSION_NUMBER).  Never fails. */
+unsigned mg_version(void);
 
 #define MG_UNLIMITED UINT64_MAX /* "max" in a cgroup limit file */
 

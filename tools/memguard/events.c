@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "events.h"
@@ -31,10 +32,58 @@ void mgt_print_line(const char *s) {
         free(b);
 }
 
+static uint64_t realtime_of(uint64_t monotonic_usec);
+
 static void print_json(struct mgt_json *j) {
         const char *s = mgt_json_end(j);
-        mgt_print_line(s ? s : "{\"event\":\"error\",\"what\":\"json\",\"error\":\"out of memory\"}");
+        char t[40], oom[160];
+
+        if (!s) { /* an event was lost; say so in the same format, from the stack */
+                if (!mgt_rfc3339(realtime_of(0), t, sizeof(t)))
+                        snprintf(t, sizeof(t), "1970-01-01T00:00:00.000Z");
+                snprintf(oom, sizeof(oom),
+                         "{\"event\":\"error\",\"time\":\"%s\",\"format_version\":%d,\"what\":\"json\","
+                         "\"message\":\"out of memory: an event was not printed\"}",
+                         t, MGT_EVENTS_FORMAT_VERSION);
+                s = oom;
+        }
+        mgt_print_line(s);
         mgt_json_free(j);
+}
+
+size_t mgt_rfc3339(uint64_t realtime_usec, char *buf, size_t len) {
+        time_t secs = (time_t) (realtime_usec / 1000000);
+        struct tm tm;
+        size_t n;
+
+        if (!gmtime_r(&secs, &tm) || (n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm)) == 0)
+                return 0;
+        int m = snprintf(buf + n, len - n, ".%03uZ", (unsigned) (realtime_usec / 1000 % 1000));
+        return m < 0 || (size_t) m >= len - n ? 0 : n + (size_t) m;
+}
+
+/* The wall-clock time of a CLOCK_MONOTONIC instant: now, less how long ago
+ * it was (the library times events on the monotonic clock). */
+static uint64_t realtime_of(uint64_t monotonic_usec) {
+        struct timespec rt, mono;
+        uint64_t rt_usec, mono_usec;
+
+        clock_gettime(CLOCK_REALTIME, &rt);
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        rt_usec = (uint64_t) rt.tv_sec * 1000000 + (uint64_t) rt.tv_nsec / 1000;
+        mono_usec = (uint64_t) mono.tv_sec * 1000000 + (uint64_t) mono.tv_nsec / 1000;
+        if (monotonic_usec == 0 || monotonic_usec > mono_usec || mono_usec - monotonic_usec > rt_usec)
+                return rt_usec;
+        return rt_usec - (mono_usec - monotonic_usec);
+}
+
+void mgt_event_json_begin(struct mgt_json *j, const char *event, uint64_t monotonic_usec) {
+        char t[40];
+
+        mgt_json_begin(j);
+        mgt_json_str(j, "event", event);
+        mgt_json_str(j, "time", mgt_rfc3339(realtime_of(monotonic_usec), t, sizeof(t)) ? t : NULL);
+        mgt_json_u64(j, "format_version", MGT_EVENTS_FORMAT_VERSION);
 }
 
 static uint64_t ms_between(uint64_t from, uint64_t to) {
@@ -156,6 +205,23 @@ static void unkillable_text(const struct mg_event *ev, char *buf, size_t len) {
                  u->n_members > u->n_pids || u->more_members ? " ..." : "");
 }
 
+/* Held over memory.high: the figures of struct mg_throttle_info. */
+static void throttle_text(const struct mg_event *ev, char *buf, size_t len) {
+        const struct mg_throttle_info *t = ev->throttle;
+        char high[32], cur[32];
+
+        snprintf(buf, len,
+                 "memguard: throttled: %s: memory.current %s over memory.high %s by %" PRIu32 ".%02" PRIu32
+                 " %%, the kernel sleeps about %" PRIu64 " ms per 256 KiB charged; %" PRIu64
+                 " high events/s, %" PRIu32 ".%02" PRIu32 " %% stalled on memory, %" PRIu32 ".%02" PRIu32
+                 " %% of a CPU: slowed down, not killed",
+                 ev->cgroup, mgt_size_format(t->current_bytes, cur, sizeof(cur)),
+                 mgt_size_format(t->high_bytes, high, sizeof(high)), t->overage_permyriad / 100,
+                 t->overage_permyriad % 100, t->est_delay_usec / 1000, t->high_events_per_sec,
+                 t->memory_some_permyriad / 100, t->memory_some_permyriad % 100, t->cpu_permyriad / 100,
+                 t->cpu_permyriad % 100);
+}
+
 static void event_text(const struct mg_event *ev, char *buf, size_t len) {
         switch (ev->type) {
         case MG_EVENT_KILL:
@@ -183,14 +249,16 @@ static void event_text(const struct mg_event *ev, char *buf, size_t len) {
         case MG_EVENT_UNKILLABLE:
                 unkillable_text(ev, buf, len);
                 break;
+        case MG_EVENT_THROTTLED:
+                throttle_text(ev, buf, len);
+                break;
         default:
                 snprintf(buf, len, "memguard: %s: %s", mg_event_type_to_string(ev->type), ev->cgroup);
         }
 }
 
 static void event_json(const struct mg_event *ev, struct mgt_json *j) {
-        mgt_json_begin(j);
-        mgt_json_str(j, "event", mg_event_type_to_string(ev->type));
+        mgt_event_json_begin(j, mg_event_type_to_string(ev->type), ev->time_usec);
         switch (ev->type) {
         case MG_EVENT_KILL:
                 mgt_kill_json(j, ev->kill);
@@ -228,6 +296,18 @@ static void event_json(const struct mg_event *ev, struct mgt_json *j) {
                 mgt_json_u64(j, "current_bytes", ev->report->current_bytes);
                 mgt_json_u64(j, "file_bytes", ev->report->stat.file);
                 return;
+        case MG_EVENT_THROTTLED: {
+                const struct mg_throttle_info *t = ev->throttle;
+                mgt_json_str(j, "cgroup", ev->cgroup);
+                mgt_json_bytes(j, "high_bytes", t->high_bytes);
+                mgt_json_u64(j, "current_bytes", t->current_bytes);
+                mgt_json_u64(j, "overage_permyriad", t->overage_permyriad);
+                mgt_json_u64(j, "est_delay_usec", t->est_delay_usec);
+                mgt_json_u64(j, "high_events_per_sec", t->high_events_per_sec);
+                mgt_json_u64(j, "memory_some_permyriad", t->memory_some_permyriad);
+                mgt_json_u64(j, "cpu_permyriad", t->cpu_permyriad);
+                return;
+        }
         case MG_EVENT_UNKILLABLE: {
                 const struct mg_unkillable_info *u = ev->unkillable;
                 size_t n = u->n_pids < MG_UNKILLABLE_MAX ? u->n_pids : MG_UNKILLABLE_MAX;
@@ -285,8 +365,7 @@ void mgt_on_log(int level, const char *msg, void *userdata) {
                 return;
         if (o->json) {
                 struct mgt_json j;
-                mgt_json_begin(&j);
-                mgt_json_str(&j, "event", "error");
+                mgt_event_json_begin(&j, "error", 0);
                 mgt_json_str(&j, "what", "log");
                 mgt_json_str(&j, "message", msg);
                 print_json(&j);
@@ -305,8 +384,7 @@ void mgt_error(const struct mgt_out *o, const char *cmd, int err, const char *fm
         va_end(ap);
         if (o && o->json) {
                 struct mgt_json j;
-                mgt_json_begin(&j);
-                mgt_json_str(&j, "event", "error");
+                mgt_event_json_begin(&j, "error", 0);
                 mgt_json_str(&j, "what", cmd);
                 mgt_json_str(&j, "message", msg);
                 if (err) {
@@ -333,4 +411,47 @@ void mgt_note(const struct mgt_out *o, const char *fmt, ...) {
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
         mgt_print_line(msg);
+}
+
+void mgt_watch_event(const struct mgt_out *o, const char *event, const char *cg, uint64_t limit,
+                     const char *source) {
+        char lim[32];
+
+        if (o->json) {
+                struct mgt_json j;
+                mgt_event_json_begin(&j, event, 0);
+                mgt_json_str(&j, "cgroup", cg);
+                mgt_json_u64(&j, "limit_bytes", limit);
+                mgt_json_str(&j, "limit_source", source);
+                print_json(&j);
+        } else {
+                mgt_note(o, "memguard: %s %s, limit %s (%s)", strcmp(event, "watch") == 0 ? "watching" : event, cg,
+                         mgt_size_format(limit, lim, sizeof(lim)), source);
+        }
+}
+
+void mgt_unwatch_event(const struct mgt_out *o, const char *cg, const char *why) {
+        if (o->json) {
+                struct mgt_json j;
+                mgt_event_json_begin(&j, "unwatch", 0);
+                mgt_json_str(&j, "cgroup", cg);
+                mgt_json_str(&j, "why", why);
+                print_json(&j);
+        } else {
+                mgt_note(o, "memguard: no longer watching %s (%s)", cg, why);
+        }
+}
+
+void mgt_reload_event(const struct mgt_out *o, const char *config, uint64_t n_cgroups, bool ok) {
+        if (o->json) {
+                struct mgt_json j;
+                mgt_event_json_begin(&j, "reload", 0);
+                mgt_json_str(&j, "config", config);
+                mgt_json_u64(&j, "cgroups", n_cgroups);
+                mgt_json_bool(&j, "ok", ok);
+                print_json(&j);
+        } else {
+                mgt_note(o, "memguard: reloaded%s%s%s: %" PRIu64 " cgroups%s", config ? " " : "", config ? config : "",
+                         config ? "" : " (no config file)", n_cgroups, ok ? "" : "; the config has errors, kept the last good one");
+        }
 }

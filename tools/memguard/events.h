@@ -7,6 +7,8 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "json.h"
 #include "memguard/memguard.h"
@@ -16,6 +18,18 @@ struct mgt_out {
         mg_set *remove_gone_from;       /* watch: drop guards whose cgroup vanished */
         unsigned kills, kernel_ooms, gone, errors;
 };
+
+/* The "format_version" of every event object: raised when a field changes
+ * meaning or goes away (adding one does not); the schema
+ * (events.schema.json, installed in share/memguard) has it as a const. */
+#define MGT_EVENTS_FORMAT_VERSION 1
+
+/* A wall-clock time as RFC 3339 in UTC with milliseconds
+ * ("2026-12-01T22:45:12.345Z").  Returns its length, 0 if it did not fit. */
+size_t mgt_rfc3339(uint64_t realtime_usec, char *buf, size_t len);
+/* Opens an event object: "event", "time" (the wall-clock time of
+ * monotonic_usec, a CLOCK_MONOTONIC instant; 0: now) and "format_version". */
+void mgt_event_json_begin(struct mgt_json *j, const char *event, uint64_t monotonic_usec);
 
 /* mg_event_fn; userdata is a struct mgt_out. */
 void mgt_on_event(mg_guard *g, const struct mg_event *ev, void *userdata);
@@ -37,3 +51,13 @@ void mgt_kill_text(const struct mg_kill_record *k, char *buf, size_t len);
 /* Writes s and a newline to stderr with one write(), so lines of
  * concurrent writers do not interleave. */
 void mgt_print_line(const char *s);
+
+/* watch's own events (memguard(1)): "watch" when it begins guarding a
+ * cgroup (and "watch" again when a reload changes its limit), with the
+ * limit and where it came from ("xattr", "memory.max", "default");
+ * "unwatch" when it stops ("removed", "stopping"); "reload" after SIGHUP.
+ * Text lines are notes (nothing with --json but the objects). */
+void mgt_watch_event(const struct mgt_out *o, const char *event, const char *cg, uint64_t limit,
+                     const char *source);
+void mgt_unwatch_event(const struct mgt_out *o, const char *cg, const char *why);
+void mgt_reload_event(const struct mgt_out *o, const char *config, uint64_t n_cgroups, bool ok);

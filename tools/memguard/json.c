@@ -9,7 +9,7 @@
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one:
  * no overlongs, no surrogates, nothing above U+10FFFF (RFC 3629). */
-static size_t utf8_len(const unsigned char *s) {
+size_t mgt_utf8_len(const unsigned char *s) {
         unsigned char c = s[0];
         size_t n;
         uint32_t cp;
@@ -52,7 +52,7 @@ size_t mgt_json_escape(const char *s, char *out, size_t size) {
         } while (0)
 
         while (*p) {
-                size_t n = utf8_len(p);
+                size_t n = mgt_utf8_len(p);
                 if (n == 0) {
                         PUT("\\ufffd", 6);
                         p++;

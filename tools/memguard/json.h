@@ -26,6 +26,10 @@ struct mgt_json {
  */
 size_t mgt_json_escape(const char *s, char *out, size_t size);
 
+/* Length of the valid UTF-8 sequence at s (1-4), 0 if it is not one (no
+ * overlongs, no surrogates, nothing above U+10FFFF; stops at a NUL). */
+size_t mgt_utf8_len(const unsigned char *s);
+
 void mgt_json_begin(struct mgt_json *j);
 void mgt_json_str(struct mgt_json *j, const char *key, const char *val);   /* NULL: null */
 void mgt_json_u64(struct mgt_json *j, const char *key, uint64_t val);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #if MG_HAVE_CAPNG
@@ -22,6 +23,9 @@
 #endif
 
 #include "cli.h"
+#include "config.h"
+#include "metrics.h"
+#include "events.h"
 #include "json.h"
 #include "memguard/memguard.h"
 #include "memguard-tool-config.h"
@@ -34,9 +38,15 @@ static const struct {
                  "        Runs CMD in a new cgroup below CGROUP (default: the parent of memguard's own\n"
                  "        cgroup), guarded at --limit; removes the cgroup afterwards.  Exits with CMD's\n"
                  "        status, 128+N if a signal N ended it, 137 if memguard killed it." },
-        { "watch", "watch --limit SIZE [--json] CGROUP...\n"
-                   "        Guards existing cgroups until SIGINT or SIGTERM, then restores any lent\n"
-                   "        memory.high and exits 0; a cgroup that vanishes is dropped." },
+        { "watch", "watch --limit SIZE [OPTIONS] CGROUP...\n"
+                   "  watch --parent DIR [--limit SIZE] [--config FILE] [--metrics FILE] [--mlock] [OPTIONS]\n"
+                   "        Guards existing cgroups, or every child of DIR as it appears, until SIGINT or\n"
+                   "        SIGTERM, then restores any lent memory.high and exits 0; a cgroup that\n"
+                   "        vanishes is dropped.  Each one's limit: its user.memguard.limit xattr, else\n"
+                   "        its memory.max, else --limit.  SIGHUP re-reads the config and the limits.\n"
+                   "        OPTIONS: --json, --metrics-interval DURATION, and the tuning: --tick,\n"
+                   "        --margin, --stall-window, --stall-pressure, --lend-deadline, --kill-wait,\n"
+                   "        --post-kill-holdoff, --refault-window, --refault-mapped-window." },
         { "stat", "stat [--limit SIZE] [--json] CGROUP\n"
                   "        Limits, memory.current, used (anon shmem kernel sock), page cache, memory\n"
                   "        pressure, memory.events.local and the verdict the guard would give now.\n"
@@ -269,6 +279,122 @@ static int cmd_json_escape(int argc, char **argv) {
         return s ? MGT_EXIT_OK : MGT_EXIT_FAIL;
 }
 
+/* One event of each type, with made-up figures, through the printer run
+ * and watch use (text, or --json): the tests check the lines against
+ * events.schema.json without a cgroup. */
+static int cmd_event_sample(int argc, char **argv) {
+        struct mgt_out out = { .json = argc == 2 && strcmp(argv[1], "--json") == 0 };
+        static const char cg[] = "/sys/fs/cgroup/sample/\"actor\"";
+        struct timespec ts;
+        uint64_t now;
+        struct mg_kill_record k = {
+                .size = sizeof(k), .reason = MG_KILL_OVERSHOOT, .method = MG_KILL_CGROUP_KILL, .cgroup = cg,
+                .report = { .size = sizeof(k.report), .limit_bytes = 64u << 20, .used_bytes = 80u << 20,
+                            .current_bytes = 81u << 20, .stat = { .anon = 79u << 20, .kernel = 1u << 20 },
+                            .high_bytes = MG_UNLIMITED, .max_bytes = MG_UNLIMITED, .verdict = MG_VERDICT_OVERSHOOT },
+        };
+        struct mg_kill_record stall = k;
+        struct mg_lend_info lend = { .old_high_bytes = 60u << 20, .new_high_bytes = MG_UNLIMITED,
+                                     .deadline_usec = UINT64_MAX, .id = 1, .found_high_bytes = MG_UNLIMITED };
+        struct mg_throttle_info thr = { .high_bytes = 60397977, .current_bytes = 65011712, .overage_permyriad = 764,
+                                        .est_delay_usec = 414000, .high_events_per_sec = 52,
+                                        .memory_some_permyriad = 9512, .cpu_permyriad = 250 };
+        struct mg_unkillable_info u = { .kill_usec = 1, .wait_usec = 3000000, .n_members = 2, .n_pids = 2,
+                                        .pids = { 1234, 1235 }, .states = { 'D', '?' } };
+
+        if (argc > 2 || (argc == 2 && !out.json))
+                return mgt_usage_error("event-sample", "usage: memguard event-sample [--json]");
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        k.detect_usec = now - 300000;
+        k.kill_usec = now - 250000;
+        k.empty_usec = now - 200000;
+        stall.reason = MG_KILL_STALL;
+        stall.report.stall_usec = 20000000;
+        stall.report.stall_signals = MG_STALL_MEMORY | MG_STALL_IO | MG_STALL_REFAULT;
+        stall.report.stall_refault_bytes = 900u << 20;
+        stall.report.verdict = MG_VERDICT_STALL;
+        stall.empty_timed_out = true;
+        const struct mg_event evs[] = {
+                { .type = MG_EVENT_KILL, .cgroup = cg, .time_usec = k.empty_usec, .kill = &k },
+                { .type = MG_EVENT_KILL, .cgroup = cg, .time_usec = now, .kill = &stall },
+                { .type = MG_EVENT_UNKILLABLE, .cgroup = cg, .time_usec = now, .kill = &stall, .unkillable = &u },
+                { .type = MG_EVENT_LEND_BEGIN, .cgroup = cg, .time_usec = now, .lend = &lend },
+                { .type = MG_EVENT_LEND_END, .cgroup = cg, .time_usec = now, .lend = &lend },
+                { .type = MG_EVENT_LEND_EXPIRED, .cgroup = cg, .time_usec = now, .lend = &lend },
+                { .type = MG_EVENT_ERROR, .cgroup = cg, .time_usec = now, .error = -EACCES, .what = "memory.stat" },
+                { .type = MG_EVENT_KERNEL_OOM, .cgroup = cg, .time_usec = now, .count = 2 },
+                { .type = MG_EVENT_THROTTLED, .cgroup = cg, .time_usec = now, .throttle = &thr },
+                { .type = MG_EVENT_EMPTY_OVER_LIMIT, .cgroup = cg, .time_usec = now, .report = &k.report },
+                { .type = MG_EVENT_GONE, .cgroup = cg, .time_usec = now },
+        };
+        lend.restored = true;
+        for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+                mgt_on_event(NULL, &evs[i], &out);
+        mgt_on_log(MG_LOG_ERR, "a log line of the library", &out);
+        mgt_watch_event(&out, "watch", cg, 256u << 20, "xattr");
+        mgt_unwatch_event(&out, cg, "removed");
+        mgt_reload_event(&out, "/etc/memguard/watch.conf", 3, true);
+        mgt_error(&out, "watch", -ENOENT, "%s", "/sys/fs/cgroup/missing");
+        return MGT_EXIT_OK;
+}
+
+/* The metrics text of two made-up actors (one with a name that needs every
+ * escape, one whose report failed), for the format checks of the tests. */
+static int cmd_metrics_sample(int argc, char **argv) {
+        struct mgt_counts c1 = { .kills_overshoot = 2, .kills_stall = 1, .kernel_oom_kills = 3, .errors = 1,
+                                 .throttled = 1, .lends = 4, .lends_expired = 1 };
+        struct mgt_counts c2 = {}, node = { .kills_overshoot = 5, .kills_stall = 1, .kernel_oom_kills = 3 };
+        struct mg_report r = { .size = sizeof(r), .used_bytes = 60u << 20, .current_bytes = 100u << 20,
+                               .stall_usec = 1500000, .high_bytes = 60397977, .max_bytes = MG_UNLIMITED,
+                               .stat = { .file = 40u << 20 }, .verdict = MG_VERDICT_STALLING };
+        const struct mgt_metrics_actor a[] = {
+                { .cgroup = "/sandboxes/a \"q\" \\ \n\xff", .limit_bytes = 64u << 20, .limit_source = "xattr",
+                  .lent = true, .report = &r, .counts = &c1 },
+                { .cgroup = "/sandboxes/b", .limit_bytes = 1u << 30, .limit_source = "default", .counts = &c2 },
+        };
+        struct mgt_metrics_node n = { .counts = &node, .cgroups = 2, .reloads = 3, .reload_errors = 1,
+                                      .time_usec = UINT64_C(1796164055123456), .version = mg_version() };
+        size_t len;
+        char *text;
+
+        (void) argv;
+        if (argc != 1)
+                return mgt_usage_error("metrics-sample", "usage: memguard metrics-sample");
+        text = mgt_metrics_format(a, 2, &n, &len);
+        if (!text)
+                return MGT_EXIT_FAIL;
+        fwrite(text, 1, len, stdout);
+        free(text);
+        return MGT_EXIT_OK;
+}
+
+/* `memguard config-parse FILE`: the settings a config file gives, one
+ * "key value" line each (value in bytes, usec or permyriad, "NNN%" for a
+ * margin in permyriad of the limit), or the error and exit 1. */
+static int cmd_config_parse(int argc, char **argv) {
+        struct mgt_settings s;
+        char buf[65536], err[320];
+        size_t n;
+        FILE *f;
+
+        if (argc != 2)
+                return mgt_usage_error("config-parse", "usage: memguard config-parse FILE");
+        f = fopen(argv[1], "re");
+        if (!f)
+                return mgt_usage_error("config-parse", "%s: %s", argv[1], strerror(errno));
+        n = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        if (mgt_config_parse(buf, n, &s, err, sizeof(err)) < 0) {
+                fprintf(stderr, "%s\n", err);
+                return MGT_EXIT_FAIL;
+        }
+        for (int k = 0; k < _MGT_KEY_MAX; k++)
+                if (s.v[k].set)
+                        printf("%s %" PRIu64 "%s\n", mgt_key_name((enum mgt_key) k), s.v[k].value, s.v[k].percent ? "%" : "");
+        return MGT_EXIT_OK;
+}
+
 static const struct {
         const char *name;
         int (*fn)(int, char **);
@@ -279,6 +405,9 @@ static const struct {
         { "demo", mgt_cmd_demo },
         { "size-parse", cmd_size_parse },
         { "json-escape", cmd_json_escape },
+        { "event-sample", cmd_event_sample },
+        { "metrics-sample", cmd_metrics_sample },
+        { "config-parse", cmd_config_parse },
 };
 
 int main(int argc, char **argv) {

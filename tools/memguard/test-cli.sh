@@ -85,6 +85,13 @@ expect_error 2 'not a size' "stat: bad size" stat --limit 12x "$tmp"
 expect_error 2 'one of 6.1, 6.12, 7' "demo: unknown kernel" demo --kernel 5.4
 expect_error 2 "unexpected argument" "demo: stray argument" demo now
 
+expect_error 2 'one or the other' "watch: --parent and a list" watch --parent /sys/fs/cgroup/x /sys/fs/cgroup/y
+expect_error 2 'not a duration above 0' "watch: bad --tick" watch --limit 64M --tick 5x /sys/fs/cgroup
+expect_error 2 'not a percentage' "watch: bad --stall-pressure" watch --limit 64M --stall-pressure 10 /sys/fs/cgroup
+expect_error 2 'not a size or a percentage' "watch: bad --margin" watch --limit 64M --margin lots /sys/fs/cgroup
+expect_error 2 '1 s or more' "watch: --metrics-interval too short" watch --limit 64M --metrics-interval 10ms /sys/fs/cgroup
+expect_error 1 'No such file' "watch: a missing --config" watch --config "$tmp/nonexistent.conf" /sys/fs/cgroup
+
 # ---- environment errors: clear, one line, non-zero
 expect_error 1 'not a cgroup v2 directory' "stat on a plain directory" stat "$tmp"
 expect_error 1 'No such file or directory' "stat on a missing path" stat "$tmp/nonexistent"
@@ -172,6 +179,39 @@ Max                     -            error
 %                       64M          error
 1000000000%             64M          error
 EOF
+
+# ---- watch's config file: what a file gives, and its errors with the line
+config() { # DESCRIPTION WANT-OUTPUT-OR-error:PATTERN TEXT
+    printf '%s' "$3" >"$tmp/watch.conf"
+    "$mg" config-parse "$tmp/watch.conf" >"$tmp/out" 2>"$tmp/err"
+    st=$?
+    case $2 in
+        error:*)
+            if [ $st = 1 ] && grep -q -- "${2#error:}" "$tmp/err"; then ok "config: $1: $(cat "$tmp/err")"
+            else not_ok "config: $1 (status $st, want an error matching '${2#error:}')"; diag "$tmp/out" "$tmp/err"; fi ;;
+        *)
+            if [ $st = 0 ] && [ "$(cat "$tmp/out")" = "$2" ]; then ok "config: $1"
+            else not_ok "config: $1: want '$2', got '$(cat "$tmp/out")' (status $st)"; diag "$tmp/err"; fi ;;
+    esac
+}
+config "empty" "" ""
+config "comments and blank lines" "" $'# a comment\n\n   \n\t# another\n'
+config "every key" "$(printf '%s\n' 'limit 268435456' 'tick 250000' 'margin 625%' 'stall-window 3000000' \
+    'stall-pressure 1000' 'lend-deadline 30000000' 'kill-wait 5000000' 'post-kill-holdoff 2250000' \
+    'refault-window 20000000' 'refault-mapped-window 8000000')" \
+    $'limit = 256M\ntick=250ms\nmargin = 6.25%\nstall-window = 3s\nstall-pressure = 10%\nlend-deadline = 30s\nkill-wait = 5s\npost-kill-holdoff = 2.25s\nrefault-window = 20s\nrefault-mapped-window = 8000ms\n'
+config "a margin in bytes, no final newline, CRLF" "margin 16777216" $'margin = 16M\r'
+config "durations: us, plain seconds, minutes" "$(printf '%s\n' 'tick 500' 'lend-deadline 90000000' 'kill-wait 2000000')" \
+    $'tick = 500us\nkill-wait = 2\nlend-deadline = 1.5m\n'
+config "an unknown key" "error:line 2: unknown key \"limits\"" $'limit = 1G\nlimits = 2G\n'
+config "a key twice" "error:line 3: limit set twice" $'limit = 1G\n\nlimit = 2G\n'
+config "no '='" "error:line 1: not \"key = value\"" $'limit 1G\n'
+config "a bad size" "error:line 1: limit 1GB: not a size" $'limit = 1GB\n'
+config "a zero limit" "error:line 1: limit 0: out of range" $'limit = 0\n'
+config "a bad duration" "error:line 1: tick 5 minutes: not a duration" $'tick = 5 minutes\n'
+config "a zero duration" "error:line 1: kill-wait 0s: not a duration above 0" $'kill-wait = 0s\n'
+config "a pressure over 100 %" "error:line 1: stall-pressure 101%" $'stall-pressure = 101%\n'
+config "a margin of the whole limit" "error:line 1: margin 100%: out of range" $'margin = 100%\n'
 
 # ---- JSON escaping: what must come out, and that it parses
 check_json() {

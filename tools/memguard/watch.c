@@ -1,145 +1,745 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * memguard watch: guards cgroups someone else made, until SIGINT/SIGTERM.
- * One guard set, one poll() with the signal pipe; removing the guards at
- * the end restores any memory.high a lend left raised.
+ * Either a fixed list (exits when none is left), or with --parent DIR every
+ * child of DIR, as it appears (inotify on the cgroupfs directory, and a
+ * scan at start) until it goes.  Each cgroup's limit: the user.memguard.limit
+ * xattr of its directory, else its memory.max, else the default (--limit or
+ * the config's limit).  SIGHUP re-reads the config file and every cgroup's
+ * limit; a guard whose options change is made anew (once its lend is over
+ * and no kill is under way).  One guard set and one poll() with the signal
+ * pipe, the inotify fd and the metrics writer's pipe; removing the guards
+ * at the end restores any memory.high a lend left raised.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cgdir.h"
 #include "cli.h"
+#include "config.h"
 #include "events.h"
 #include "loop.h"
 #include "memguard/memguard.h"
+#include "metrics.h"
+#include "notify.h"
 #include "size.h"
 
+#define LIMIT_XATTR "user.memguard.limit"
+/* A new child's limit is read again this long after it appeared: platforms
+ * mkdir the cgroup, then write memory.max or the xattr. */
+#define RECHECK_USEC ((uint64_t) 1000 * 1000)
+#define CONFIG_MAX ((size_t) 64 * 1024)
+
+struct watch;
+
+struct actor {
+        char *path;                     /* as the guard opened it */
+        const char *label;              /* below the cgroup2 mount: "/a/b" */
+        char *name;                     /* --parent: the child's name; NULL for a listed cgroup */
+        mg_guard *g;                    /* NULL: not guarded (no limit, or mg_set_add failed) */
+        uint64_t limit;
+        const char *source;
+        struct mg_guard_options opt;    /* what g was made with */
+        struct mgt_counts counts;
+        uint64_t recheck_usec;          /* read the limit again then; 0: no */
+        bool readd;                     /* options changed: make g anew when it is not lent or killing */
+        bool dead;
+        struct watch *w;
+};
+
+struct watch {
+        struct mgt_out out;
+        mg_set *set;
+        struct actor **a;
+        size_t n, cap;
+        const char *parent;             /* --parent, resolved */
+        int ino;                        /* inotify fd, -1 */
+        const char *config;
+        struct mgt_settings cli, eff;
+        struct mgt_counts node;
+        uint64_t reloads, reload_errors, metrics_skipped;
+        struct mgt_metrics_writer mw;
+        uint64_t metrics_interval, next_metrics;
+        int notify;
+        uint64_t watchdog_interval, next_watchdog;
+};
+
+static void actor_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
+        struct actor *a = userdata;
+        struct watch *w = a->w;
+
+        mgt_counts_add(&a->counts, ev);
+        mgt_counts_add(&w->node, ev);
+        mgt_on_event(g, ev, &w->out);
+        /* The set allows removing a guard from its own callback. */
+        if (ev->type == MG_EVENT_GONE) {
+                (void) mg_set_remove(w->set, g);
+                a->g = NULL;
+                a->dead = true;
+                mgt_unwatch_event(&w->out, a->path, "removed");
+        }
+}
+
+/* The limit of one cgroup, by the order above.  Returns 0 with *ret_limit
+ * and *ret_source, or -ENOENT if none applies. */
+static int resolve_limit(struct watch *w, const char *path, uint64_t *ret_limit, const char **ret_source) {
+        char v[64];
+        uint64_t max;
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd >= 0) {
+                ssize_t n = fgetxattr(fd, LIMIT_XATTR, v, sizeof(v) - 1);
+                close(fd);
+                if (n > 0) {
+                        uint64_t l;
+                        v[n] = '\0';
+                        while (n > 0 && (v[n - 1] == '\n' || v[n - 1] == ' '))
+                                v[--n] = '\0';
+                        if (mgt_size_parse(v, 0, 0, &l) == 0 && l > 0) {
+                                *ret_limit = l;
+                                *ret_source = "xattr";
+                                return 0;
+                        }
+                        mgt_error(&w->out, "watch", 0, "%s: " LIMIT_XATTR " \"%.32s\" is not a size above 0; ignored",
+                                  path, v);
+                }
+                /* ENODATA: none; ENOTSUP: no user xattrs on cgroupfs before 5.7 */
+        }
+        if (mgt_cg_read_u64(path, "memory.max", &max) == 0 && max != MG_UNLIMITED && max > 0) {
+                *ret_limit = max;
+                *ret_source = "memory.max";
+                return 0;
+        }
+        if (w->eff.v[MGT_KEY_LIMIT].set) {
+                *ret_limit = w->eff.v[MGT_KEY_LIMIT].value;
+                *ret_source = "default";
+                return 0;
+        }
+        return -ENOENT;
+}
+
+static const char *label_of(const char *path) {
+        size_t n = strlen(MGT_CGROUP_ROOT);
+        return strncmp(path, MGT_CGROUP_ROOT, n) == 0 && path[n] == '/' ? path + n : path;
+}
+
+/* Makes a's guard with its limit as resolved now.  Errors are reported;
+ * a stays, unguarded, for the next reload.  Returns 0 or a negative errno. */
+static int guard_actor(struct actor *a, bool announce) {
+        struct watch *w = a->w;
+        uint64_t limit;
+        const char *source;
+        int e;
+
+        e = resolve_limit(w, a->path, &limit, &source);
+        if (e < 0) {
+                mgt_error(&w->out, "watch", 0,
+                          "%s: no limit (no " LIMIT_XATTR ", memory.max is max, no --limit): not guarded", a->path);
+                return e;
+        }
+        e = mgt_settings_apply(&w->eff, limit, &a->opt);
+        if (e < 0) {
+                mgt_error(&w->out, "watch", e, "%s: options", a->path);
+                return e;
+        }
+        a->opt.on_event = actor_on_event;
+        a->opt.userdata = a;
+        a->opt.log = mgt_on_log;
+        a->opt.log_userdata = &w->out;
+        e = mg_set_add(w->set, a->path, &a->opt, &a->g);
+        if (e < 0) {
+                a->g = NULL;
+                mgt_error(&w->out, "watch", e, "%s%s", a->path,
+                          e == -ENOENT ? " (no memory controller: enable +memory in its parent)" : "");
+                return e;
+        }
+        a->limit = limit;
+        a->source = source;
+        if (announce)
+                mgt_watch_event(&w->out, "watch", a->path, limit, source);
+        return 0;
+}
+
+static struct actor *find_child(struct watch *w, const char *name) {
+        for (size_t i = 0; i < w->n; i++)
+                if (w->a[i]->name && !w->a[i]->dead && strcmp(w->a[i]->name, name) == 0)
+                        return w->a[i];
+        return NULL;
+}
+
+static void actor_free(struct actor *a) {
+        if (!a)
+                return;
+        free(a->path);
+        free(a->name);
+        free(a);
+}
+
+/* A new actor for path (name: the child's, --parent).  Recovers a lend its
+ * process left open, then guards it.  Returns the actor or NULL (ENOMEM,
+ * or in list mode a failure, reported). */
+static struct actor *add_actor(struct watch *w, char *path, const char *name, bool required) {
+        struct actor *a = calloc(1, sizeof(*a));
+        int e;
+
+        if (a && w->n == w->cap) {
+                size_t cap = w->cap ? 2 * w->cap : 16;
+                struct actor **more = reallocarray(w->a, cap, sizeof(struct actor *));
+                if (more) {
+                        w->a = more;
+                        w->cap = cap;
+                }
+        }
+        if (!a || (name && !(a->name = strdup(name))) || w->n == w->cap) {
+                free(path);
+                actor_free(a);
+                mgt_error(&w->out, "watch", -ENOMEM, "adding a cgroup");
+                return NULL;
+        }
+        a->path = path;
+        a->label = label_of(path);
+        a->w = w;
+        /* A lend whose process died left memory.high raised: end it if its
+         * deadline has passed; one still running is taken over by the
+         * guard and ended at its deadline. */
+        e = mg_guard_recover(path, MG_RECOVER_EXPIRED);
+        if (e == 1)
+                mgt_note(&w->out, "memguard: %s: ended a lend its process left open (memory.high restored)", path);
+        else if (e == -EBUSY)
+                mgt_note(&w->out, "memguard: %s: a lend is open; the guard takes it over until its deadline", path);
+        else if (e < 0 && e != -ENOENT)
+                mgt_error(&w->out, "watch", e, "%s: the lend record", path);
+        e = guard_actor(a, true);
+        if (e < 0 && required) {
+                actor_free(a);
+                return NULL;
+        }
+        w->a[w->n++] = a;
+        return a;
+}
+
+static void add_child(struct watch *w, const char *name) {
+        char *path;
+        struct actor *a;
+
+        if (find_child(w, name))
+                return;
+        if (asprintf(&path, "%s/%s", w->parent, name) < 0) {
+                mgt_error(&w->out, "watch", -ENOMEM, "%s/%s", w->parent, name);
+                return;
+        }
+        a = add_actor(w, path, name, false);
+        if (a)
+                a->recheck_usec = mgt_now_usec() + RECHECK_USEC;
+}
+
+static void drop_actor(struct actor *a, const char *why) {
+        if (a->dead)
+                return;
+        if (a->g)
+                (void) mg_set_remove(a->w->set, a->g);
+        a->g = NULL;
+        a->dead = true;
+        mgt_unwatch_event(&a->w->out, a->path, why);
+}
+
+static bool same_tuning(const struct mg_guard_options *x, const struct mg_guard_options *y) {
+        return x->limit_bytes == y->limit_bytes && x->tick_usec == y->tick_usec && x->margin_bytes == y->margin_bytes &&
+               x->stall_window_usec == y->stall_window_usec &&
+               x->stall_pressure_permyriad == y->stall_pressure_permyriad &&
+               x->lend_deadline_usec == y->lend_deadline_usec && x->kill_wait_usec == y->kill_wait_usec &&
+               x->post_kill_holdoff_usec == y->post_kill_holdoff_usec &&
+               x->refault_window_usec == y->refault_window_usec &&
+               x->refault_mapped_window_usec == y->refault_mapped_window_usec;
+}
+
+/* Reads a's limit again; a guard whose options would change is made anew
+ * now, or once its lend is over and no kill is under way. */
+static void recheck_actor(struct actor *a) {
+        struct watch *w = a->w;
+        struct mg_guard_options o;
+        uint64_t limit;
+        const char *source;
+
+        if (a->dead)
+                return;
+        if (!a->g) {
+                (void) guard_actor(a, true);
+                return;
+        }
+        if (resolve_limit(w, a->path, &limit, &source) < 0 || mgt_settings_apply(&w->eff, limit, &o) < 0)
+                return; /* no limit any more: keep the one in force, said at the next add */
+        if (!same_tuning(&o, &a->opt) || strcmp(source, a->source) != 0)
+                a->readd = true;
+}
+
+/* Re-makes the guards marked readd that are free to go. */
+static void readd_pending(struct watch *w) {
+        for (size_t i = 0; i < w->n; i++) {
+                struct actor *a = w->a[i];
+                if (!a->readd || a->dead)
+                        continue;
+                if (a->g && (mg_guard_is_lent(a->g) || mg_guard_is_killing(a->g)))
+                        continue;
+                a->readd = false;
+                if (a->g)
+                        (void) mg_set_remove(w->set, a->g);
+                a->g = NULL;
+                (void) guard_actor(a, true);
+        }
+}
+
+static void reap_dead(struct watch *w) {
+        size_t j = 0;
+
+        for (size_t i = 0; i < w->n; i++) {
+                if (w->a[i]->dead)
+                        actor_free(w->a[i]);
+                else
+                        w->a[j++] = w->a[i];
+        }
+        w->n = j;
+}
+
+static size_t guarded(const struct watch *w) {
+        size_t n = 0;
+        for (size_t i = 0; i < w->n; i++)
+                n += w->a[i]->g != NULL;
+        return n;
+}
+
+/* Reads the config file into *ret.  Returns 0 or -EINVAL/-errno with the
+ * reason reported. */
+static int load_config(struct watch *w, struct mgt_settings *ret) {
+        char *buf, err[320];
+        size_t len = 0;
+        int fd, r;
+
+        if (!w->config) {
+                *ret = (struct mgt_settings) {};
+                return 0;
+        }
+        fd = open(w->config, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                r = -errno;
+                mgt_error(&w->out, "watch", r, "--config %s", w->config);
+                return r;
+        }
+        buf = malloc(CONFIG_MAX);
+        if (!buf) {
+                close(fd);
+                mgt_error(&w->out, "watch", -ENOMEM, "--config %s", w->config);
+                return -ENOMEM;
+        }
+        for (;;) {
+                ssize_t n = read(fd, buf + len, CONFIG_MAX - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        r = -errno;
+                        close(fd);
+                        free(buf);
+                        mgt_error(&w->out, "watch", r, "--config %s", w->config);
+                        return r;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len == CONFIG_MAX) {
+                        close(fd);
+                        free(buf);
+                        mgt_error(&w->out, "watch", 0, "--config %s: larger than %zu bytes", w->config, CONFIG_MAX);
+                        return -EFBIG;
+                }
+        }
+        close(fd);
+        r = mgt_config_parse(buf, len, ret, err, sizeof(err));
+        free(buf);
+        if (r < 0)
+                mgt_error(&w->out, "watch", 0, "--config %s: %s", w->config, err);
+        return r;
+}
+
+/* SIGHUP: the config again (a bad one keeps the last good settings), then
+ * every cgroup's limit. */
+static void reload(struct watch *w) {
+        struct mgt_settings file, eff;
+        bool ok;
+        char status[128];
+
+        (void) mgt_notify(w->notify, "RELOADING=1");
+        w->reloads++;
+        ok = load_config(w, &file) == 0;
+        if (ok) {
+                eff = file;
+                mgt_settings_merge(&eff, &w->cli);
+                w->eff = eff;
+        } else {
+                w->reload_errors++;
+        }
+        for (size_t i = 0; i < w->n; i++)
+                recheck_actor(w->a[i]);
+        readd_pending(w);
+        mgt_reload_event(&w->out, w->config, guarded(w), ok);
+        snprintf(status, sizeof(status), "READY=1\nSTATUS=guarding %zu cgroups%s", guarded(w),
+                 ok ? "" : "; the config has errors, the last good one is in force");
+        (void) mgt_notify(w->notify, status);
+}
+
+/* inotify events of the parent: children made, removed, their xattrs. */
+static int read_inotify(struct watch *w) {
+        char buf[16 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        for (;;) {
+                ssize_t n = read(w->ino, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return 0;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *) p;
+                        p += sizeof(*ev) + ev->len;
+                        if (ev->mask & IN_Q_OVERFLOW) {
+                                /* Events were lost, and the confined thread cannot list the
+                                 * directory again (no getdents): a restart rescans. */
+                                mgt_error(&w->out, "watch", 0,
+                                          "%s: inotify queue overflowed, children may be missed: exiting for a "
+                                          "restart to rescan",
+                                          w->parent);
+                                return -ENOBUFS;
+                        }
+                        if (ev->mask & (IN_DELETE_SELF | IN_IGNORED | IN_UNMOUNT)) {
+                                mgt_error(&w->out, "watch", 0, "%s: the parent cgroup was removed", w->parent);
+                                return -ENOENT;
+                        }
+                        if (!(ev->mask & IN_ISDIR) || ev->len == 0)
+                                continue;
+                        if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
+                                add_child(w, ev->name);
+                        } else if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
+                                struct actor *a = find_child(w, ev->name);
+                                if (a)
+                                        drop_actor(a, "removed");
+                        } else if (ev->mask & IN_ATTRIB) {
+                                struct actor *a = find_child(w, ev->name);
+                                if (a)
+                                        recheck_actor(a);
+                        }
+                }
+        }
+}
+
+/* The children there are at start (the inotify watch is set first, so none
+ * made meanwhile is missed; one seen twice is added once). */
+static int scan_parent(struct watch *w) {
+        DIR *d = opendir(w->parent);
+        struct dirent *de;
+
+        if (!d)
+                return -errno;
+        while ((de = readdir(d)))
+                if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                        add_child(w, de->d_name);
+        closedir(d);
+        return 0;
+}
+
+static void write_metrics(struct watch *w) {
+        struct mgt_metrics_actor *ma = calloc(w->n ? w->n : 1, sizeof(*ma));
+        struct mg_report *reps = calloc(w->n ? w->n : 1, sizeof(*reps));
+        struct timespec ts;
+        size_t k = 0, len;
+        char *text;
+
+        if (!ma || !reps) {
+                free(ma);
+                free(reps);
+                return;
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                struct actor *a = w->a[i];
+                if (!a->g || a->dead)
+                        continue;
+                reps[k].size = sizeof(reps[k]);
+                ma[k] = (struct mgt_metrics_actor) {
+                        .cgroup = a->label,
+                        .limit_bytes = a->limit,
+                        .limit_source = a->source,
+                        .lent = mg_guard_is_lent(a->g),
+                        .report = mg_guard_report(a->g, &reps[k]) == 0 ? &reps[k] : NULL,
+                        .counts = &a->counts,
+                };
+                k++;
+        }
+        clock_gettime(CLOCK_REALTIME, &ts);
+        struct mgt_metrics_node node = {
+                .counts = &w->node,
+                .cgroups = k,
+                .reloads = w->reloads,
+                .reload_errors = w->reload_errors,
+                .metrics_skipped = w->metrics_skipped,
+                .time_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000,
+                .version = mg_version(),
+        };
+        text = mgt_metrics_format(ma, k, &node, &len);
+        free(ma);
+        free(reps);
+        if (!text)
+                return;
+        int r = mgt_metrics_writer_send(&w->mw, text, len);
+        if (r == 0)
+                w->metrics_skipped++;
+        else if (r < 0 && !w->mw.failed)
+                mgt_error(&w->out, "watch", r, "--metrics");
+}
+
 int mgt_cmd_watch(int argc, char **argv) {
+        enum { OPT_METRICS_INTERVAL = 0x100, OPT_CONFIG, OPT_METRICS, OPT_MLOCK, OPT_PARENT, OPT_KEY };
         static const struct option opts[] = {
-                { "limit", required_argument, NULL, 'l' },
+                { "limit", required_argument, NULL, OPT_KEY + MGT_KEY_LIMIT },
+                { "tick", required_argument, NULL, OPT_KEY + MGT_KEY_TICK },
+                { "margin", required_argument, NULL, OPT_KEY + MGT_KEY_MARGIN },
+                { "stall-window", required_argument, NULL, OPT_KEY + MGT_KEY_STALL_WINDOW },
+                { "stall-pressure", required_argument, NULL, OPT_KEY + MGT_KEY_STALL_PRESSURE },
+                { "lend-deadline", required_argument, NULL, OPT_KEY + MGT_KEY_LEND_DEADLINE },
+                { "kill-wait", required_argument, NULL, OPT_KEY + MGT_KEY_KILL_WAIT },
+                { "post-kill-holdoff", required_argument, NULL, OPT_KEY + MGT_KEY_POST_KILL_HOLDOFF },
+                { "refault-window", required_argument, NULL, OPT_KEY + MGT_KEY_REFAULT_WINDOW },
+                { "refault-mapped-window", required_argument, NULL, OPT_KEY + MGT_KEY_REFAULT_MAPPED_WINDOW },
+                { "parent", required_argument, NULL, OPT_PARENT },
+                { "config", required_argument, NULL, OPT_CONFIG },
+                { "metrics", required_argument, NULL, OPT_METRICS },
+                { "metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL },
+                { "mlock", no_argument, NULL, OPT_MLOCK },
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, 0 };
-        struct mgt_out out = {};
-        const char *limit_s = NULL;
-        mg_set *set = NULL;
-        char **cgs = NULL;
-        int n_cgs = 0;
-        const char *what = NULL;
-        uint64_t limit;
+        struct watch w = { .ino = -1, .mw = { .fd = -1 }, .metrics_interval = (uint64_t) 15 * 1000000 };
+        const char *parent_arg = NULL, *metrics = NULL, *what = NULL;
+        bool mlock = false, have_kill = true;
+        struct mgt_settings file;
+        char err[256], status[160];
         int c, e, sigfd, ret = MGT_EXIT_FAIL;
-        char lim[32];
 
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
                 switch (c) {
-                case 'l': limit_s = optarg; break;
-                case 'j': out.json = true; break;
+                case 'j': w.out.json = true; break;
                 case 'h': return mgt_help("watch");
-                default: return mgt_getopt_error("watch", c, argv);
+                case OPT_PARENT: parent_arg = optarg; break;
+                case OPT_CONFIG: w.config = optarg; break;
+                case OPT_METRICS: metrics = optarg; break;
+                case OPT_MLOCK: mlock = true; break;
+                case OPT_METRICS_INTERVAL:
+                        if (mgt_duration_parse(optarg, &w.metrics_interval) < 0 || w.metrics_interval < 1000000)
+                                return mgt_usage_error("watch", "--metrics-interval %s: not a duration of 1 s or more", optarg);
+                        break;
+                default:
+                        if (c >= OPT_KEY && c < OPT_KEY + _MGT_KEY_MAX) {
+                                enum mgt_key k = (enum mgt_key) (c - OPT_KEY);
+                                if (mgt_setting_parse(k, optarg, &w.cli.v[k], err, sizeof(err)) < 0)
+                                        return mgt_usage_error("watch", "--%s", err);
+                                break;
+                        }
+                        return mgt_getopt_error("watch", c, argv);
                 }
         }
-        if (!limit_s)
+        if (parent_arg && optind < argc)
+                return mgt_usage_error("watch", "--parent %s and a list of CGROUPs: one or the other", parent_arg);
+        if (!parent_arg && optind >= argc && !w.cli.v[MGT_KEY_LIMIT].set && !w.config)
                 return mgt_usage_error("watch", "missing --limit SIZE");
-        if (optind >= argc)
-                return mgt_usage_error("watch", "missing CGROUP");
-        if (mgt_size_arg("watch", "--limit", limit_s, 0, NULL, 0, &limit))
-                return MGT_EXIT_USAGE;
-        if (limit == 0)
-                return mgt_usage_error("watch", "--limit %s: the limit must be above 0 bytes", limit_s);
+        if (!parent_arg && optind >= argc)
+                return mgt_usage_error("watch", "missing CGROUP (or --parent DIR)");
 
-        sigfd = mgt_signals_open(sigs);
-        e = sigfd < 0 ? sigfd : mg_set_new(NULL, &set);
-        if (e < 0) {
-                mgt_error(&out, "watch", e, "setting up");
+        /* The config, at start: an error is fatal here, a kept setting on SIGHUP. */
+        if (load_config(&w, &file) < 0)
                 return MGT_EXIT_FAIL;
+        w.eff = file;
+        mgt_settings_merge(&w.eff, &w.cli);
+        if (!parent_arg && !w.eff.v[MGT_KEY_LIMIT].set)
+                return mgt_usage_error("watch", "missing --limit SIZE");
+
+        signal(SIGPIPE, SIG_IGN); /* the metrics writer gone is an EPIPE, not our death */
+        /* Before any thread: the writer is forked from a process with one. */
+        if (metrics) {
+                e = mgt_metrics_writer_start(&w.mw, metrics);
+                if (e < 0) {
+                        mgt_error(&w.out, "watch", e, "--metrics %s: starting its writer", metrics);
+                        return MGT_EXIT_FAIL;
+                }
         }
-        out.remove_gone_from = set;
-        cgs = calloc((size_t) (argc - optind), sizeof(*cgs));
-        if (!cgs) {
-                mgt_error(&out, "watch", -ENOMEM, "setting up");
+        w.notify = mgt_notify_open();
+        if (w.notify < 0) {
+                mgt_error(&w.out, "watch", w.notify, "$NOTIFY_SOCKET");
+                w.notify = 0;
+        }
+        sigfd = mgt_signals_open(sigs);
+        e = sigfd < 0 ? sigfd : mg_set_new(NULL, &w.set);
+        if (e < 0) {
+                mgt_error(&w.out, "watch", e, "setting up");
                 goto out;
         }
-        for (int i = optind; i < argc; i++) {
-                struct mg_guard_options o;
-                char *cg;
 
-                e = mgt_cg_resolve(argv[i], &cg);
+        if (parent_arg) {
+                char *p;
+                e = mgt_cg_resolve(parent_arg, &p);
                 if (e == -ENOTSUP) {
-                        mgt_error(&out, "watch", 0, "%s: not a cgroup v2 directory", argv[i]);
+                        mgt_error(&w.out, "watch", 0, "--parent %s: not a cgroup v2 directory", parent_arg);
                         goto out;
                 }
                 if (e < 0) {
-                        mgt_error(&out, "watch", e, "%s", argv[i]);
+                        mgt_error(&w.out, "watch", e, "--parent %s", parent_arg);
                         goto out;
                 }
-                /* A lend whose process died left memory.high raised: end
-                 * it if its deadline has passed; one still running is
-                 * taken over by the guard and ended at its deadline. */
-                e = mg_guard_recover(cg, MG_RECOVER_EXPIRED);
-                if (e == 1)
-                        mgt_note(&out, "memguard: %s: ended a lend its process left open (memory.high restored)", cg);
-                else if (e == -EBUSY)
-                        mgt_note(&out, "memguard: %s: a lend is open; the guard takes it over until its deadline", cg);
-                else if (e < 0)
-                        mgt_error(&out, "watch", e, "%s: the lend record", cg);
-                mg_guard_options_init(&o, limit);
-                o.on_event = mgt_on_event;
-                o.userdata = &out;
-                o.log = mgt_on_log;
-                o.log_userdata = &out;
-                e = mg_set_add(set, cg, &o, NULL);
-                if (e < 0)
-                        mgt_error(&out, "watch", e, "%s%s", cg,
-                                  e == -ENOENT ? " (no memory controller: enable +memory in its parent)" : "");
-                else
-                        mgt_note(&out, "memguard: watching %s, limit %s", cg, mgt_size_format(limit, lim, sizeof(lim)));
+                w.parent = p;
+                w.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+                if (w.ino < 0 || inotify_add_watch(w.ino, p, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
+                                                                     IN_ATTRIB | IN_DELETE_SELF | IN_ONLYDIR) < 0) {
+                        mgt_error(&w.out, "watch", -errno, "--parent %s: inotify", p);
+                        goto out;
+                }
+                e = scan_parent(&w);
                 if (e < 0) {
-                        free(cg);
+                        mgt_error(&w.out, "watch", e, "--parent %s", p);
                         goto out;
                 }
-                cgs[n_cgs++] = cg;
+                char *one[] = { p };
+                have_kill = mgt_all_have_cgroup_kill(one, 1);
+        } else {
+                for (int i = optind; i < argc; i++) {
+                        char *cg;
+                        e = mgt_cg_resolve(argv[i], &cg);
+                        if (e == -ENOTSUP) {
+                                mgt_error(&w.out, "watch", 0, "%s: not a cgroup v2 directory", argv[i]);
+                                goto out;
+                        }
+                        if (e < 0) {
+                                mgt_error(&w.out, "watch", e, "%s", argv[i]);
+                                goto out;
+                        }
+                        if (!add_actor(&w, cg, NULL, true))
+                                goto out;
+                        have_kill = have_kill && mgt_all_have_cgroup_kill(&cg, 1);
+                }
+        }
+
+        /* As earlyoom does: the guard's own pages stay in memory while the
+         * host thrashes.  MCL_ONFAULT (4.4+) locks what is touched, not
+         * every reservation (the restore worker's stack). */
+        if (mlock) {
+                struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+                /* Locked pages past RLIMIT_MEMLOCK need CAP_IPC_LOCK, which goes below. */
+                if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+                        mgt_note(&w.out, "memguard: RLIMIT_MEMLOCK stays as it is (%s): allocations past it will fail",
+                                 strerror(errno));
+                if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0 && mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
+                        mgt_error(&w.out, "watch", -errno, "--mlock: mlockall");
+                        goto out;
+                }
         }
 
         /* Set up: from here on only the guards' own work. */
-        e = mgt_drop_privileges(mgt_all_have_cgroup_kill(cgs, n_cgs) ? 0 : MGT_KEEP_KILL, 0, &what);
+        e = mgt_drop_privileges(have_kill ? 0 : MGT_KEEP_KILL, 0, &what);
         if (e == -EOPNOTSUPP)
-                mgt_note(&out, "memguard: built without libseccomp: the thread is not confined");
+                mgt_note(&w.out, "memguard: built without libseccomp: the thread is not confined");
         else if (e < 0) {
-                mgt_error(&out, "watch", e, "%s", what);
+                mgt_error(&w.out, "watch", e, "%s", what);
                 goto out;
         }
+        snprintf(status, sizeof(status), "READY=1\nSTATUS=guarding %zu cgroups", guarded(&w));
+        (void) mgt_notify(w.notify, status);
+        w.watchdog_interval = mgt_notify_watchdog_usec() / 2;
+        w.next_watchdog = w.watchdog_interval ? mgt_now_usec() : UINT64_MAX;
+        w.next_metrics = metrics ? mgt_now_usec() : UINT64_MAX;
 
         for (;;) {
-                struct pollfd p = { .fd = sigfd, .events = POLLIN };
+                struct pollfd p[3] = {
+                        { .fd = sigfd, .events = POLLIN },
+                        { .fd = w.ino, .events = POLLIN },
+                        { .fd = mgt_metrics_writer_pending(&w.mw) ? w.mw.fd : -1, .events = POLLOUT },
+                };
+                uint64_t deadline = w.next_metrics < w.next_watchdog ? w.next_metrics : w.next_watchdog, now;
                 int sig;
 
-                e = mgt_wait(set, &p, 1, UINT64_MAX);
+                for (size_t i = 0; i < w.n; i++)
+                        if (w.a[i]->recheck_usec && w.a[i]->recheck_usec < deadline)
+                                deadline = w.a[i]->recheck_usec;
+                e = mgt_wait(w.set, p, 3, deadline);
                 if (e < 0) {
-                        mgt_error(&out, "watch", e, "guard set");
+                        mgt_error(&w.out, "watch", e, "guard set");
                         goto out;
                 }
-                while ((sig = mgt_signals_next(sigfd, NULL)) > 0)
-                        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-                                mgt_note(&out, "memguard: stopping (signal %d)", sig);
-                                ret = MGT_EXIT_OK;
-                                goto out;
+                while ((sig = mgt_signals_next(sigfd, NULL)) > 0) {
+                        if (sig == SIGHUP) {
+                                reload(&w);
+                                continue;
                         }
-                if (mg_set_size(set) == 0) {
-                        mgt_note(&out, "memguard: no cgroups left to watch");
+                        mgt_note(&w.out, "memguard: stopping (signal %d)", sig);
+                        ret = MGT_EXIT_OK;
+                        goto out;
+                }
+                if (p[1].revents && read_inotify(&w) < 0)
+                        goto out;
+                if (p[2].revents && mgt_metrics_writer_flush(&w.mw) < 0)
+                        mgt_error(&w.out, "watch", -EPIPE, "--metrics: the writer is gone; no more metrics");
+                now = mgt_now_usec();
+                for (size_t i = 0; i < w.n; i++)
+                        if (w.a[i]->recheck_usec && w.a[i]->recheck_usec <= now) {
+                                w.a[i]->recheck_usec = 0;
+                                recheck_actor(w.a[i]);
+                        }
+                readd_pending(&w);
+                reap_dead(&w);
+                if (now >= w.next_metrics) {
+                        write_metrics(&w);
+                        w.next_metrics += w.metrics_interval;
+                        if (w.next_metrics <= now) /* a long stall of this thread: no burst of catch-ups */
+                                w.next_metrics = now + w.metrics_interval;
+                }
+                if (now >= w.next_watchdog) {
+                        (void) mgt_notify(w.notify, "WATCHDOG=1");
+                        w.next_watchdog = now + w.watchdog_interval;
+                }
+                if (!w.parent && w.n == 0) {
+                        mgt_note(&w.out, "memguard: no cgroups left to watch");
                         ret = MGT_EXIT_OK;
                         goto out;
                 }
         }
 out:
-        mg_set_free(set); /* restores lent memory.high */
-        for (int i = 0; i < n_cgs; i++)
-                free(cgs[i]);
-        free(cgs);
+        (void) mgt_notify(w.notify, "STOPPING=1");
+        for (size_t i = 0; i < w.n; i++)
+                if (w.a[i]->g && !w.a[i]->dead)
+                        mgt_unwatch_event(&w.out, w.a[i]->path, "stopping");
+        if (w.mw.fd >= 0 && ret == MGT_EXIT_OK && metrics) {
+                write_metrics(&w); /* the last figures; the writer takes them before it sees the pipe close */
+                (void) mgt_metrics_writer_flush(&w.mw);
+        }
+        mg_set_free(w.set); /* restores lent memory.high */
+        mgt_metrics_writer_stop(&w.mw);
+        for (size_t i = 0; i < w.n; i++)
+                actor_free(w.a[i]);
+        free(w.a);
+        free((char *) w.parent);
+        if (w.ino >= 0)
+                close(w.ino);
         return ret;
 }

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "size.h"
+
+static const char *const key_names[_MGT_KEY_MAX] = {
+        [MGT_KEY_LIMIT] = "limit",
+        [MGT_KEY_TICK] = "tick",
+        [MGT_KEY_MARGIN] = "margin",
+        [MGT_KEY_STALL_WINDOW] = "stall-window",
+        [MGT_KEY_STALL_PRESSURE] = "stall-pressure",
+        [MGT_KEY_LEND_DEADLINE] = "lend-deadline",
+        [MGT_KEY_KILL_WAIT] = "kill-wait",
+        [MGT_KEY_POST_KILL_HOLDOFF] = "post-kill-holdoff",
+        [MGT_KEY_REFAULT_WINDOW] = "refault-window",
+        [MGT_KEY_REFAULT_MAPPED_WINDOW] = "refault-mapped-window",
+};
+
+int mgt_key_from_name(const char *name) {
+        for (int k = 0; k < _MGT_KEY_MAX; k++)
+                if (strcmp(name, key_names[k]) == 0)
+                        return k;
+        return -1;
+}
+
+const char *mgt_key_name(enum mgt_key k) {
+        return k < _MGT_KEY_MAX ? key_names[k] : "?";
+}
+
+int mgt_duration_parse(const char *s, uint64_t *ret_usec) {
+        static const struct {
+                const char *suffix;
+                uint64_t usec;
+        } units[] = { { "us", 1 }, { "ms", 1000 }, { "s", 1000000 }, { "m", 60000000 }, { "", 1000000 } };
+        uint64_t whole = 0, frac = 0, frac_div = 1;
+        const char *p = s;
+
+        if (!s || *p < '0' || *p > '9')
+                return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                if (whole > (UINT64_MAX - 9) / 10)
+                        return -ERANGE;
+                whole = whole * 10 + (uint64_t) (*p - '0');
+        }
+        if (*p == '.') {
+                p++;
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                for (; *p >= '0' && *p <= '9'; p++)
+                        if (frac_div < 1000000) { /* a microsecond of a second is as fine as it gets */
+                                frac = frac * 10 + (uint64_t) (*p - '0');
+                                frac_div *= 10;
+                        }
+        }
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+                if (strcmp(p, units[i].suffix) == 0) {
+                        if (whole > UINT64_MAX / units[i].usec)
+                                return -ERANGE;
+                        *ret_usec = whole * units[i].usec + frac * units[i].usec / frac_div;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_setting *ret, char *err, size_t err_len) {
+        struct mgt_setting s = { .set = true };
+        int r;
+
+        switch (k) {
+        case MGT_KEY_LIMIT:
+        case MGT_KEY_MARGIN: {
+                size_t n = strlen(val);
+                if (k == MGT_KEY_MARGIN && n > 1 && val[n - 1] == '%') {
+                        /* a share of each actor's limit: parsed as a percentage of 10000 */
+                        r = mgt_size_parse(val, 10000, MGT_SIZE_PERCENT, &s.value);
+                        s.percent = true;
+                        if (r == 0 && s.value >= 10000)
+                                r = -ERANGE;
+                } else {
+                        r = mgt_size_parse(val, 0, 0, &s.value);
+                }
+                if (r == 0 && k == MGT_KEY_LIMIT && s.value == 0)
+                        r = -ERANGE;
+                if (r < 0)
+                        snprintf(err, err_len, "%s %s: %s", key_names[k], val,
+                                 r == -ERANGE ? "out of range" :
+                                 k == MGT_KEY_MARGIN ? "not a size or a percentage of the limit (16M, 6.25%)"
+                                                     : "not a size (bytes, or with K, M, G, T: 64M, 1.5G)");
+                break;
+        }
+        case MGT_KEY_STALL_PRESSURE: {
+                size_t n = strlen(val);
+                r = n > 1 && val[n - 1] == '%' ? mgt_size_parse(val, 10000, MGT_SIZE_PERCENT, &s.value) : -EINVAL;
+                if (r == 0 && (s.value == 0 || s.value > 10000))
+                        r = -ERANGE;
+                if (r < 0)
+                        snprintf(err, err_len, "%s %s: not a percentage above 0 and at most 100 (10%%)",
+                                 key_names[k], val);
+                break;
+        }
+        default:
+                r = mgt_duration_parse(val, &s.value);
+                if (r == 0 && s.value == 0)
+                        r = -ERANGE;
+                if (r < 0)
+                        snprintf(err, err_len, "%s %s: not a duration above 0 (250ms, 2s, 1.5s, 1m)", key_names[k],
+                                 val);
+        }
+        if (r < 0)
+                return r;
+        *ret = s;
+        return 0;
+}
+
+/* Trims spaces and tabs at both ends, in place. */
+static char *trim(char *s) {
+        char *e;
+
+        while (*s == ' ' || *s == '\t')
+                s++;
+        e = s + strlen(s);
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+                *--e = '\0';
+        return s;
+}
+
+int mgt_config_parse(const char *buf, size_t len, struct mgt_settings *ret, char *err, size_t err_len) {
+        struct mgt_settings s = {};
+        char line[512], why[256];
+        unsigned lineno = 0;
+        size_t at = 0;
+
+        while (at < len) {
+                const char *nl = memchr(buf + at, '\n', len - at);
+                size_t n = (nl ? (size_t) (nl - buf) : len) - at;
+                char *eq, *key, *val;
+                int k;
+
+                lineno++;
+                if (n >= sizeof(line)) {
+                        snprintf(err, err_len, "line %u: longer than %zu bytes", lineno, sizeof(line) - 1);
+                        return -EINVAL;
+                }
+                memcpy(line, buf + at, n);
+                line[n] = '\0';
+                at += n + 1;
+                if (memchr(line, '\0', n)) {
+                        snprintf(err, err_len, "line %u: a NUL byte", lineno);
+                        return -EINVAL;
+                }
+                key = trim(line);
+                if (*key == '\0' || *key == '#')
+                        continue;
+                eq = strchr(key, '=');
+                if (!eq) {
+                        snprintf(err, err_len, "line %u: not \"key = value\"", lineno);
+                        return -EINVAL;
+                }
+                *eq = '\0';
+                key = trim(key);
+                val = trim(eq + 1);
+                k = mgt_key_from_name(key);
+                if (k < 0) {
+                        snprintf(err, err_len, "line %u: unknown key \"%.64s\"", lineno, key);
+                        return -EINVAL;
+                }
+                if (s.v[k].set) {
+                        snprintf(err, err_len, "line %u: %s set twice", lineno, key);
+                        return -EINVAL;
+                }
+                if (mgt_setting_parse((enum mgt_key) k, val, &s.v[k], why, sizeof(why)) < 0) {
+                        snprintf(err, err_len, "line %u: %s", lineno, why);
+                        return -EINVAL;
+                }
+        }
+        *ret = s;
+        return 0;
+}
+
+void mgt_settings_merge(struct mgt_settings *base, const struct mgt_settings *over) {
+        for (int k = 0; k < _MGT_KEY_MAX; k++)
+                if (over->v[k].set)
+                        base->v[k] = over->v[k];
+}
+
+int mgt_settings_apply(const struct mgt_settings *s, uint64_t limit, struct mg_guard_options *o) {
+        const struct mgt_setting *v = s->v;
+        int r = mg_guard_options_init(o, limit);
+
+        if (r < 0)
+                return r;
+        if (v[MGT_KEY_TICK].set)
+                o->tick_usec = v[MGT_KEY_TICK].value;
+        if (v[MGT_KEY_MARGIN].set)
+                o->margin_bytes = v[MGT_KEY_MARGIN].percent
+                                          ? (uint64_t) ((unsigned __int128) limit * v[MGT_KEY_MARGIN].value / 10000)
+                                          : v[MGT_KEY_MARGIN].value;
+        if (v[MGT_KEY_STALL_WINDOW].set)
+                o->stall_window_usec = v[MGT_KEY_STALL_WINDOW].value;
+        if (v[MGT_KEY_STALL_PRESSURE].set)
+                o->stall_pressure_permyriad = (uint32_t) v[MGT_KEY_STALL_PRESSURE].value;
+        if (v[MGT_KEY_LEND_DEADLINE].set)
+                o->lend_deadline_usec = v[MGT_KEY_LEND_DEADLINE].value;
+        if (v[MGT_KEY_KILL_WAIT].set)
+                o->kill_wait_usec = v[MGT_KEY_KILL_WAIT].value;
+        if (v[MGT_KEY_POST_KILL_HOLDOFF].set)
+                o->post_kill_holdoff_usec = v[MGT_KEY_POST_KILL_HOLDOFF].value;
+        if (v[MGT_KEY_REFAULT_WINDOW].set)
+                o->refault_window_usec = v[MGT_KEY_REFAULT_WINDOW].value;
+        if (v[MGT_KEY_REFAULT_MAPPED_WINDOW].set)
+                o->refault_mapped_window_usec = v[MGT_KEY_REFAULT_MAPPED_WINDOW].value;
+        return 0;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * watch's settings: the default limit and the guard tuning that
+ * mg_guard_options exposes, from the command line and from an optional
+ * config file of "key = value" lines (memguard(1), CONFIGURATION).  Keys
+ * are the long options' names; the command line wins over the file.
+ * Parsing is pure (a buffer in, settings out) so the tests drive it through
+ * `memguard config-parse`.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memguard/memguard.h"
+
+/* One setting: set or not (unset: the library's tuned default). */
+struct mgt_setting {
+        bool set;
+        uint64_t value;         /* bytes, usec or permyriad */
+        bool percent;           /* margin: value is permyriad of each actor's limit */
+};
+
+enum mgt_key {
+        MGT_KEY_LIMIT,
+        MGT_KEY_TICK,
+        MGT_KEY_MARGIN,
+        MGT_KEY_STALL_WINDOW,
+        MGT_KEY_STALL_PRESSURE,
+        MGT_KEY_LEND_DEADLINE,
+        MGT_KEY_KILL_WAIT,
+        MGT_KEY_POST_KILL_HOLDOFF,
+        MGT_KEY_REFAULT_WINDOW,
+        MGT_KEY_REFAULT_MAPPED_WINDOW,
+        _MGT_KEY_MAX,
+};
+
+struct mgt_settings {
+        struct mgt_setting v[_MGT_KEY_MAX];
+};
+
+/* The key of a long option or config key name ("stall-window"), or -1. */
+int mgt_key_from_name(const char *name);
+const char *mgt_key_name(enum mgt_key k);
+
+/* Parses one value for key into *ret.  Returns 0 or a negative errno:
+ * -EINVAL not a value of its kind (the message in err), -ERANGE. */
+int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_setting *ret, char *err, size_t err_len);
+
+/* Parses a config file's text: "key = value" lines, '#' comments, blank
+ * lines.  Returns 0, or -EINVAL with "LINE: what is wrong" in err; *ret is
+ * written only on success. */
+int mgt_config_parse(const char *buf, size_t len, struct mgt_settings *ret, char *err, size_t err_len);
+
+/* over's settings that are set replace base's. */
+void mgt_settings_merge(struct mgt_settings *base, const struct mgt_settings *over);
+
+/* Options for an actor with this limit: mg_guard_options_init() and what
+ * the settings set (a margin in percent taken of limit). */
+int mgt_settings_apply(const struct mgt_settings *s, uint64_t limit, struct mg_guard_options *o);
+
+/* A duration: "250ms", "2s", "1.5s", "1m", "500us", or plain seconds.
+ * Returns 0, -EINVAL, -ERANGE. */
+int mgt_duration_parse(const char *s, uint64_t *ret_usec);
