@@ -46,21 +46,26 @@ struct field {
 };
 
 static struct counters read_counters(const char *cg) {
-        char stat[8192], ev[512];
         struct counters c = { .t = kt_now() };
+        struct mg_memstat st;
+        struct mg_mem_events ev;
+        struct mg_psi psi;
+
         (void) mgt_cg_read_u64(cg, "memory.current", &c.current);
-        if (mgt_cg_read(cg, "memory.stat", stat, sizeof(stat)) > 0) {
-                (void) mgt_key_value(stat, "file", &c.file);
-                (void) mgt_key_value(stat, "file_mapped", &c.mapped);
-                (void) mgt_key_value(stat, "workingset_refault_file", &c.refaults);
-                (void) mgt_key_value(stat, "workingset_restore_file", &c.restores);
+        if (mgt_cg_read_memstat(cg, &st) == 0) {
+                c.file = st.file;
+                c.mapped = st.file_mapped;
+                c.refaults = st.workingset_refault_file;
+                c.restores = st.workingset_restore_file;
         }
-        if (mgt_cg_read(cg, "memory.events.local", ev, sizeof(ev)) > 0) {
-                (void) mgt_key_value(ev, "high", &c.high);
-                (void) mgt_key_value(ev, "max", &c.max);
+        if (mgt_cg_read_events(cg, "memory.events.local", &ev) == 0) {
+                c.high = ev.high;
+                c.max = ev.max;
         }
-        (void) mgt_cg_read_psi_total(cg, "memory.pressure", "some", &c.mem_some);
-        (void) mgt_cg_read_psi_total(cg, "io.pressure", "some", &c.io_some);
+        if (mgt_cg_read_psi(cg, "memory.pressure", &psi) == 0)
+                c.mem_some = psi.some.total_usec;
+        if (mgt_cg_read_psi(cg, "io.pressure", &psi) == 0)
+                c.io_some = psi.some.total_usec;
         return c;
 }
 
@@ -129,9 +134,9 @@ static int field_run(const struct actor *a, struct field *f) {
         f->cg = kt_cg_new(a->name);
         KT_CHECK(s && f->cg, "setup");
         if (a->max)
-                KT_CHECK(kt_cg_write(f->cg, "memory.max", "%" PRIu64, a->max) == 0, "memory.max");
+                KT_CHECK(mgt_cg_writef(f->cg, "memory.max", "%" PRIu64, a->max) == 0, "memory.max");
         if (a->high)
-                KT_CHECK(kt_cg_write(f->cg, "memory.high", "%" PRIu64, a->high) == 0, "memory.high");
+                KT_CHECK(mgt_cg_writef(f->cg, "memory.high", "%" PRIu64, a->high) == 0, "memory.high");
         mg_guard *g;
         struct mg_guard_options o = { .size = sizeof(o) };
         KT_CHECK(kt_guard(s, f->cg, a->limit, &f->ev, &g) == 0, "guard");
@@ -152,7 +157,8 @@ static int field_run(const struct actor *a, struct field *f) {
         for (uint64_t end = kt_now() + 5 * SEC; kt_now() < end && mg_guard_is_killing(g);)
                 kt_run(s, 50 * MS, NULL, NULL, NULL);
         mg_set_free(s);
-        uint64_t end = f->ev.n[MG_EVENT_KILL] ? f->ev.kill.kill_usec : kt_now();
+        uint64_t end = f->ev.n[MG_EVENT_KILL] ? f->ev.kill.kill_usec : kt_now(), oom_kill = UINT64_MAX;
+        (void) mgt_cg_read_key(f->cg, "memory.events", "oom_kill", &oom_kill);
         kt_note("%s: ran_ms=%" PRIu64 " status=0x%x onset_ms=%" PRIu64 " at_limit_steps=%u/%u refault_mib=%" PRIu64
                 " restores=%" PRIu64 " longest_refault_run_ms=%" PRIu64 " peak_refault_mibs=%" PRIu64
                 " peak_mapped_share=%" PRIu64 ".%" PRIu64
@@ -163,7 +169,7 @@ static int field_run(const struct actor *a, struct field *f) {
                 f->peak_refault_mibs,
                 f->peak_mapped_pm / 10, f->peak_mapped_pm % 10, f->peak_mem_pm / 10, f->peak_mem_pm % 10,
                 f->peak_io_pm / 10, f->peak_io_pm % 10, f->ev.n[MG_EVENT_KILL], f->ev.n[MG_EVENT_THROTTLED],
-                kt_cg_key(f->cg, "memory.events", "oom_kill"));
+                oom_kill);
         kt_note("%s: %s", a->name, kt_result(f->pid));
         if (f->ev.n[MG_EVENT_KILL])
                 kt_note("%s: killed onset_to_kill_ms=%" PRIu64 " reason=%s stalled_ms=%" PRIu64 " signals=%s%s%s", a->name,
@@ -274,7 +280,8 @@ int t_dirty_writer(void) {
         struct actor a = { "dirty-writer", 48 * MIB, 48 * MIB, 0, NULL,
                            (const char *[]) { "write", path_a, "384", "1", "8", NULL }, 120 * SEC };
         int r = field_run(&a, &f);
-        uint64_t oom = kt_cg_key(f.cg, "memory.events", "oom_kill");
+        uint64_t oom = UINT64_MAX;
+        (void) mgt_cg_read_key(f.cg, "memory.events", "oom_kill", &oom);
         unlink(path_a);
         if (r != KT_PASS)
                 return r;

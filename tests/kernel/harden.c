@@ -63,7 +63,7 @@ int t_lend_crash(void) {
         kt_note("symlink in a cgroup: %s", strerror(errno));
         KT_CHECK(mkfifo(p, 0600) < 0, "cgroupfs took a fifo");
 
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
         KT_CHECK(pipe(pfd) == 0, "pipe");
         pid_t child = fork();
         KT_CHECK(child >= 0, "fork: %s", strerror(errno));
@@ -89,7 +89,7 @@ int t_lend_crash(void) {
         KT_CHECK(ok == 1, "the child could not lend");
         KT_CHECK(is_sigkill_status(st), "child status %d", st);
 
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
         KT_CHECK(strcmp(buf, "max\n") == 0, "after the crash memory.high is %s", buf);
         KT_CHECK(xattr_path(cg, rec, sizeof(rec)) > 0, "no lend record after the crash");
         kt_note("record: %.*s", (int) strcspn(rec, "\n"), rec);
@@ -101,13 +101,13 @@ int t_lend_crash(void) {
         KT_CHECK(mg_guard_options_init(&o, 64 * MIB) == 0 && mg_guard_new(cg, &o, &g) == 0, "guard");
         KT_CHECK(mg_guard_is_lent(g), "mg_guard_new ignored the record");
         mg_guard_free(g);
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "max\n") == 0, "high %s", buf);
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "max\n") == 0, "high %s", buf);
 
         int r = mg_guard_recover(cg, MG_RECOVER_EXPIRED);
         KT_CHECK(r == -EBUSY, "recover(EXPIRED) before the deadline: %d", r);
         r = mg_guard_recover(cg, 0);
         KT_CHECK(r == 1, "recover: %d (%s)", r, r < 0 ? strerror(-r) : "");
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
         kt_note("memory.high after recover: %.*s", (int) strcspn(buf, "\n"), buf);
         KT_CHECK(strcmp(buf, "50331648\n") == 0, "recovered memory.high is %s", buf);
         r = xattr_path(cg, rec, sizeof(rec));
@@ -146,24 +146,24 @@ int t_lend_resize(void) {
         mg_set *s = kt_set_new();
         const char *cg = kt_cg_new("lend-resize");
         KT_CHECK(s && cg, "setup");
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
         KT_CHECK(kt_guard(s, cg, 64 * MIB, &ev, &g) == 0, "guard");
 
         /* 1. */
         KT_CHECK(mg_guard_lend_begin(g, 16 * MIB + 1000, 60 * SEC, &lend) == 0, "lend_begin");
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "67108864\n") == 0,
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "67108864\n") == 0,
                  "a lend of 16 MiB + 1000 bytes reads back as %s", buf);
         KT_CHECK(kt_lend_end(s, g, lend, &ev, 10 * SEC) == 0, "lend_end");
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "50331648\n") == 0,
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "50331648\n") == 0,
                  "restored as %s", buf);
         KT_CHECK(ev.n[MG_EVENT_LEND_END] == 1 && ev.lend.restored, "the end did not say restored");
 
         /* 2. */
         KT_CHECK(mg_guard_lend_begin(g, 16 * MIB, 60 * SEC, &lend) == 0, "lend_begin");
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 96 * MIB) == 0, "the resize");
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 96 * MIB) == 0, "the resize");
         int r = kt_lend_end(s, g, lend, &ev, 10 * SEC);
         KT_CHECK(r == 0, "lend_end after the resize: %d", r);
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
         kt_note("memory.high after the lend's end: %.*s", (int) strcspn(buf, "\n"), buf);
         KT_CHECK(strcmp(buf, "100663296\n") == 0, "the resize was undone: memory.high %s", buf);
         KT_CHECK(ev.n[MG_EVENT_LEND_END] == 2, "%d lend-end events", ev.n[MG_EVENT_LEND_END]);
@@ -174,11 +174,11 @@ int t_lend_resize(void) {
         KT_CHECK(r == -ENODATA || r == -EOPNOTSUPP, "a lend record is left (%d): %s", r, rec);
 
         /* 3. */
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
         KT_CHECK(mg_guard_lend_begin(g, MG_UNLIMITED, 1 * SEC, &lend) == 0, "lend_begin");
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 80 * MIB) == 0, "the resize");
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 80 * MIB) == 0, "the resize");
         KT_CHECK(kt_run(s, 5 * SEC, lend_expired, NULL, &ev), "no MG_EVENT_LEND_EXPIRED within 5 s");
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "83886080\n") == 0,
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "83886080\n") == 0,
                  "the resize was undone at the deadline: memory.high %s", buf);
         KT_CHECK(!ev.lend.restored && ev.lend.found_high_bytes == 80 * MIB,
                  "the event says restored %d, found %" PRIu64, ev.lend.restored, ev.lend.found_high_bytes);
@@ -343,7 +343,8 @@ static void restore_sample(void *ud) {
         }
         if (w->o.crossed_usec)
                 return;
-        cur = kt_cg_u64(w->o.cg, "memory.current");
+        cur = UINT64_MAX;
+        (void) mgt_cg_read_u64(w->o.cg, "memory.current", &cur);
         if (cur == UINT64_MAX)
                 return;
         if (cur > 64 * MIB)
@@ -387,7 +388,7 @@ int t_restore_beside_overshoot(void) {
         KT_CHECK(s && a && b, "setup");
         snprintf(file, sizeof(file), "%s/restore-cache", kt_disk);
         KT_CHECK(kt_make_file(file, 256) == 0, "make %s", file);
-        KT_CHECK(kt_cg_write(a, "memory.high", "%" PRIu64, RESTORE_TO) == 0, "memory.high");
+        KT_CHECK(mgt_cg_writef(a, "memory.high", "%" PRIu64, RESTORE_TO) == 0, "memory.high");
         KT_CHECK(mg_guard_options_init(&o, 64 * MIB) == 0, "options");
         KT_CHECK(kt_guard_io(s, a, &o, &aio, &w.a, &ga) == 0, "guard a");
         KT_CHECK(mg_guard_options_init(&o, 64 * MIB) == 0, "options");
@@ -401,7 +402,9 @@ int t_restore_beside_overshoot(void) {
         KT_CHECK(reader > 0, "spawn the reader: %s", strerror((int) -reader));
         while (kt_wait(reader, 0) == -ETIMEDOUT)
                 kt_run(s, 100 * MS, NULL, NULL, NULL);
-        uint64_t a_before = kt_cg_u64(a, "memory.current"), a_file = kt_cg_key(a, "memory.stat", "file");
+        uint64_t a_before = UINT64_MAX, a_file = UINT64_MAX;
+        (void) mgt_cg_read_u64(a, "memory.current", &a_before);
+        (void) mgt_cg_read_key(a, "memory.stat", "file", &a_file);
         KT_CHECK(a_before != UINT64_MAX && a_before > 96 * MIB,
                  "the reader left %" PRIu64 " MiB charged to A: nothing much to reclaim", a_before / MIB);
 
@@ -413,8 +416,9 @@ int t_restore_beside_overshoot(void) {
         KT_CHECK(pb > 0, "spawn: %s", strerror((int) -pb));
         bool done = kt_run(s, 60 * SEC, restore_stop, restore_sample, &w);
         int status = kt_wait(pb, 10 * SEC);
-        uint64_t a_after = kt_cg_u64(a, "memory.current");
-        ssize_t hn = kt_cg_read(a, "memory.high", buf, sizeof(buf));
+        uint64_t a_after = UINT64_MAX;
+        (void) mgt_cg_read_u64(a, "memory.current", &a_after);
+        ssize_t hn = mgt_cg_read(a, "memory.high", buf, sizeof(buf));
         mg_set_free(s);
         unlink(file);
 

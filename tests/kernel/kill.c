@@ -80,8 +80,10 @@ static int empty_over_limit(const char *dir, struct empty_run *e) {
         KT_CHECK(w > 0, "spawn writer: %s", strerror((int) -w));
         int st = kt_wait(w, 60 * SEC);
         KT_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer status %d", st);
-        KT_CHECK(kt_cg_wait_populated(cg, 0, 5 * SEC), "the cgroup did not empty after the writer");
-        uint64_t shmem = kt_cg_key(cg, "memory.stat", "shmem"), cur = kt_cg_u64(cg, "memory.current");
+        KT_CHECK(mgt_cg_wait_populated(cg, 0, 5 * SEC) == 0, "the cgroup did not empty after the writer");
+        uint64_t shmem = UINT64_MAX, cur = UINT64_MAX;
+        (void) mgt_cg_read_key(cg, "memory.stat", "shmem", &shmem);
+        (void) mgt_cg_read_u64(cg, "memory.current", &cur);
         kt_note("after the writer: shmem %" PRIu64 " KiB, memory.current %" PRIu64 " KiB, populated 0; %s",
                 shmem >> 10, cur >> 10, kt_result(w));
         KT_CHECK(shmem != UINT64_MAX && shmem >= 96 * MIB, "shmem %" PRIu64 ": the tmpfs file is not charged here",

@@ -61,129 +61,13 @@ const char *kt_cg_new(const char *name) {
         return p;
 }
 
-int kt_cg_write(const char *cg, const char *file, const char *fmt, ...) {
-        char path[600], val[128];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(val, sizeof(val), fmt, ap);
-        va_end(ap);
-        snprintf(path, sizeof(path), "%s/%s", cg, file);
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = write(fd, val, strlen(val));
-        int r = n < 0 ? -errno : 0;
-        close(fd);
-        return r;
-}
-
-ssize_t kt_cg_read(const char *cg, const char *file, char *buf, size_t size) {
-        char path[600];
-        buf[0] = '\0'; /* callers may scan it after a failure */
-        snprintf(path, sizeof(path), "%s/%s", cg, file);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = read(fd, buf, size - 1);
-        int e = errno;
-        close(fd);
-        if (n < 0)
-                return -e;
-        buf[n] = '\0';
-        return n;
-}
-
-uint64_t kt_cg_u64(const char *cg, const char *file) {
-        char buf[64];
-        if (kt_cg_read(cg, file, buf, sizeof(buf)) < 0)
-                return UINT64_MAX;
-        if (strncmp(buf, "max", 3) == 0)
-                return UINT64_MAX;
-        return strtoull(buf, NULL, 10);
-}
-
-uint64_t kt_cg_key(const char *cg, const char *file, const char *key) {
-        char buf[8192];
-        size_t kl = strlen(key);
-        if (kt_cg_read(cg, file, buf, sizeof(buf)) < 0)
-                return UINT64_MAX;
-        for (char *p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-                if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
-                        return strtoull(p + kl + 1, NULL, 10);
-        return UINT64_MAX;
-}
-
-uint64_t kt_cg_psi_total(const char *cg, const char *file, const char *which) {
-        char buf[512];
-        if (kt_cg_read(cg, file, buf, sizeof(buf)) < 0)
-                return UINT64_MAX;
-        char *p = strstr(buf, which);
-        p = p ? strstr(p, "total=") : NULL;
-        return p ? strtoull(p + 6, NULL, 10) : UINT64_MAX;
-}
-
-bool kt_cg_wait_populated(const char *cg, int want, uint64_t timeout_usec) {
-        char path[600], buf[128];
-        uint64_t end = kt_now() + timeout_usec;
-        snprintf(path, sizeof(path), "%s/cgroup.events", cg);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        for (;;) {
-                ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-                if (n > 0) {
-                        buf[n] = '\0';
-                        char *p = strstr(buf, "populated ");
-                        if (p && p[10] - '0' == want) {
-                                close(fd);
-                                return true;
-                        }
-                }
-                uint64_t now = kt_now();
-                if (now >= end)
-                        break;
-                /* kernfs wakes POLLPRI when cgroup.events changes */
-                struct pollfd pfd = { .fd = fd, .events = POLLPRI };
-                uint64_t left = (end - now) / 1000 + 1;
-                (void) poll(&pfd, 1, (int) (left > 100 ? 100 : left));
-        }
-        close(fd);
-        return false;
-}
-
-int kt_cg_destroy(const char *cg) {
-        if (access(cg, F_OK) < 0)
-                return 0;
-        if (kt_cg_write(cg, "cgroup.kill", "1") < 0) {
-                /* before 5.14: signal each member */
-                char buf[4096];
-                if (kt_cg_read(cg, "cgroup.procs", buf, sizeof(buf)) > 0)
-                        for (char *p = buf; *p;) {
-                                char *end;
-                                long pid = strtol(p, &end, 10);
-                                if (end == p)
-                                        break;
-                                kill((pid_t) pid, SIGKILL);
-                                p = *end ? end + 1 : end;
-                        }
-        }
-        if (!kt_cg_wait_populated(cg, 0, 10 * SEC))
-                kt_note("cleanup: %s did not empty", cg);
-        for (int i = 0; i < 100; i++) {
-                if (rmdir(cg) == 0 || errno == ENOENT)
-                        return 0;
-                if (errno != EBUSY)
-                        break;
-                struct timespec ts = { 0, 10L * 1000 * 1000 }; /* a dying task lingers briefly */
-                nanosleep(&ts, NULL);
-        }
-        kt_note("cleanup: rmdir %s: %s", cg, strerror(errno));
-        return -errno;
-}
-
 void kt_cleanup_all(void) {
-        while (n_cgroups > 0)
-                kt_cg_destroy(cgroups[--n_cgroups]);
+        while (n_cgroups > 0) {
+                const char *cg = cgroups[--n_cgroups];
+                int r = mgt_cg_destroy(cg, 10 * SEC);
+                if (r < 0)
+                        kt_note("cleanup: %s: %s", cg, r == -ETIMEDOUT ? "did not empty" : strerror(-r));
+        }
         for (int i = 0; i < n_spawned; i++) {
                 if (spawned[i].pid > 0 && !spawned[i].reaped)
                         (void) waitpid(spawned[i].pid, NULL, WNOHANG);

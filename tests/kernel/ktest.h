@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "memguard/memguard.h"
+#include "cgdir.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MS UINT64_C(1000)
@@ -49,20 +50,9 @@ void kt_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 uint64_t kt_now(void);
 
-/* Makes <base>/<name>-<n>, remembered for cleanup.  Returns a static path. */
+/* Makes <base>/<name>-<n>, remembered for cleanup.  Returns a static path.
+ * Everything else done to cgroups goes through cgdir.h (mgt_cg_*). */
 const char *kt_cg_new(const char *name);
-int kt_cg_write(const char *cg, const char *file, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Reads a cgroup file into buf; returns length or negative errno. */
-ssize_t kt_cg_read(const char *cg, const char *file, char *buf, size_t size);
-uint64_t kt_cg_u64(const char *cg, const char *file);
-/* A key of a "key value" file (memory.stat, memory.events); UINT64_MAX if absent. */
-uint64_t kt_cg_key(const char *cg, const char *file, const char *key);
-/* PSI "some"/"full" total of a pressure file. */
-uint64_t kt_cg_psi_total(const char *cg, const char *file, const char *which);
-/* Waits (bounded) until cgroup.events says populated == want. */
-bool kt_cg_wait_populated(const char *cg, int want, uint64_t timeout_usec);
-/* Kills everything in cg, waits for it to empty, removes it. */
-int kt_cg_destroy(const char *cg);
 void kt_cleanup_all(void);
 
 /* Starts the workload with args inside cg; its stdout goes to a file read by

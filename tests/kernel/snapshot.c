@@ -86,31 +86,26 @@ static void log_fn(int level, const char *msg, void *ud) {
                 kt_note("library: %s", msg);
 }
 
-/* The cgroup this process is in: the root the test uses plus the path of
- * /proc/self/cgroup's "0::" line. */
+/* The cgroup this process is in, under the root the test uses (the parent
+ * of kt_base). */
 static int home_cgroup(char *ret, size_t size) {
-        char line[512], root[512];
-        FILE *f = fopen("/proc/self/cgroup", "re");
         const char *slash = strrchr(kt_base, '/');
-        if (!f || !slash)
+        char root[512], *home;
+        int r;
+
+        if (!slash)
                 return -ENOENT;
         snprintf(root, sizeof(root), "%.*s", (int) (slash - kt_base), kt_base);
-        while (fgets(line, sizeof(line), f)) {
-                if (strncmp(line, "0::", 3) == 0) {
-                        line[strcspn(line, "\n")] = '\0';
-                        const char *rel = strcmp(line + 3, "/") == 0 ? "" : line + 3;
-                        fclose(f);
-                        if ((size_t) snprintf(ret, size, "%s%s", root, rel) >= size)
-                                return -ENAMETOOLONG;
-                        return 0;
-                }
-        }
-        fclose(f);
-        return -ENOENT;
+        r = mgt_cg_self_in(root, &home);
+        if (r < 0)
+                return r;
+        r = (size_t) snprintf(ret, size, "%s", home) >= size ? -ENAMETOOLONG : 0;
+        free(home);
+        return r;
 }
 
 static int enter(struct actor *a) {
-        int r = kt_cg_write(a->cg, "cgroup.procs", "%d", getpid());
+        int r = mgt_cg_writef(a->cg, "cgroup.procs", "%d", getpid());
         if (r == 0)
                 a->inside = true;
         return r;
@@ -119,7 +114,7 @@ static int enter(struct actor *a) {
 static int leave(struct actor *a) {
         if (!a->inside)
                 return 0;
-        int r = kt_cg_write(a->home, "cgroup.procs", "%d", getpid());
+        int r = mgt_cg_writef(a->home, "cgroup.procs", "%d", getpid());
         if (r == 0)
                 a->inside = false;
         else
@@ -132,8 +127,8 @@ static int actor_start(struct actor *a, const char *name, bool guarded) {
         a->cg = kt_cg_new(name);
         if (!a->cg || home_cgroup(a->home, sizeof(a->home)) < 0)
                 return -ENOENT;
-        if (kt_cg_write(a->cg, "memory.max", "%" PRIu64, 2 * LIMIT) < 0 ||
-            kt_cg_write(a->cg, "memory.high", "%" PRIu64, HIGH) < 0)
+        if (mgt_cg_writef(a->cg, "memory.max", "%" PRIu64, 2 * LIMIT) < 0 ||
+            mgt_cg_writef(a->cg, "memory.high", "%" PRIu64, HIGH) < 0)
                 return -EIO;
         if (guarded) {
                 a->set = kt_set_new();
@@ -188,7 +183,8 @@ static void do_write(struct actor *a, struct result *x, const struct mg_snapshot
                      uint32_t method, uint64_t lend) {
         struct mg_snapshot_options o;
         int dfd = open(kt_disk, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        uint64_t high0 = kt_cg_key(a->cg, "memory.events", "high");
+        uint64_t high0 = UINT64_MAX;
+        (void) mgt_cg_read_key(a->cg, "memory.events", "high", &high0);
 
         mg_snapshot_options_init(&o);
         o.method = method;
@@ -198,12 +194,14 @@ static void do_write(struct actor *a, struct result *x, const struct mg_snapshot
         o.lock_userdata = &a->tk;
         o.log = log_fn;
         x->st = (struct mg_snapshot_stats) { .size = sizeof(x->st) };
-        kt_cg_read(a->cg, "memory.high", x->high_before, sizeof(x->high_before));
+        mgt_cg_read(a->cg, "memory.high", x->high_before, sizeof(x->high_before));
         mgt_ticker_measure(&a->tk);
         x->r = mg_snapshot_write(src, dfd, name, &o, &x->st);
         mgt_ticker_measured(&a->tk, &x->peak_dw, &x->samples);
-        x->high_events = kt_cg_key(a->cg, "memory.events", "high") - high0;
-        kt_cg_read(a->cg, "memory.high", x->high_after, sizeof(x->high_after));
+        uint64_t high1 = UINT64_MAX;
+        (void) mgt_cg_read_key(a->cg, "memory.events", "high", &high1);
+        x->high_events = high1 - high0;
+        mgt_cg_read(a->cg, "memory.high", x->high_after, sizeof(x->high_after));
         x->high_before[strcspn(x->high_before, "\n")] = '\0';
         x->high_after[strcspn(x->high_after, "\n")] = '\0';
         close(dfd);
@@ -310,8 +308,10 @@ static int write_inner(struct actor *a) {
         uint64_t t0 = kt_now();
         uint8_t *img = img_make_anon(IMG, HOLES, 1);
         KT_CHECK(img, "mmap");
+        uint64_t cur = UINT64_MAX;
+        (void) mgt_cg_read_u64(a->cg, "memory.current", &cur);
         kt_note("anon image built in %" PRIu64 " ms; actor memory.current %" PRIu64 " MiB, memory.high %" PRIu64
-                " MiB", (kt_now() - t0) / 1000, kt_cg_u64(a->cg, "memory.current") / MIB, HIGH / MIB);
+                " MiB", (kt_now() - t0) / 1000, cur / MIB, HIGH / MIB);
         struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = img, .length = IMG };
         do_write(a, &x[0], &src, "snap-anon-auto", MG_SNAPSHOT_AUTO, 0);
         do_write(a, &x[1], &src, "snap-anon-windowed", MG_SNAPSHOT_WINDOWED, 0);
@@ -321,8 +321,10 @@ static int write_inner(struct actor *a) {
         t0 = kt_now();
         int fd = make_memfd(IMG, 2);
         KT_CHECK(fd >= 0, "memfd");
+        cur = UINT64_MAX;
+        (void) mgt_cg_read_u64(a->cg, "memory.current", &cur);
         kt_note("memfd image built in %" PRIu64 " ms; actor memory.current %" PRIu64 " MiB", (kt_now() - t0) / 1000,
-                kt_cg_u64(a->cg, "memory.current") / MIB);
+                cur / MIB);
         src = (struct mg_snapshot_source) { .kind = MG_SNAPSHOT_FD, .fd = fd, .length = IMG };
         do_write(a, &x[3], &src, "snap-memfd", MG_SNAPSHOT_AUTO, MG_UNLIMITED);
         close(fd);
@@ -383,8 +385,10 @@ static int baseline_inner(struct actor *a) {
         do_write(a, &x, &src, "snap-buffered", MG_SNAPSHOT_BUFFERED, 0);
         munmap(img, IMG);
         KT_CHECK(leave(a) == 0, "move out");
-        uint64_t dirty = kt_cg_key(a->cg, "memory.stat", "file_dirty");
-        uint64_t file = kt_cg_key(a->cg, "memory.stat", "file");
+        uint64_t dirty = UINT64_MAX;
+        (void) mgt_cg_read_key(a->cg, "memory.stat", "file_dirty", &dirty);
+        uint64_t file = UINT64_MAX;
+        (void) mgt_cg_read_key(a->cg, "memory.stat", "file", &file);
         kt_note("anon/buffered: after the write: file_mib=%" PRIu64 " file_dirty_mib=%" PRIu64
                 " (cache a plain write leaves charged to the actor)", file / MIB, dirty / MIB);
         KT_CHECK(check_write(&x, false) == KT_PASS, "buffered");
@@ -473,11 +477,11 @@ static int faults_inner(struct actor *a) {
                         o.guard = a->g;
                         o.lock = mgt_ticker_lock;
                         o.lock_userdata = &a->tk;
-                        kt_cg_read(a->cg, "memory.high", before, sizeof(before));
+                        mgt_cg_read(a->cg, "memory.high", before, sizeof(before));
                         uint64_t t0 = kt_now();
                         int r = mg_snapshot_write(&src, sfd, "snap", &o, NULL);
                         uint64_t ms = (kt_now() - t0) / 1000;
-                        kt_cg_read(a->cg, "memory.high", after, sizeof(after));
+                        mgt_cg_read(a->cg, "memory.high", after, sizeof(after));
                         uint64_t free1 = free_bytes(small);
                         int n1 = entries(small), del = count_deleted_fds();
                         kt_note("ENOSPC %s: r=%s after_ms=%" PRIu64 " entries=%d->%d free_kib=%" PRIu64 "->%" PRIu64
@@ -565,7 +569,7 @@ static int cycles_inner(struct actor *a) {
         uint8_t *img = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         uint8_t *back = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         KT_CHECK(dfd >= 0 && img != MAP_FAILED && back != MAP_FAILED, "setup");
-        kt_cg_read(a->cg, "memory.high", before, sizeof(before));
+        mgt_cg_read(a->cg, "memory.high", before, sizeof(before));
         uint64_t free0 = free_bytes(dir);
         int n0 = entries(dir), del0 = count_deleted_fds();
         uint64_t t0 = kt_now(), wr = 0, rd = 0, worst = 0;
@@ -602,7 +606,7 @@ static int cycles_inner(struct actor *a) {
         KT_CHECK(unlinkat(dfd, "snap", 0) == 0, "unlink");
         uint64_t free1 = free_bytes(dir);
         int n1 = entries(dir);
-        kt_cg_read(a->cg, "memory.high", after, sizeof(after));
+        mgt_cg_read(a->cg, "memory.high", after, sizeof(after));
         kt_note("100 cycles of %" PRIu64 " MiB (4 MiB data): ms=%" PRIu64 " write_avg_ms=%.1f write_max_ms=%" PRIu64
                 " restore_avg_ms=%.1f deleted_fds=%d->%d entries=%d->%d free_kib=%" PRIu64 "->%" PRIu64,
                 len / MIB, (kt_now() - t0) / 1000, (double) wr / 100 / 1000, worst / 1000, (double) rd / 100 / 1000,

@@ -32,8 +32,8 @@ int t_kernel_oom_attributed(void) {
         mg_set *s = kt_set_new();
         const char *parent = kt_cg_new("kernel-oom-parent"), *base = kt_base, *cg;
         KT_CHECK(s && parent, "setup");
-        KT_CHECK(kt_cg_write(parent, "memory.max", "%" PRIu64, 32 * MIB) == 0, "memory.max");
-        KT_CHECK(kt_cg_write(parent, "cgroup.subtree_control", "+memory") == 0, "subtree_control");
+        KT_CHECK(mgt_cg_writef(parent, "memory.max", "%" PRIu64, 32 * MIB) == 0, "memory.max");
+        KT_CHECK(mgt_cg_writef(parent, "cgroup.subtree_control", "+memory") == 0, "subtree_control");
         kt_base = parent; /* the child is removed before the parent */
         cg = kt_cg_new("kernel-oom");
         kt_base = base;
@@ -45,8 +45,9 @@ int t_kernel_oom_attributed(void) {
         uint64_t died = kt_now();
         bool seen = kt_run(s, 5 * SEC, oom_seen, NULL, &ev);
         mg_set_free(s);
-        kt_note("oom_kill=%" PRIu64 " exit_to_event_ms=%" PRIu64, kt_cg_key(cg, "memory.events", "oom_kill"),
-                (kt_now() - died) / 1000);
+        uint64_t oom_kill = UINT64_MAX;
+        (void) mgt_cg_read_key(cg, "memory.events", "oom_kill", &oom_kill);
+        kt_note("oom_kill=%" PRIu64 " exit_to_event_ms=%" PRIu64, oom_kill, (kt_now() - died) / 1000);
         KT_CHECK(is_sigkill_status(st), "workload status %d", st);
         KT_CHECK(seen, "no MG_EVENT_KERNEL_OOM");
         KT_CHECK(kt_now() - died < 1 * SEC, "reported late");
@@ -69,7 +70,7 @@ int t_psi_trigger_wakes(void) {
         KT_CHECK(s && cg, "setup");
         snprintf(file, sizeof(file), "%s/trigger-hot", kt_disk);
         KT_CHECK(kt_make_file(file, 96) == 0, "file");
-        KT_CHECK(kt_cg_write(cg, "memory.max", "%" PRIu64, 48 * MIB) == 0, "memory.max");
+        KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, 48 * MIB) == 0, "memory.max");
         mg_guard_options_init(&o, 48 * MIB);
         o.tick_usec = 1500 * MS;
         o.stall_window_usec = 3000 * MS;
@@ -128,10 +129,9 @@ static void writer_sample(void *ud) {
         if (kt_now() < n->next_sample)
                 return;
         n->next_sample = kt_now() + 250 * MS;
-        uint64_t dirty = kt_cg_key(n->writer, "memory.stat", "file_dirty"),
-                 wb = kt_cg_key(n->writer, "memory.stat", "file_writeback");
-        if (dirty != UINT64_MAX && wb != UINT64_MAX && dirty + wb > n->peak_dirty_wb)
-                n->peak_dirty_wb = dirty + wb;
+        struct mg_memstat st;
+        if (mgt_cg_read_memstat(n->writer, &st) == 0 && st.file_dirty + st.file_writeback > n->peak_dirty_wb)
+                n->peak_dirty_wb = st.file_dirty + st.file_writeback;
 }
 
 static const char *status_text(int st, char *buf, size_t size) {
@@ -175,9 +175,9 @@ int t_healthy_neighbours(void) {
         snprintf(hot, sizeof(hot), "%s/n-hot", kt_disk);
         snprintf(out, sizeof(out), "%s/n-out", kt_disk);
         KT_CHECK(kt_make_file(hot, 96) == 0, "file");
-        KT_CHECK(kt_cg_write(thrash, "memory.max", "%" PRIu64, 48 * MIB) == 0, "max");
-        KT_CHECK(kt_cg_write(high->cg, "memory.high", "%" PRIu64, 24 * MIB) == 0, "high");
-        KT_CHECK(kt_cg_write(writer->cg, "memory.max", "%" PRIu64, 32 * MIB) == 0, "max");
+        KT_CHECK(mgt_cg_writef(thrash, "memory.max", "%" PRIu64, 48 * MIB) == 0, "max");
+        KT_CHECK(mgt_cg_writef(high->cg, "memory.high", "%" PRIu64, 24 * MIB) == 0, "high");
+        KT_CHECK(mgt_cg_writef(writer->cg, "memory.max", "%" PRIu64, 32 * MIB) == 0, "max");
         KT_CHECK(kt_guard(s, thrash, 48 * MIB, &ev_thrash, &gt) == 0 &&
                          kt_guard(s, cpu->cg, 64 * MIB, &cpu->ev, &cpu->g) == 0 &&
                          kt_guard(s, high->cg, 32 * MIB, &high->ev, &high->g) == 0 &&
@@ -213,16 +213,20 @@ int t_healthy_neighbours(void) {
                 st[i] = kt_wait(nb[i].pid, 0);
                 snprintf(line[i], sizeof(line[i]), "%s", kt_result(nb[i].pid));
                 status_text(st[i], status[i], sizeof(status[i]));
-                oom_kill[i] = kt_cg_key(nb[i].cg, "memory.events", "oom_kill");
+                /* UINT64_MAX where memory.events could not be read */
+                struct mg_mem_events e = { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
+                (void) mgt_cg_read_events(nb[i].cg, "memory.events", &e);
+                oom_kill[i] = e.oom_kill;
                 kt_note("%s: %s; %s; memory.events max %" PRIu64 " high %" PRIu64 " oom %" PRIu64 " oom_kill %" PRIu64
                         "; memguard kills %d, kernel OOM kills reported %d",
                         nb[i].name, line[i][0] ? line[i] : "(no final line)", status[i],
-                        kt_cg_key(nb[i].cg, "memory.events", "max"), kt_cg_key(nb[i].cg, "memory.events", "high"),
-                        kt_cg_key(nb[i].cg, "memory.events", "oom"), oom_kill[i], nb[i].ev.n[MG_EVENT_KILL],
+                        e.max, e.high, e.oom, oom_kill[i], nb[i].ev.n[MG_EVENT_KILL],
                         nb[i].ev.n[MG_EVENT_KERNEL_OOM]);
         }
+        uint64_t writer_max = UINT64_MAX, over_high = UINT64_MAX, writer_at_max = UINT64_MAX;
+        (void) mgt_cg_read_u64(writer->cg, "memory.max", &writer_max);
         kt_note("writer: peak dirty+writeback %" PRIu64 " KiB, memory.max %" PRIu64 " KiB", n.peak_dirty_wb >> 10,
-                kt_cg_u64(writer->cg, "memory.max") >> 10);
+                writer_max >> 10);
 
         KT_CHECK(ev_thrash.n[MG_EVENT_KILL] == 1, "the thrashing actor was not killed");
         for (int i = 0; i < 3; i++)
@@ -238,8 +242,10 @@ int t_healthy_neighbours(void) {
                                  strncmp(line[i], nb[i].want, strlen(nb[i].want)) == 0,
                          "the healthy %s actor did not finish: %s, %s", nb[i].name, status[i],
                          line[i][0] ? line[i] : "no final line");
-        KT_CHECK(kt_cg_key(high->cg, "memory.events", "high") > 0, "the over-high actor never went over");
-        KT_CHECK(kt_cg_key(writer->cg, "memory.events", "max") > 0, "the writer never reached its memory.max");
+        (void) mgt_cg_read_key(high->cg, "memory.events", "high", &over_high);
+        (void) mgt_cg_read_key(writer->cg, "memory.events", "max", &writer_at_max);
+        KT_CHECK(over_high > 0, "the over-high actor never went over");
+        KT_CHECK(writer_at_max > 0, "the writer never reached its memory.max");
         return KT_PASS;
 }
 
@@ -268,8 +274,10 @@ int t_pressure_hidden(void) {
         KT_CHECK(holder > 0, "spawn");
         /* on the slow path, triggers held, for a few ticks */
         kt_run(s, 3 * SEC, NULL, NULL, NULL);
-        KT_CHECK(kt_cg_u64(cg, "memory.current") >= 60 * MIB, "holder not at 62 MiB");
-        KT_CHECK(kt_cg_write(cg, "cgroup.pressure", "0") == 0, "cgroup.pressure 0");
+        uint64_t held = UINT64_MAX;
+        (void) mgt_cg_read_u64(cg, "memory.current", &held);
+        KT_CHECK(held >= 60 * MIB, "holder not at 62 MiB");
+        KT_CHECK(mgt_cg_writef(cg, "cgroup.pressure", "0") == 0, "cgroup.pressure 0");
         unsigned wakeups = 0;
         struct pollfd pfd = { .fd = mg_set_get_fd(s), .events = POLLIN };
         for (uint64_t until = kt_now() + 3 * SEC; kt_now() < until;) {

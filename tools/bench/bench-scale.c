@@ -352,12 +352,17 @@ int main(int argc, char **argv) {
 out:
         mg_set_free(s);
         if (root) {
+                /* the holders are our children: kill, reap, then remove */
                 for (uint64_t i = 0; i < n_made; i++) {
                         snprintf(path, sizeof(path), "%s/a%" PRIu64, dir, i);
-                        bench_cg_destroy(path);
+                        (void) mgt_cg_kill_all(path);
                 }
                 for (uint64_t i = 0; i < n_slow; i++)
                         (void) waitpid(holders[i], NULL, 0);
+                for (uint64_t i = 0; i < n_made; i++) {
+                        snprintf(path, sizeof(path), "%s/a%" PRIu64, dir, i);
+                        (void) mgt_cg_destroy(path, 5 * MG_USEC_PER_SEC);
+                }
                 (void) rmdir(dir);
         } else if (own_dir) {
                 bench_tmpdir_remove(dir);

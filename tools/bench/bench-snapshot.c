@@ -87,19 +87,6 @@ struct actor {
         int kills, lend_begins, lend_ends, errors; /* under tk.mu */
 };
 
-/* A key of memory.events, or 0 if it cannot be read. */
-static uint64_t cg_key(const char *cg, const char *file, const char *key) {
-        uint64_t v = 0;
-        (void) mgt_cg_read_key(cg, file, key, &v);
-        return v;
-}
-
-static uint64_t cg_u64(const char *cg, const char *file) {
-        uint64_t v = 0;
-        (void) mgt_cg_read_u64(cg, file, &v);
-        return v;
-}
-
 static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
         struct actor *a = ud;
         (void) g;
@@ -129,22 +116,16 @@ static void log_fn(int level, const char *msg, void *ud) {
                 fprintf(stderr, "bench-snapshot: library: %s\n", msg);
 }
 
-/* Where this process is: root plus /proc/self/cgroup's "0::" path. */
+/* Where this process is: its /proc/self/cgroup path under root. */
 static int home_cgroup(const char *root, char *ret, size_t size) {
-        char line[512];
-        FILE *f = fopen("/proc/self/cgroup", "re");
-        if (!f)
-                return -errno;
-        while (fgets(line, sizeof(line), f)) {
-                if (strncmp(line, "0::", 3) == 0) {
-                        line[strcspn(line, "\n")] = '\0';
-                        fclose(f);
-                        snprintf(ret, size, "%s%s", root, strcmp(line + 3, "/") == 0 ? "" : line + 3);
-                        return 0;
-                }
-        }
-        fclose(f);
-        return -ENOENT;
+        char *home;
+        int r = mgt_cg_self_in(root, &home);
+
+        if (r < 0)
+                return r;
+        r = (size_t) snprintf(ret, size, "%s", home) >= size ? -ENAMETOOLONG : 0;
+        free(home);
+        return r;
 }
 
 static int move_to(const char *cg) {
@@ -215,7 +196,7 @@ static void actor_stop(struct actor *a) {
                 mg_set_free(a->set);
         a->set = NULL;
         if (out && a->cg[0])
-                bench_cg_destroy(a->cg); /* empty by now: we were its only process */
+                (void) mgt_cg_destroy(a->cg, 5 * MG_USEC_PER_SEC); /* empty by now: we were its only process */
         if (a->base[0])
                 (void) rmdir(a->base);
 }
@@ -261,14 +242,14 @@ static uint64_t cpu_usec(void) {
 static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *img, uint64_t len,
                     const uint8_t *copy_buf, struct sample *x) {
         char hb[64] = "", ha[64] = "";
-        uint64_t high0 = 0;
+        uint64_t high0 = 0, high1 = 0; /* 0 where memory.events cannot be read */
         bool cg = a->cg[0] != '\0';
 
         memset(x, 0, sizeof(*x));
         x->st.size = sizeof(x->st);
         if (cg) {
-                high0 = cg_key(a->cg, "memory.events", "high");
-                x->current = cg_u64(a->cg, "memory.current");
+                (void) mgt_cg_read_key(a->cg, "memory.events", "high", &high0);
+                (void) mgt_cg_read_u64(a->cg, "memory.current", &x->current);
                 mgt_cg_read(a->cg, "memory.high", hb, sizeof(hb));
                 mgt_ticker_measure(&a->tk);
         }
@@ -290,7 +271,8 @@ static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *im
         x->cpu_usec = cpu_usec() - c0;
         if (cg) {
                 mgt_ticker_measured(&a->tk, &x->peak_dw, &x->samples);
-                x->high_events = cg_key(a->cg, "memory.events", "high") - high0;
+                (void) mgt_cg_read_key(a->cg, "memory.events", "high", &high1);
+                x->high_events = high1 - high0;
                 mgt_cg_read(a->cg, "memory.high", ha, sizeof(ha));
                 x->high_ok = strcmp(hb, ha) == 0;
         } else {
@@ -410,7 +392,9 @@ int main(int argc, char **argv) {
         }
         uint64_t build_ms = (bench_now_ns() - t0) / 1000000;
         char high[64] = "max";
+        uint64_t current = 0;
         if (root) {
+                (void) mgt_cg_read_u64(a.cg, "memory.current", &current);
                 mgt_cg_read(a.cg, "memory.high", high, sizeof(high));
                 high[strcspn(high, "\n")] = '\0';
         }
@@ -418,7 +402,7 @@ int main(int argc, char **argv) {
                " limit_mib=%" PRIu64 " high_bytes=%s max_mib=%" PRIu64 " current_mib=%" PRIu64 " build_ms=%" PRIu64
                " mem_kib=%" PRIu64 "\n",
                u.release, root ? "cgroup" : "none", fs, cycles, warmup, size_mib, root ? size_mib : 0, high,
-               root ? 2 * size_mib : 0, root ? cg_u64(a.cg, "memory.current") / MIB : 0, build_ms,
+               root ? 2 * size_mib : 0, current / MIB, build_ms,
                (uint64_t) sysconf(_SC_PHYS_PAGES) * (uint64_t) sysconf(_SC_PAGESIZE) / 1024);
 
         int n_ok = 0, n_writes = 0, high_bad = 0;

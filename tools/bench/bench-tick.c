@@ -388,9 +388,11 @@ out:
         if (cgroup_env && base[0]) {
                 for (int m = 0; m < M_N; m++)
                         if (targets[m].dir[0]) {
-                                bench_cg_destroy(targets[m].dir);
+                                /* the holder is our child: kill, reap, then remove */
+                                (void) mgt_cg_kill_all(targets[m].dir);
                                 if (targets[m].holder > 0)
                                         (void) waitpid(targets[m].holder, NULL, 0);
+                                (void) mgt_cg_destroy(targets[m].dir, 5 * MG_USEC_PER_SEC);
                         }
                 (void) rmdir(base);
         }

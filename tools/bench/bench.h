@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "cgroup.h"
+#include "util.h"
 
 #define MIB (UINT64_C(1) << 20)
 
@@ -77,8 +78,6 @@ void bench_tmpdir_remove(const char *dir);
  * charging).  Waits until it has touched it all once.  Returns its pid or a
  * negative errno. */
 pid_t bench_spawn_holder(const char *cg, uint64_t kib, uint64_t churn_kib);
-/* Kills the processes of cg and removes it (bounded wait). */
-void bench_cg_destroy(const char *cg);
 
 /* Callgrind markers (no-ops outside valgrind or without its header): count
  * only between bench_cg_on() and bench_cg_off(), and write the count so far

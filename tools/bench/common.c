@@ -263,41 +263,6 @@ pid_t bench_spawn_holder(const char *cg, uint64_t kib, uint64_t churn_kib) {
         return pid;
 }
 
-void bench_cg_destroy(const char *cg) {
-        char path[4096], buf[128];
-
-        if (mgt_cg_write(cg, "cgroup.kill", "1") < 0) {
-                FILE *f;
-                snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-                f = fopen(path, "re");
-                if (f) {
-                        char line[32];
-                        while (fgets(line, sizeof(line), f)) {
-                                char *end;
-                                long pid = strtol(line, &end, 10);
-                                if (end != line && pid > 0) /* never kill(0) or kill(-1) */
-                                        kill((pid_t) pid, SIGKILL);
-                        }
-                        fclose(f);
-                }
-        }
-        snprintf(path, sizeof(path), "%s/cgroup.events", cg);
-        for (int i = 0; i < 500; i++) {
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
-                ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-                if (fd >= 0)
-                        close(fd);
-                while (waitpid(-1, NULL, WNOHANG) > 0)
-                        ;
-                if (n <= 0)
-                        break;
-                buf[n] = '\0';
-                if (strstr(buf, "populated 0"))
-                        break;
-                usleep(10000);
-        }
-        (void) rmdir(cg);
-}
 
 #ifdef BENCH_HAVE_CALLGRIND
 void bench_cg_on(void) {

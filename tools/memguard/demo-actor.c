@@ -46,12 +46,6 @@ const char *demo_mib(uint64_t bytes, char *buf, size_t len) {
         return buf;
 }
 
-uint64_t demo_key(const char *cg, const char *file, const char *key) {
-        uint64_t v = 0;
-        (void) mgt_cg_read_key(cg, file, key, &v);
-        return v;
-}
-
 /* A key=value of the workload's result line; 0 if absent. */
 uint64_t demo_result(const struct proc *p, const char *key) {
         char pat[64];
@@ -221,7 +215,8 @@ static void actor_sample(struct actor *a) {
                         a->crossed_usec = now;
         }
         if (a->watch_onset && !a->onset_usec && now - a->last_onset_usec >= 100 * MS) {
-                uint64_t refaults = demo_key(a->cg, "memory.stat", "workingset_refault_file");
+                uint64_t refaults = 0;
+                (void) mgt_cg_read_key(a->cg, "memory.stat", "workingset_refault_file", &refaults);
                 if (!a->last_onset_usec)
                         a->refaults0 = refaults;
                 else if (refaults > a->refaults0)

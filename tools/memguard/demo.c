@@ -86,7 +86,8 @@ static void s_overshoot(struct demo *d, struct row *w) {
         step(d, "kernel alone: no memory.max, mg-workload anon 160");
         if (demo_actor_new(d, "overshoot-alone", 0, &a) == 0 && demo_proc_start(&a, &p, args) == 0) {
                 demo_actor_run(&a, &p, 1, 60 * SEC, demo_printed_or_done);
-                uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
+                uint64_t oom = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
                 if (demo_proc_printed(&p) && !p.done) {
                         snprintf(w->alone, sizeof(w->alone), "grew to %s unchecked", demo_mib(a.peak, b1, sizeof(b1)));
                         if (a.peak < 150 * MIB)
@@ -179,7 +180,8 @@ static void s_page_cache(struct demo *d, struct row *w) {
                         continue;
                 }
                 demo_actor_run(&a, p, 2, 60 * SEC, demo_killed_or_done);
-                uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
+                uint64_t oom = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
                 uint64_t ms = (mgt_now_usec() - a.start_usec) / MS;
                 unsigned kills = a.kills;
                 enum mg_kill_reason reason = a.kill.reason;
@@ -228,8 +230,10 @@ static void s_lend(struct demo *d, struct row *w) {
         if (demo_actor_new(d, "lend-alone", 0, &a) == 0 && demo_actor_set(&a, "memory.high", high) == 0 &&
             demo_proc_start(&a, &p, args) == 0) {
                 demo_actor_run(&a, &p, 1, 120 * SEC, demo_all_done);
-                uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
-                uint64_t high_events = demo_key(a.cg, "memory.events", "high");
+                uint64_t oom = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
+                uint64_t high_events = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "high", &high_events);
                 if (demo_exited_ok(&p) && oom == 0) {
                         snprintf(w->alone, sizeof(w->alone), "write throttled: 256 MiB in %s",
                                  demo_dur(demo_result(&p, "elapsed_ms") * MS, b1, sizeof(b1)));
@@ -354,8 +358,10 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
         if (demo_actor_new(d, "thrash-alone", 0, &a) == 0 && demo_actor_set(&a, "memory.max", c->max) == 0 &&
             (!c->high || demo_actor_set(&a, "memory.high", c->high) == 0) && demo_proc_start(&a, &p, argv) == 0) {
                 demo_actor_run(&a, &p, 1, 60 * SEC, demo_all_done);
-                uint64_t refaults = demo_key(a.cg, "memory.stat", "workingset_refault_file");
-                uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
+                uint64_t refaults = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.stat", "workingset_refault_file", &refaults);
+                uint64_t oom = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
                 if (demo_exited_ok(&p) && oom == 0) {
                         snprintf(w->alone, sizeof(w->alone), "not killed: %" PRIu64 " refaults in 10 s", refaults);
                         if (refaults == 0)
@@ -384,7 +390,8 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
                 a.watch_onset = true;
                 demo_actor_run(&a, &p, 1, 45 * SEC, demo_killed_or_done);
                 demo_proc_check(&p);
-                uint64_t refaults = demo_key(a.cg, "memory.stat", "workingset_refault_file");
+                uint64_t refaults = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.stat", "workingset_refault_file", &refaults);
                 key_refaults = refaults;
                 if (a.kills) {
                         snprintf(w->guarded, sizeof(w->guarded), "killed (%s, %s rule), stuck %s",
@@ -401,7 +408,8 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
                                 expect_failed(w, "memguard: killed as %s, expected stall",
                                               mg_kill_reason_to_string(a.kill.reason));
                 } else {
-                        uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
+                        uint64_t oom = 0;
+                        (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
                         snprintf(w->guarded, sizeof(w->guarded), "not killed (%s, %" PRIu64 " refaults%s)",
                                  demo_status(&p, b1, sizeof(b1)), refaults, oom ? ", the kernel OOM-killed it" : "");
                         snprintf(w->when, sizeof(w->when), "-");
@@ -481,10 +489,13 @@ static void s_throttle(struct demo *d, struct row *w) {
                 a.sample_reports = true;
                 demo_actor_run(&a, &p, 1, 15 * SEC, demo_killed_or_done);
                 uint64_t ran = mgt_now_usec() - a.start_usec;
-                uint64_t high_events = demo_key(a.cg, "memory.events", "high");
-                uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
-                uint64_t some = 0;
-                (void) mgt_cg_read_psi_total(a.cg, "memory.pressure", "some", &some);
+                uint64_t high_events = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "high", &high_events);
+                uint64_t oom = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
+                struct mg_psi psi = { .some.total_usec = 0 };
+                (void) mgt_cg_read_psi(a.cg, "memory.pressure", &psi);
+                uint64_t some = psi.some.total_usec;
                 unsigned kills = a.kills;
                 demo_actor_end(&a, &p, 1);
                 uint64_t some_pct = ran ? some * 100 / ran : 0;

@@ -68,7 +68,6 @@ void demo_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *demo_dur(uint64_t usec, char *buf, size_t len);
 const char *demo_mib(uint64_t bytes, char *buf, size_t len);
 /* A key of a flat keyed cgroup file; 0 if it cannot be read. */
-uint64_t demo_key(const char *cg, const char *file, const char *key);
 
 /* Makes <base>/<name>-<n>; with guard_limit, a guard set guarding it.
  * Returns 0 or a negative errno (already reported); demo_actor_end()
