@@ -46,7 +46,7 @@ struct field {
 };
 
 static struct counters read_counters(const char *cg) {
-        struct counters c = { .t = kt_now() };
+        struct counters c = { .t = mg_mono_usec() };
         struct mg_memstat st;
         struct mg_mem_events ev;
         struct mg_psi psi;
@@ -75,10 +75,10 @@ static uint64_t per_mille(uint64_t part, uint64_t whole) {
 
 static void field_sample(void *ud) {
         struct field *f = ud;
-        uint64_t now = kt_now();
+        uint64_t now = mg_mono_usec();
         if (now < f->next)
                 return;
-        f->next = now + 1 * SEC;
+        f->next = now + 1 * MG_USEC_PER_SEC;
         struct counters c = read_counters(f->cg), p = f->prev;
         if (!f->first.t) {
                 f->first = f->prev = c;
@@ -98,7 +98,7 @@ static void field_sample(void *ud) {
         } else {
                 f->run_since = 0;
         }
-        uint64_t mibs = refault * SEC / span / MIB, mapped = per_mille(c.mapped, c.file);
+        uint64_t mibs = refault * MG_USEC_PER_SEC / span / MG_MIB, mapped = per_mille(c.mapped, c.file);
         f->peak_refault_mibs = mibs > f->peak_refault_mibs ? mibs : f->peak_refault_mibs;
         f->peak_mem_pm = mem > f->peak_mem_pm ? mem : f->peak_mem_pm;
         f->peak_io_pm = io > f->peak_io_pm ? io : f->peak_io_pm;
@@ -106,10 +106,10 @@ static void field_sample(void *ud) {
                 f->peak_mapped_pm = mapped;
         kt_note("t=%4.1fs current=%5.1f file=%5.1f mapped=%5.1f MiB refault=%4" PRIu64 " MiB/s restore+%" PRIu64
                 " high+%" PRIu64 " max+%" PRIu64 " mem=%3" PRIu64 ".%" PRIu64 "%% io=%3" PRIu64 ".%" PRIu64 "%%",
-                (double) (c.t - f->t0) / 1e6, (double) c.current / MIB, (double) c.file / MIB,
-                (double) c.mapped / MIB, mibs, c.restores - p.restores, c.high - p.high, c.max - p.max, mem / 10,
+                (double) (c.t - f->t0) / 1e6, (double) c.current / MG_MIB, (double) c.file / MG_MIB,
+                (double) c.mapped / MG_MIB, mibs, c.restores - p.restores, c.high - p.high, c.max - p.max, mem / 10,
                 mem % 10, io / 10, io % 10);
-        f->refault_mib = (c.refaults - f->first.refaults) * 4096 / MIB;
+        f->refault_mib = (c.refaults - f->first.refaults) * 4096 / MG_MIB;
         f->restores = c.restores - f->first.restores;
         f->prev = c;
 }
@@ -144,20 +144,20 @@ static int field_run(const struct actor *a, struct field *f) {
         kt_note("%s: guard limit %" PRIu64 " MiB, memory.max %" PRIu64 " MiB, memory.high %" PRIu64
                 " MiB, fast path below %.1f MiB, stall window %" PRIu64 " ms, refault windows %" PRIu64
                 " ms (mapped %" PRIu64 " ms)",
-                a->name, a->limit / MIB, a->max / MIB, a->high / MIB, (double) g->params.line_bytes / MIB,
+                a->name, a->limit / MG_MIB, a->max / MG_MIB, a->high / MG_MIB, (double) g->params.line_bytes / MG_MIB,
                 o.stall_window_usec / 1000, o.refault_window_usec / 1000, o.refault_mapped_window_usec / 1000);
-        f->t0 = kt_now();
+        f->t0 = mg_mono_usec();
         f->pid = kt_spawn_exe(f->cg, a->exe ? a->exe : kt_workload, a->args);
         KT_CHECK(f->pid > 0, "spawn: %s", strerror((int) -f->pid));
         kt_run(s, a->timeout_usec, field_stop, field_sample, f);
-        int st = kt_wait(f->pid, 10 * SEC);
+        int st = kt_wait(f->pid, 10 * MG_USEC_PER_SEC);
         /* A kill record is delivered once the cgroup is empty, and the
          * workload may have died of the kill before that: run the set until
          * the guard waits no more. */
-        for (uint64_t end = kt_now() + 5 * SEC; kt_now() < end && mg_guard_is_killing(g);)
-                kt_run(s, 50 * MS, NULL, NULL, NULL);
+        for (uint64_t end = mg_mono_usec() + 5 * MG_USEC_PER_SEC; mg_mono_usec() < end && mg_guard_is_killing(g);)
+                kt_run(s, 50 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         mg_set_free(s);
-        uint64_t end = f->ev.n[MG_EVENT_KILL] ? f->ev.kill.kill_usec : kt_now(), oom_kill = UINT64_MAX;
+        uint64_t end = f->ev.n[MG_EVENT_KILL] ? f->ev.kill.kill_usec : mg_mono_usec(), oom_kill = UINT64_MAX;
         (void) mgt_cg_read_key(f->cg, "memory.events", "oom_kill", &oom_kill);
         kt_note("%s: ran_ms=%" PRIu64 " status=0x%x onset_ms=%" PRIu64 " at_limit_steps=%u/%u refault_mib=%" PRIu64
                 " restores=%" PRIu64 " longest_refault_run_ms=%" PRIu64 " peak_refault_mibs=%" PRIu64
@@ -172,7 +172,8 @@ static int field_run(const struct actor *a, struct field *f) {
                 oom_kill);
         kt_note("%s: %s", a->name, kt_result(f->pid));
         if (f->ev.n[MG_EVENT_KILL])
-                kt_note("%s: killed onset_to_kill_ms=%" PRIu64 " reason=%s stalled_ms=%" PRIu64 " signals=%s%s%s", a->name,
+                kt_note("%s: killed onset_to_kill_ms=%" PRIu64 " reason=%s stalled_ms=%" PRIu64 " signals=%s%s%s",
+                        a->name,
                         f->onset && f->ev.kill.kill_usec > f->onset ? (f->ev.kill.kill_usec - f->onset) / 1000 : 0,
                         mg_kill_reason_to_string(f->ev.kill.reason), f->ev.kill.report.stall_usec / 1000,
                         f->ev.kill.report.stall_signals & MG_STALL_MEMORY ? "memory " : "",
@@ -188,7 +189,8 @@ static int expect_thrash_killed(const char *name, const struct field *f) {
         KT_CHECK(f->ev.n[MG_EVENT_KILL] == 1, "%s: not killed", name);
         KT_CHECK(f->ev.kill.reason == MG_KILL_STALL, "%s: reason %d", name, f->ev.kill.reason);
         KT_CHECK(f->onset, "%s: never saw a refault at the limit", name);
-        KT_CHECK(f->ev.kill.kill_usec - f->onset <= 30 * SEC, "%s: killed %" PRIu64 " ms after the onset", name,
+        KT_CHECK(f->ev.kill.kill_usec - f->onset <= 30 * MG_USEC_PER_SEC, "%s: killed %" PRIu64 " ms after the onset",
+                 name,
                  (f->ev.kill.kill_usec - f->onset) / 1000);
         KT_CHECK(is_sigkill_status(st), "%s: status %d", name, st);
         return KT_PASS;
@@ -222,8 +224,8 @@ static int thrash_killed(const char *file, uint64_t mib, const struct actor *a) 
  * pass reads the file from disk again; the refault distance is larger than
  * the active list, so the kernel books no restores.  Expect: killed. */
 int t_thrash_sequential(void) {
-        struct actor a = { "thrash-seq", 48 * MIB, 48 * MIB, 0, NULL,
-                           (const char *[]) { "filehot", path_a, "90", "seq", "200", NULL }, 60 * SEC };
+        struct actor a = { "thrash-seq", 48 * MG_MIB, 48 * MG_MIB, 0, NULL,
+                           (const char *[]) { "filehot", path_a, "90", "seq", "200", NULL }, 60 * MG_USEC_PER_SEC };
         return thrash_killed("seq-hot", 96, &a);
 }
 
@@ -233,8 +235,8 @@ int t_thrash_sequential(void) {
  * 128 MiB file, 95 % of touches in its first 80 MiB: a hot set twice the
  * ~40 MiB of cache left under memory.high.  Expect: killed. */
 int t_thrash_under_high(void) {
-        struct actor a = { "thrash-high", 64 * MIB, 64 * MIB, 64 * MIB * 9 / 10, NULL,
-                           (const char *[]) { "filehot", path_a, "90", "skew", "80", "95", "16", NULL }, 60 * SEC };
+        struct actor a = { "thrash-high", 64 * MG_MIB, 64 * MG_MIB, 64 * MG_MIB * 9 / 10, NULL,
+                           (const char *[]) { "filehot", path_a, "90", "skew", "80", "95", "16", NULL }, 60 * MG_USEC_PER_SEC };
         return thrash_killed("high-hot", 128, &a);
 }
 
@@ -243,8 +245,8 @@ int t_thrash_under_high(void) {
  * is pressed against a kernel limit below the guard's fast-path line.
  * Expect: killed. */
 int t_thrash_below_line(void) {
-        struct actor a = { "thrash-line", 64 * MIB, 48 * MIB, 0, NULL,
-                           (const char *[]) { "filehot", path_a, "90", "skew", "58", "95", NULL }, 60 * SEC };
+        struct actor a = { "thrash-line", 64 * MG_MIB, 48 * MG_MIB, 0, NULL,
+                           (const char *[]) { "filehot", path_a, "90", "skew", "58", "95", NULL }, 60 * MG_USEC_PER_SEC };
         return thrash_killed("line-hot", 96, &a);
 }
 
@@ -257,8 +259,8 @@ int t_reread_finite(void) {
         char cmd[700];
         snprintf(cmd, sizeof(cmd), "for i in 1 2 3; do cat %s > /dev/null || exit 1; done; echo workload=cat passes=3",
                  path_a);
-        struct actor a = { "reread-finite", 48 * MIB, 48 * MIB, 0, "/bin/sh", (const char *[]) { "-c", cmd, NULL },
-                           120 * SEC };
+        struct actor a = { "reread-finite", 48 * MG_MIB, 48 * MG_MIB, 0, "/bin/sh", (const char *[]) { "-c", cmd, NULL },
+                           120 * MG_USEC_PER_SEC };
         int r = field_run(&a, &f);
         unlink(path_a);
         if (r != KT_PASS || (r = expect_survived(a.name, &f)) != KT_PASS)
@@ -277,8 +279,8 @@ int t_reread_finite(void) {
 int t_dirty_writer(void) {
         struct field f = {};
         snprintf(path_a, sizeof(path_a), "%s/dirty-out", kt_disk);
-        struct actor a = { "dirty-writer", 48 * MIB, 48 * MIB, 0, NULL,
-                           (const char *[]) { "write", path_a, "384", "1", "8", NULL }, 120 * SEC };
+        struct actor a = { "dirty-writer", 48 * MG_MIB, 48 * MG_MIB, 0, NULL,
+                           (const char *[]) { "write", path_a, "384", "1", "8", NULL }, 120 * MG_USEC_PER_SEC };
         int r = field_run(&a, &f);
         uint64_t oom = UINT64_MAX;
         (void) mgt_cg_read_key(f.cg, "memory.events", "oom_kill", &oom);
@@ -300,8 +302,8 @@ int t_dirty_writer(void) {
  * Expect: reported throttled once, never killed, exits 0. */
 int t_throttled_below_line(void) {
         struct field f = {};
-        struct actor a = { "throttle-line", 64 * MIB, 64 * MIB, 48 * MIB, NULL,
-                           (const char *[]) { "throttle", "50", "256", "12", NULL }, 90 * SEC };
+        struct actor a = { "throttle-line", 64 * MG_MIB, 64 * MG_MIB, 48 * MG_MIB, NULL,
+                           (const char *[]) { "throttle", "50", "256", "12", NULL }, 90 * MG_USEC_PER_SEC };
         int r = field_run(&a, &f);
         if (r != KT_PASS)
                 return r;
@@ -309,6 +311,6 @@ int t_throttled_below_line(void) {
         if (r != KT_PASS)
                 return r;
         KT_CHECK(f.ev.n[MG_EVENT_THROTTLED] == 1, "throttled reported %d times", f.ev.n[MG_EVENT_THROTTLED]);
-        KT_CHECK(f.ev.throttle.high_bytes == 48 * MIB, "throttle at %" PRIu64, f.ev.throttle.high_bytes);
+        KT_CHECK(f.ev.throttle.high_bytes == 48 * MG_MIB, "throttle at %" PRIu64, f.ev.throttle.high_bytes);
         return KT_PASS;
 }

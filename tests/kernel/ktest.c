@@ -42,12 +42,6 @@ void kt_note(const char *fmt, ...) {
         fflush(stdout);
 }
 
-uint64_t kt_now(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
 const char *kt_cg_new(const char *name) {
         if (n_cgroups == 64)
                 return NULL;
@@ -64,7 +58,7 @@ const char *kt_cg_new(const char *name) {
 void kt_cleanup_all(void) {
         while (n_cgroups > 0) {
                 const char *cg = cgroups[--n_cgroups];
-                int r = mgt_cg_destroy(cg, 10 * SEC);
+                int r = mgt_cg_destroy(cg, 10 * MG_USEC_PER_SEC);
                 if (r < 0)
                         kt_note("cleanup: %s: %s", cg, r == -ETIMEDOUT ? "did not empty" : strerror(-r));
         }
@@ -107,7 +101,7 @@ pid_t kt_spawn_exe(const char *cg, const char *exe, const char *const args[]) {
 }
 
 int kt_wait(pid_t pid, uint64_t timeout_usec) {
-        uint64_t end = kt_now() + timeout_usec;
+        uint64_t end = mg_mono_usec() + timeout_usec;
         int status, slot = -1;
         for (int i = 0; i < n_spawned; i++)
                 if (spawned[i].pid == pid)
@@ -126,7 +120,7 @@ int kt_wait(pid_t pid, uint64_t timeout_usec) {
                         }
                         return status;
                 }
-                if (r < 0 || kt_now() >= end)
+                if (r < 0 || mg_mono_usec() >= end)
                         break;
                 struct pollfd p = { .fd = pfd, .events = POLLIN };
                 (void) poll(&p, pfd >= 0 ? 1 : 0, 50);
@@ -260,20 +254,20 @@ bool is_sigkill_status(int status) {
 }
 
 bool kt_run(mg_set *s, uint64_t timeout_usec, bool (*stop)(void *), void (*sample)(void *), void *ud) {
-        uint64_t end = kt_now() + timeout_usec;
+        uint64_t end = mg_mono_usec() + timeout_usec;
         struct pollfd p = { .fd = mg_set_get_fd(s), .events = POLLIN };
         for (;;) {
                 if (sample)
                         sample(ud);
                 if (stop && stop(ud))
                         return true;
-                uint64_t now = kt_now(), due;
+                uint64_t now = mg_mono_usec(), due;
                 if (now >= end)
                         return false;
                 mg_set_get_timeout(s, &due);
                 uint64_t wait = due > now ? due - now : 0;
-                if (wait > 10 * MS)
-                        wait = 10 * MS;
+                if (wait > 10 * MG_USEC_PER_MSEC)
+                        wait = 10 * MG_USEC_PER_MSEC;
                 (void) poll(&p, 1, (int) ((wait + 999) / 1000));
                 mg_set_process(s);
         }

@@ -14,10 +14,7 @@
 
 #include "memguard/memguard.h"
 #include "cgdir.h"
-
-#define MIB (UINT64_C(1) << 20)
-#define MS UINT64_C(1000)
-#define SEC UINT64_C(1000000)
+#include "util.h"
 
 enum { KT_PASS, KT_FAIL, KT_SKIP };
 
@@ -47,8 +44,6 @@ void kt_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
                         return KT_FAIL;                                        \
                 }                                                              \
         } while (0)
-
-uint64_t kt_now(void);
 
 /* Makes <base>/<name>-<n>, remembered for cleanup.  Returns a static path.
  * Everything else done to cgroups goes through cgdir.h (mgt_cg_*). */

@@ -33,7 +33,7 @@
 #include "guard.h"
 #include "scenarios.h"
 
-#define LIMIT (64 * MIB)
+#define LIMIT (64 * MG_MIB)
 
 /* Prints the working-set and pressure counters of cg over ms. */
 static void thrash_note(const char *what, const char *cg, uint64_t ms);
@@ -65,9 +65,9 @@ static void overshoot_sample(void *ud) {
         if (w->crossed_usec || cur == UINT64_MAX)
                 return;
         if (cur > LIMIT)
-                w->crossed_usec = kt_now();
+                w->crossed_usec = mg_mono_usec();
         else
-                w->below_usec = kt_now();
+                w->below_usec = mg_mono_usec();
 }
 
 static bool overshoot_stop(void *ud) {
@@ -85,8 +85,8 @@ int t_anon_overshoot(void) {
         KT_CHECK(kt_guard(s, w.cg, LIMIT, &w.ev, NULL) == 0, "guard");
         pid_t pid = kt_spawn(w.cg, (const char *[]) { "anon", "160", "256", "-1", NULL });
         KT_CHECK(pid > 0, "spawn: %s", strerror((int) -pid));
-        bool k = kt_run(s, 60 * SEC, overshoot_stop, overshoot_sample, &w);
-        int status = kt_wait(pid, 10 * SEC);
+        bool k = kt_run(s, 60 * MG_USEC_PER_SEC, overshoot_stop, overshoot_sample, &w);
+        int status = kt_wait(pid, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
         KT_CHECK(k, "no kill within 60 s; peak memory.current %" PRIu64, w.peak_current);
         KT_CHECK(w.ev.kill.reason == MG_KILL_OVERSHOOT, "reason %d", w.ev.kill.reason);
@@ -100,12 +100,12 @@ int t_anon_overshoot(void) {
         uint64_t crossed = !late ? w.crossed_usec : w.below_usec ? w.below_usec : w.ev.kill.kill_usec, delay = w.ev.kill.kill_usec - crossed;
         kt_note("crossing_to_kill_ms=%" PRIu64 " crossing_to_empty_ms=%" PRIu64 " used_at_kill_mib=%" PRIu64
                 " method=%s%s",
-                delay / 1000, (w.ev.kill.empty_usec - crossed) / 1000, w.ev.kill.report.used_bytes / MIB,
+                delay / 1000, (w.ev.kill.empty_usec - crossed) / 1000, w.ev.kill.report.used_bytes / MG_MIB,
                 w.ev.kill.method == MG_KILL_CGROUP_KILL ? "cgroup.kill" : "pidfd",
                 late ? " crossing_seen_after_kill=1 (bound: last sample below the limit)" : "");
-        KT_CHECK(w.ev.kill.kill_usec >= w.crossed_usec || w.crossed_usec - w.ev.kill.kill_usec < 20 * MS,
+        KT_CHECK(w.ev.kill.kill_usec >= w.crossed_usec || w.crossed_usec - w.ev.kill.kill_usec < 20 * MG_USEC_PER_MSEC,
                  "killed before crossing?");
-        KT_CHECK(w.ev.kill.kill_usec < w.crossed_usec || delay <= 2 * (250 * MS) + 100 * MS,
+        KT_CHECK(w.ev.kill.kill_usec < w.crossed_usec || delay <= 2 * (250 * MG_USEC_PER_MSEC) + 100 * MG_USEC_PER_MSEC,
                  "kill %" PRIu64 " ms after crossing", delay / 1000);
         KT_CHECK(is_sigkill_status(status), "workload status %d", status);
         KT_CHECK(!w.ev.kill.empty_timed_out, "cgroup did not empty");
@@ -123,8 +123,8 @@ struct cache_watch {
 
 static void cache_sample(void *ud) {
         struct cache_watch *w = ud;
-        uint64_t now = kt_now();
-        if (now - w->last < 50 * MS)
+        uint64_t now = mg_mono_usec();
+        if (now - w->last < 50 * MG_USEC_PER_MSEC)
                 return;
         w->last = now;
         uint64_t cur = UINT64_MAX;
@@ -161,25 +161,25 @@ int t_page_cache_at_limit(void) {
         KT_CHECK(kt_make_file(rfile, 128) == 0, "make %s", rfile);
         KT_CHECK(mgt_cg_writef(w.cg, "memory.max", "%" PRIu64, LIMIT) == 0, "memory.max");
         KT_CHECK(kt_guard(s, w.cg, LIMIT, &w.ev, NULL) == 0, "guard");
-        uint64_t t0 = kt_now();
+        uint64_t t0 = mg_mono_usec();
         w.writer = kt_spawn(w.cg, (const char *[]) { "write", wfile, "192", "0", NULL });
         w.reader = kt_spawn(w.cg, (const char *[]) { "read", rfile, "12", NULL });
         KT_CHECK(w.writer > 0 && w.reader > 0, "spawn");
         pid_t reader = w.reader;
-        kt_run(s, 60 * SEC, cache_stop, cache_sample, &w);
-        int wst = kt_wait(w.writer, 60 * SEC);
-        uint64_t ran = kt_now() - t0, max_events = UINT64_MAX;
+        kt_run(s, 60 * MG_USEC_PER_SEC, cache_stop, cache_sample, &w);
+        int wst = kt_wait(w.writer, 60 * MG_USEC_PER_SEC);
+        uint64_t ran = mg_mono_usec() - t0, max_events = UINT64_MAX;
         mg_set_free(s);
         (void) mgt_cg_read_key(w.cg, "memory.events", "max", &max_events);
         kt_note("ran_ms=%" PRIu64 " peak_current_mib=%" PRIu64 " peak_dirty_mib=%" PRIu64
                 " at_limit=%" PRIu64 "/%" PRIu64 " max_events=%" PRIu64 " reader: %s",
-                ran / 1000, w.peak_current / MIB, w.peak_dirty / MIB, w.at_limit_samples, w.samples,
+                ran / 1000, w.peak_current / MG_MIB, w.peak_dirty / MG_MIB, w.at_limit_samples, w.samples,
                 max_events, kt_result(reader));
         thrash_note("page cache", w.cg, ran / 1000);
         unlink(rfile);
         unlink(wfile);
         KT_CHECK(w.ev.n[MG_EVENT_KILL] == 0, "page cache got the actor killed");
-        KT_CHECK(ran >= 10 * SEC, "ran only %" PRIu64 " ms", ran / 1000);
+        KT_CHECK(ran >= 10 * MG_USEC_PER_SEC, "ran only %" PRIu64 " ms", ran / 1000);
         KT_CHECK(w.at_limit_samples > 0, "memory.current never reached the slow path");
         KT_CHECK(wst >= 0 && WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "writer status %d", wst);
         return KT_PASS;
@@ -203,34 +203,34 @@ int t_dirty_after_lend(void) {
         KT_CHECK(mgt_cg_read(cg, "memory.high", before, sizeof(before)) > 0, "read memory.high");
         KT_CHECK(kt_guard(s, cg, LIMIT, &ev, &g) == 0, "guard");
         uint64_t lend = 0;
-        KT_CHECK(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC, &lend) == 0, "lend_begin");
+        KT_CHECK(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * MG_USEC_PER_SEC, &lend) == 0, "lend_begin");
         KT_CHECK(mgt_cg_read(cg, "memory.high", after, sizeof(after)) > 0 && strcmp(after, "max\n") == 0,
                  "lent memory.high is %s", after);
         pid_t pid = kt_spawn(cg, (const char *[]) { "write", file, "256", "0", NULL });
         KT_CHECK(pid > 0, "spawn");
         /* run the guard while the writer works: it must not act during the lend */
         while (kt_wait(pid, 0) == -ETIMEDOUT)
-                kt_run(s, 100 * MS, NULL, NULL, NULL);
+                kt_run(s, 100 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         uint64_t dirty = UINT64_MAX;
         (void) mgt_cg_read_key(cg, "memory.stat", "file_dirty", &dirty);
         uint64_t wb = UINT64_MAX;
         (void) mgt_cg_read_key(cg, "memory.stat", "file_writeback", &wb);
-        uint64_t t_end = kt_now();
+        uint64_t t_end = mg_mono_usec();
         /* the set's worker writes memory.high back; told when it is done */
-        int r = kt_lend_end(s, g, lend, &ev, 30 * SEC);
+        int r = kt_lend_end(s, g, lend, &ev, 30 * MG_USEC_PER_SEC);
         KT_CHECK(r == 0, "lend_end: %d", r);
-        uint64_t restore_ms = (kt_now() - t_end) / 1000;
+        uint64_t restore_ms = (mg_mono_usec() - t_end) / 1000;
         KT_CHECK(mgt_cg_read(cg, "memory.high", after, sizeof(after)) > 0, "read");
         uint64_t cur = UINT64_MAX;
         (void) mgt_cg_read_u64(cg, "memory.current", &cur);
-        kt_run(s, 3 * SEC, killed_any, NULL, &ev);
+        kt_run(s, 3 * MG_USEC_PER_SEC, killed_any, NULL, &ev);
         struct mg_report rep = { .size = sizeof(rep) };
         mg_guard_report(g, &rep);
         mg_set_free(s);
         unlink(file);
         kt_note("dirty_at_restore_mib=%" PRIu64 " writeback_mib=%" PRIu64 " current_after_restore_mib=%" PRIu64
                 " restore_ms=%" PRIu64 " used_after_mib=%" PRIu64 " file_after_mib=%" PRIu64 " writer: %s",
-                dirty / MIB, wb / MIB, cur / MIB, restore_ms, rep.used_bytes / MIB, rep.stat.file / MIB,
+                dirty / MG_MIB, wb / MG_MIB, cur / MG_MIB, restore_ms, rep.used_bytes / MG_MIB, rep.stat.file / MG_MIB,
                 kt_result(pid));
         KT_CHECK(strcmp(before, after) == 0, "memory.high %s restored as %s", before, after);
         KT_CHECK(ev.n[MG_EVENT_KILL] == 0, "killed for dirty cache");
@@ -257,7 +257,7 @@ static void stale_sample(void *ud) {
                 return;
         if (cur > w->peak)
                 w->peak = cur;
-        if (w->last_cur && (cur > w->last_cur + 16 * MIB || cur + 16 * MIB < w->last_cur))
+        if (w->last_cur && (cur > w->last_cur + 16 * MG_MIB || cur + 16 * MG_MIB < w->last_cur))
                 w->swings++;
         if (anon != UINT64_MAX && anon > cur)
                 w->stat_over_current++; /* the stat still shows freed anon */
@@ -285,14 +285,14 @@ int t_stale_stat(void) {
         KT_CHECK(kt_guard(s, w.cg, LIMIT, &w.ev, NULL) == 0, "guard");
         w.pid = kt_spawn(w.cg, (const char *[]) { "churn", "56", file, "8", NULL });
         KT_CHECK(w.pid > 0, "spawn");
-        kt_run(s, 60 * SEC, stale_stop, stale_sample, &w);
-        int st = kt_wait(w.pid, 10 * SEC);
+        kt_run(s, 60 * MG_USEC_PER_SEC, stale_stop, stale_sample, &w);
+        int st = kt_wait(w.pid, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
         unlink(file);
         kt_note("swings=%" PRIu64 " peak_current_mib=%" PRIu64 " stat_anon_above_current=%" PRIu64 " %s", w.swings,
-                w.peak / MIB, w.stat_over_current, kt_result(w.pid));
+                w.peak / MG_MIB, w.stat_over_current, kt_result(w.pid));
         KT_CHECK(w.ev.n[MG_EVENT_KILL] == 0, "false kill");
-        KT_CHECK(w.peak > LIMIT, "memory.current never passed the limit (%" PRIu64 " MiB)", w.peak / MIB);
+        KT_CHECK(w.peak > LIMIT, "memory.current never passed the limit (%" PRIu64 " MiB)", w.peak / MG_MIB);
         KT_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "workload status %d", st);
         return KT_PASS;
 }
@@ -359,17 +359,17 @@ static void oomd_rule(struct trace *t, uint64_t now) {
                 t->max_full_avg10 = a;
         t->above60_since = a > 6000 ? (t->above60_since ? t->above60_since : now) : 0;
         t->above20_since = a > 2000 ? (t->above20_since ? t->above20_since : now) : 0;
-        if (!t->oomd_fired && ((t->above60_since && now - t->above60_since >= 30 * SEC) ||
-                               (t->above20_since && now - t->above20_since >= 20 * SEC)))
+        if (!t->oomd_fired && ((t->above60_since && now - t->above60_since >= 30 * MG_USEC_PER_SEC) ||
+                               (t->above20_since && now - t->above20_since >= 20 * MG_USEC_PER_SEC)))
                 t->oomd_fired = now;
 }
 
 static void trace_sample(void *ud) {
         struct trace *t = ud;
-        uint64_t now = kt_now();
+        uint64_t now = mg_mono_usec();
         if (t->g && (mg_guard_is_killing(t->g) || killed_any(t->ev)))
                 return;
-        if (now - t->last < 100 * MS)
+        if (now - t->last < 100 * MG_USEC_PER_MSEC)
                 return;
         t->last = now;
         oomd_rule(t, now);
@@ -381,7 +381,7 @@ static void trace_sample(void *ud) {
         }
         if (!t->onset && c.restores > t->first.restores)
                 t->onset = now;
-        if (now - t->last_print < 500 * MS)
+        if (now - t->last_print < 500 * MG_USEC_PER_MSEC)
                 return;
         kt_note("t=%.1fs restore+%" PRIu64 " refault+%" PRIu64 " max+%" PRIu64 " mem_some+%" PRIu64 "ms io_some+%" PRIu64
                 "ms",
@@ -418,18 +418,18 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
         }
 
         KT_CHECK(mgt_cg_writef(ctl, "memory.max", "%" PRIu64, limit) == 0, "memory.max");
-        uint64_t t0 = kt_now();
+        uint64_t t0 = mg_mono_usec();
         pid_t pid = kt_spawn_exe(ctl, exe, control);
         KT_CHECK(pid > 0, "spawn");
         struct trace ct = { .cg = ctl, .t0 = t0 };
-        while (kt_wait(pid, 0) == -ETIMEDOUT && kt_now() - t0 < 60 * SEC) {
+        while (kt_wait(pid, 0) == -ETIMEDOUT && mg_mono_usec() - t0 < 60 * MG_USEC_PER_SEC) {
                 (void) poll(NULL, 0, 100); /* bounded by the workload's own 10 s */
-                oomd_rule(&ct, kt_now());
+                oomd_rule(&ct, mg_mono_usec());
         }
-        int st = kt_wait(pid, 1 * SEC);
+        int st = kt_wait(pid, 1 * MG_USEC_PER_SEC);
         kt_note("kernel alone: systemd-oomd rule %s (max memory full avg10 %.2f %%)",
                 ct.oomd_fired ? "would have fired" : "would not have fired", (double) ct.max_full_avg10 / 100);
-        thrash_note("kernel alone", ctl, (kt_now() - t0) / 1000);
+        thrash_note("kernel alone", ctl, (mg_mono_usec() - t0) / 1000);
         kt_note("control: %s", kt_result(pid));
         KT_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "kernel alone ended it: status %d", st);
         uint64_t ctl_oom = UINT64_MAX;
@@ -443,13 +443,13 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
         KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, limit) == 0, "memory.max");
         KT_CHECK(kt_guard(s, cg, limit, &ev, &g) == 0, "guard");
         uint64_t window = g->opt.stall_window_usec;
-        t0 = kt_now();
+        t0 = mg_mono_usec();
         pid = kt_spawn_exe(cg, exe, guarded);
         KT_CHECK(pid > 0, "spawn");
         struct trace tr = { .ev = &ev, .g = g, .cg = cg, .t0 = t0 };
-        bool k = kt_run(s, 60 * SEC, trace_killed, trace_sample, &tr);
-        uint64_t ms = (kt_now() - t0) / 1000;
-        st = kt_wait(pid, 10 * SEC);
+        bool k = kt_run(s, 60 * MG_USEC_PER_SEC, trace_killed, trace_sample, &tr);
+        uint64_t ms = (mg_mono_usec() - t0) / 1000;
+        st = kt_wait(pid, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
         thrash_note("guarded", cg, ms);
         KT_CHECK(k, "not killed within 60 s");
@@ -476,7 +476,7 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
                 (ev.kill.kill_usec - t0) / 1000, (ev.kill.kill_usec - tr.onset) / 1000, window / 1000,
                 ev.kill.report.stall_usec / 1000, ev.kill.report.stall_signals & MG_STALL_MEMORY ? "memory " : "",
                 ev.kill.report.stall_signals & MG_STALL_IO ? "io" : "");
-        KT_CHECK(ev.kill.kill_usec - tr.onset <= window + 1 * SEC, "kill %" PRIu64 " ms after the onset",
+        KT_CHECK(ev.kill.kill_usec - tr.onset <= window + 1 * MG_USEC_PER_SEC, "kill %" PRIu64 " ms after the onset",
                  (ev.kill.kill_usec - tr.onset) / 1000);
         KT_CHECK(is_sigkill_status(st), "status %d", st);
         return KT_PASS;
@@ -493,7 +493,7 @@ static void drop_hot(void) {
 int t_thrash_hot_file(void) {
         snprintf(hot_path, sizeof(hot_path), "%s/hot", kt_disk);
         KT_CHECK(kt_make_file(hot_path, 96) == 0, "make file");
-        int r = thrash("thrash-file", 48 * MIB, kt_workload,
+        int r = thrash("thrash-file", 48 * MG_MIB, kt_workload,
                        (const char *[]) { "hotfile", hot_path, "10", "60", "95", NULL },
                        (const char *[]) { "hotfile", hot_path, "60", "60", "95", NULL }, drop_hot);
         unlink(hot_path);
@@ -524,7 +524,7 @@ int t_thrash_own_code(void) {
         close(in);
         close(out);
         kt_drop_cache(code_path);
-        int r = thrash("thrash-code", 48 * MIB, code_path,
+        int r = thrash("thrash-code", 48 * MG_MIB, code_path,
                        (const char *[]) { "owncode", "16", "64", "10", "60", "95", NULL },
                        (const char *[]) { "owncode", "16", "64", "60", "60", "95", NULL }, drop_code);
         unlink(code_path);
@@ -558,12 +558,12 @@ int t_throttled_at_high(void) {
         KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, LIMIT) == 0, "memory.max");
         KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, LIMIT * 9 / 10) == 0, "memory.high");
         KT_CHECK(kt_guard(s, cg, LIMIT, &w.ev, NULL) == 0, "guard");
-        uint64_t t0 = kt_now();
+        uint64_t t0 = mg_mono_usec();
         pid_t pid = kt_spawn(cg, (const char *[]) { "throttle", "62", "256", "12", NULL });
         KT_CHECK(pid > 0, "spawn");
         w.crossed_usec = (uint64_t) pid;
-        kt_run(s, 90 * SEC, throttled_or_exited, NULL, &w);
-        int st = kt_wait(pid, 30 * SEC);
+        kt_run(s, 90 * MG_USEC_PER_SEC, throttled_or_exited, NULL, &w);
+        int st = kt_wait(pid, 30 * MG_USEC_PER_SEC);
         mg_set_free(s);
         const char *res = kt_result(pid);
         const char *p50 = strstr(res, "hold_p50_us=");
@@ -573,7 +573,7 @@ int t_throttled_at_high(void) {
         (void) mgt_cg_read_key(cg, "memory.events", "oom_kill", &oom_kill);
         kt_note("ran_ms=%" PRIu64 " high_events=%" PRIu64 " oom_kill=%" PRIu64 " est_delay_ms=%" PRIu64
                 " measured_hold_p50_ms=%" PRIu64 " workload: %s",
-                (kt_now() - t0) / 1000, high_events, oom_kill, est / 1000, measured / 1000, res);
+                (mg_mono_usec() - t0) / 1000, high_events, oom_kill, est / 1000, measured / 1000, res);
         KT_CHECK(w.ev.n[MG_EVENT_KILL] == 0, "guard killed a throttled actor: expected no kill");
         KT_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "workload status %d", st);
         KT_CHECK(w.ev.n[MG_EVENT_THROTTLED] == 1, "throttled reported %d times", w.ev.n[MG_EVENT_THROTTLED]);
@@ -599,11 +599,11 @@ int t_lifecycle(void) {
 
         const char *a = kt_cg_new("gone");
         KT_CHECK(a && kt_guard(s, a, LIMIT, &ev, NULL) == 0, "guard a");
-        kt_run(s, 300 * MS, NULL, NULL, NULL);
+        kt_run(s, 300 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         KT_CHECK(rmdir(a) == 0, "rmdir: %s", strerror(errno));
-        uint64_t t0 = kt_now();
-        KT_CHECK(kt_run(s, 5 * SEC, gone, NULL, &ev), "no MG_EVENT_GONE after rmdir");
-        kt_note("rmdir_to_gone_ms=%" PRIu64 " errors=%d", (kt_now() - t0) / 1000, ev.n[MG_EVENT_ERROR]);
+        uint64_t t0 = mg_mono_usec();
+        KT_CHECK(kt_run(s, 5 * MG_USEC_PER_SEC, gone, NULL, &ev), "no MG_EVENT_GONE after rmdir");
+        kt_note("rmdir_to_gone_ms=%" PRIu64 " errors=%d", (mg_mono_usec() - t0) / 1000, ev.n[MG_EVENT_ERROR]);
         KT_CHECK(ev.n[MG_EVENT_ERROR] == 0, "errors reported for a removed cgroup");
         mg_set_free(s);
 
@@ -617,9 +617,9 @@ int t_lifecycle(void) {
                 pid_t p = kt_spawn(b, (const char *[]) { "anon", "8", "256", "0", NULL });
                 KT_CHECK(p > 0, "spawn");
                 while (kt_wait(p, 0) == -ETIMEDOUT)
-                        kt_run(s, 20 * MS, NULL, NULL, NULL);
+                        kt_run(s, 20 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         }
-        kt_run(s, 1 * SEC, NULL, NULL, NULL);
+        kt_run(s, 1 * MG_USEC_PER_SEC, NULL, NULL, NULL);
         mg_set_free(s);
         KT_CHECK(eb.n[MG_EVENT_ERROR] == 0 && eb.n[MG_EVENT_KILL] == 0, "exiting processes: errors %d kills %d",
                  eb.n[MG_EVENT_ERROR], eb.n[MG_EVENT_KILL]);
@@ -640,13 +640,14 @@ int t_lifecycle(void) {
                 }
                 pid_t p = kt_spawn(d, (const char *[]) { "procs", "4", "24", NULL });
                 KT_CHECK(p > 0, "spawn");
-                bool k = kt_run(s, 60 * SEC, killed_any, NULL, &ed);
-                int st = kt_wait(p, 10 * SEC);
+                bool k = kt_run(s, 60 * MG_USEC_PER_SEC, killed_any, NULL, &ed);
+                int st = kt_wait(p, 10 * MG_USEC_PER_SEC);
                 mg_set_free(s);
                 KT_CHECK(k, "4-process actor not killed");
                 KT_CHECK(ed.kill.method == (fallback ? MG_KILL_PIDFD : MG_KILL_CGROUP_KILL), "method %d",
                          ed.kill.method);
-                KT_CHECK(!ed.kill.empty_timed_out && mgt_cg_wait_populated(d, 0, 1 * SEC) == 0, "not empty");
+                KT_CHECK(!ed.kill.empty_timed_out && mgt_cg_wait_populated(d, 0, 1 * MG_USEC_PER_SEC) == 0,
+                         "not empty");
                 KT_CHECK(is_sigkill_status(st), "status %d", st);
                 kt_note("%s: kill_to_empty_ms=%" PRIu64, fallback ? "pidfd" : "cgroup.kill",
                         (ed.kill.empty_usec - ed.kill.kill_usec) / 1000);
@@ -678,22 +679,22 @@ int t_kernel_facts(void) {
         KT_CHECK(have_file(cg, "memory.pressure"), "no memory.pressure (boot with psi=1)");
 
         /* memory.max kills an anon overshoot: max events, then oom_kill */
-        KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, 32 * MIB) == 0, "memory.max");
-        uint64_t t0 = kt_now();
+        KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, 32 * MG_MIB) == 0, "memory.max");
+        uint64_t t0 = mg_mono_usec();
         pid_t p = kt_spawn(cg, (const char *[]) { "anon", "96", "256", "0", NULL });
-        int st = kt_wait(p, 30 * SEC);
+        int st = kt_wait(p, 30 * MG_USEC_PER_SEC);
         uint64_t oom = UINT64_MAX, mx = UINT64_MAX;
         (void) mgt_cg_read_key(cg, "memory.events", "oom_kill", &oom);
         (void) mgt_cg_read_key(cg, "memory.events", "max", &mx);
         kt_note("memory.max kill: after_ms=%" PRIu64 " max_events=%" PRIu64 " oom_kill=%" PRIu64,
-                (kt_now() - t0) / 1000, mx, oom);
+                (mg_mono_usec() - t0) / 1000, mx, oom);
         KT_CHECK(is_sigkill_status(st) && oom >= 1 && mx > 0, "memory.max did not kill: status %d", st);
 
         /* memory.high: throttled, counted in memory.events high, no kill */
         const char *h = kt_cg_new("facts-high");
-        KT_CHECK(h && mgt_cg_writef(h, "memory.high", "%" PRIu64, 16 * MIB) == 0, "memory.high");
+        KT_CHECK(h && mgt_cg_writef(h, "memory.high", "%" PRIu64, 16 * MG_MIB) == 0, "memory.high");
         p = kt_spawn(h, (const char *[]) { "anon", "20", "256", "0", NULL });
-        st = kt_wait(p, 60 * SEC);
+        st = kt_wait(p, 60 * MG_USEC_PER_SEC);
         uint64_t high = UINT64_MAX, high_oom = UINT64_MAX;
         (void) mgt_cg_read_key(h, "memory.events", "high", &high);
         (void) mgt_cg_read_key(h, "memory.events", "oom_kill", &high_oom);
@@ -707,22 +708,23 @@ int t_kernel_facts(void) {
         snprintf(file, sizeof(file), "%s/reclaim", kt_disk);
         KT_CHECK(r && kt_make_file(file, 48) == 0, "file");
         p = kt_spawn(r, (const char *[]) { "read", file, "1", NULL });
-        kt_wait(p, 30 * SEC);
+        kt_wait(p, 30 * MG_USEC_PER_SEC);
         uint64_t before = UINT64_MAX;
         (void) mgt_cg_read_u64(r, "memory.current", &before);
-        int rc = mgt_cg_writef(r, "memory.reclaim", "%" PRIu64, 16 * MIB);
+        int rc = mgt_cg_writef(r, "memory.reclaim", "%" PRIu64, 16 * MG_MIB);
         uint64_t after = UINT64_MAX;
         (void) mgt_cg_read_u64(r, "memory.current", &after);
-        kt_note("memory.reclaim 16M: rc=%d current %" PRIu64 " -> %" PRIu64 " MiB", rc, before / MIB, after / MIB);
+        kt_note("memory.reclaim 16M: rc=%d current %" PRIu64 " -> %" PRIu64 " MiB", rc, before / MG_MIB,
+                after / MG_MIB);
         unlink(file);
-        KT_CHECK(before >= 32 * MIB, "read left only %" PRIu64 " MiB cached", before / MIB);
-        KT_CHECK((rc == 0 && before - after >= 15 * MIB) || rc == -EAGAIN, "memory.reclaim rc %d", rc);
+        KT_CHECK(before >= 32 * MG_MIB, "read left only %" PRIu64 " MiB cached", before / MG_MIB);
+        KT_CHECK((rc == 0 && before - after >= 15 * MG_MIB) || rc == -EAGAIN, "memory.reclaim rc %d", rc);
 
         /* cgroup.kill takes every member, and cgroup.events says so */
         const char *k = kt_cg_new("facts-kill");
         KT_CHECK(k, "cg");
         p = kt_spawn(k, (const char *[]) { "procs", "3", "4", NULL });
-        KT_CHECK(mgt_cg_wait_populated(k, 1, 5 * SEC) == 0, "not populated");
+        KT_CHECK(mgt_cg_wait_populated(k, 1, 5 * MG_USEC_PER_SEC) == 0, "not populated");
         /* wait (bounded) for the forks to show up */
         char procs[256];
         for (int i = 0; i < 200 && mgt_cg_read(k, "cgroup.procs", procs, sizeof(procs)) > 0; i++) {
@@ -734,8 +736,8 @@ int t_kernel_facts(void) {
                 (void) poll(NULL, 0, 10); /* bounded: at most 2 s in all */
         }
         KT_CHECK(mgt_cg_writef(k, "cgroup.kill", "1") == 0, "cgroup.kill");
-        KT_CHECK(mgt_cg_wait_populated(k, 0, 5 * SEC) == 0, "cgroup.kill left members");
-        KT_CHECK(is_sigkill_status(kt_wait(p, 5 * SEC)), "leader not SIGKILLed");
+        KT_CHECK(mgt_cg_wait_populated(k, 0, 5 * MG_USEC_PER_SEC) == 0, "cgroup.kill left members");
+        KT_CHECK(is_sigkill_status(kt_wait(p, 5 * MG_USEC_PER_SEC)), "leader not SIGKILLed");
         return KT_PASS;
 }
 
@@ -840,10 +842,10 @@ int main(int argc, char **argv) {
                         continue;
                 kt_skip_reason[0] = '\0';
                 kt_note("--- %s", scenarios[i].name);
-                uint64_t t0 = kt_now();
+                uint64_t t0 = mg_mono_usec();
                 int res = scenarios[i].fn();
                 kt_cleanup_all();
-                kt_note("%s took %" PRIu64 " ms", scenarios[i].name, (kt_now() - t0) / 1000);
+                kt_note("%s took %" PRIu64 " ms", scenarios[i].name, (mg_mono_usec() - t0) / 1000);
                 k++;
                 if (res == KT_PASS)
                         printf("ok %d - %s\n", k, scenarios[i].name);

@@ -38,10 +38,10 @@
 #include "memguard/snapshot.h"
 #include "scenarios.h"
 
-#define IMG (256 * MIB)
-#define LIMIT (256 * MIB)
-#define HIGH (230 * MIB)
-#define TOLERANCE (4 * MIB)
+#define IMG (256 * MG_MIB)
+#define LIMIT (256 * MG_MIB)
+#define HIGH (230 * MG_MIB)
+#define TOLERANCE (4 * MG_MIB)
 #define PAGE 4096
 
 /* ---- the guest image ----------------------------------------------------- */
@@ -50,17 +50,17 @@
 #define HOLES 8
 
 static int make_memfd(uint64_t len, uint64_t seed) {
-        static uint8_t buf[MIB] __attribute__((aligned(4096)));
+        static uint8_t buf[MG_MIB] __attribute__((aligned(4096)));
         int fd = memfd_create("guest-ram", MFD_CLOEXEC);
         if (fd < 0 || ftruncate(fd, (off_t) len) < 0)
                 return -1;
-        for (uint64_t b = 0; b < len / MIB; b++) {
-                uint64_t first = b * MIB / PAGE;
+        for (uint64_t b = 0; b < len / MG_MIB; b++) {
+                uint64_t first = b * MG_MIB / PAGE;
                 if (img_untouched(first, HOLES))
                         continue; /* a hole */
-                for (uint64_t i = 0; i < MIB / PAGE; i++)
+                for (uint64_t i = 0; i < MG_MIB / PAGE; i++)
                         img_expect(buf + i * PAGE, first + i, HOLES, seed);
-                if (pwrite(fd, buf, MIB, (off_t) (b * MIB)) != (ssize_t) MIB) {
+                if (pwrite(fd, buf, MG_MIB, (off_t) (b * MG_MIB)) != (ssize_t) MG_MIB) {
                         close(fd);
                         return -1;
                 }
@@ -163,7 +163,7 @@ static void note_write(const struct result *x) {
         if (s->lend_bytes == MG_UNLIMITED)
                 snprintf(lend, sizeof(lend), "max");
         else
-                snprintf(lend, sizeof(lend), "%" PRIu64, s->lend_bytes / MIB);
+                snprintf(lend, sizeof(lend), "%" PRIu64, s->lend_bytes / MG_MIB);
         kt_note("%s: method=%s total_ms=%" PRIu64 " write_ms=%" PRIu64 " sync_ms=%" PRIu64 " lend_begin_ms=%" PRIu64
                 " lend_end_ms=%" PRIu64 " publish_ms=%" PRIu64 " image_MBps=%.1f data_MBps=%.1f",
                 x->what, mg_snapshot_method_to_string(s->method), s->total_usec / 1000, s->write_usec / 1000,
@@ -172,10 +172,10 @@ static void note_write(const struct result *x) {
         kt_note("%s: data_mib=%.1f zero_mib=%.1f hole_mib=%.1f ranges=%u allocated_mib=%.1f file_mib=%.1f "
                 "window_mib=%" PRIu64 " lend_mib=%s peak_dirty_writeback_mib=%.2f samples=%" PRIu64
                 " high_events=%" PRIu64 " memory.high %s -> %s",
-                x->what, (double) s->data_bytes / MIB, (double) s->zero_bytes / MIB, (double) s->hole_bytes / MIB,
-                s->ranges, (double) s->allocated_bytes / MIB, (double) s->file_bytes / MIB, s->window_bytes / MIB,
+                x->what, (double) s->data_bytes / MG_MIB, (double) s->zero_bytes / MG_MIB, (double) s->hole_bytes / MG_MIB,
+                s->ranges, (double) s->allocated_bytes / MG_MIB, (double) s->file_bytes / MG_MIB, s->window_bytes / MG_MIB,
                 lend,
-                (double) x->peak_dw / MIB, x->samples, x->high_events, x->high_before, x->high_after);
+                (double) x->peak_dw / MG_MIB, x->samples, x->high_events, x->high_before, x->high_after);
 }
 
 /* One write from inside the actor, measured. */
@@ -261,7 +261,7 @@ static int restore_check(const char *what, const char *name, bool to_fd, uint64_
         KT_CHECK(r == 0, "%s: restore: %s", what, strerror(-r));
         char shmem[64] = "";
         if (to_fd)
-                snprintf(shmem, sizeof(shmem), " target_shmem_mib=%.1f", (double) blocks / MIB);
+                snprintf(shmem, sizeof(shmem), " target_shmem_mib=%.1f", (double) blocks / MG_MIB);
         kt_note("%s: restore method=%s total_ms=%" PRIu64 " read_ms=%" PRIu64 " zero_ms=%" PRIu64 " MBps=%.1f%s",
                 what, mg_snapshot_method_to_string(st.method), st.total_usec / 1000, st.read_usec / 1000,
                 st.zero_usec / 1000, st.total_usec ? (double) st.image_bytes / (double) st.total_usec : 0, shmem);
@@ -280,20 +280,20 @@ static double plain_direct_mbps(uint64_t len, uint64_t *ret_usec) {
         char path[600];
         snprintf(path, sizeof(path), "%s/plain-direct", kt_disk);
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
-        uint8_t *buf = mmap(NULL, 4 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint8_t *buf = mmap(NULL, 4 * MG_MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (fd < 0 || buf == MAP_FAILED)
                 return 0;
-        for (uint64_t i = 0; i < 4 * MIB / PAGE; i++)
+        for (uint64_t i = 0; i < 4 * MG_MIB / PAGE; i++)
                 img_fill(buf + i * PAGE, i, 99);
-        uint64_t t0 = kt_now();
+        uint64_t t0 = mg_mono_usec();
         bool ok = true;
-        for (uint64_t off = 0; off < len && ok; off += 4 * MIB)
-                ok = pwrite(fd, buf, 4 * MIB, (off_t) off) == (ssize_t) (4 * MIB);
+        for (uint64_t off = 0; off < len && ok; off += 4 * MG_MIB)
+                ok = pwrite(fd, buf, 4 * MG_MIB, (off_t) off) == (ssize_t) (4 * MG_MIB);
         ok = ok && fdatasync(fd) == 0;
-        uint64_t us = kt_now() - t0;
+        uint64_t us = mg_mono_usec() - t0;
         close(fd);
         unlink(path);
-        munmap(buf, 4 * MIB);
+        munmap(buf, 4 * MG_MIB);
         *ret_usec = us;
         return ok && us ? (double) len / (double) us : 0;
 }
@@ -305,26 +305,27 @@ static int write_inner(struct actor *a) {
                                { .what = "memfd/auto lend=max" } };
         KT_CHECK(actor_start(a, "snap", true) == 0, "setup");
         KT_CHECK(enter(a) == 0, "move into %s", a->cg);
-        uint64_t t0 = kt_now();
+        uint64_t t0 = mg_mono_usec();
         uint8_t *img = img_make_anon(IMG, HOLES, 1);
         KT_CHECK(img, "mmap");
         uint64_t cur = UINT64_MAX;
         (void) mgt_cg_read_u64(a->cg, "memory.current", &cur);
         kt_note("anon image built in %" PRIu64 " ms; actor memory.current %" PRIu64 " MiB, memory.high %" PRIu64
-                " MiB", (kt_now() - t0) / 1000, cur / MIB, HIGH / MIB);
+                " MiB", (mg_mono_usec() - t0) / 1000, cur / MG_MIB, HIGH / MG_MIB);
         struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = img, .length = IMG };
         do_write(a, &x[0], &src, "snap-anon-auto", MG_SNAPSHOT_AUTO, 0);
         do_write(a, &x[1], &src, "snap-anon-windowed", MG_SNAPSHOT_WINDOWED, 0);
         do_write(a, &x[2], &src, "snap-anon-dontcache", MG_SNAPSHOT_DONTCACHE, 0);
         munmap(img, IMG);
 
-        t0 = kt_now();
+        t0 = mg_mono_usec();
         int fd = make_memfd(IMG, 2);
         KT_CHECK(fd >= 0, "memfd");
         cur = UINT64_MAX;
         (void) mgt_cg_read_u64(a->cg, "memory.current", &cur);
-        kt_note("memfd image built in %" PRIu64 " ms; actor memory.current %" PRIu64 " MiB", (kt_now() - t0) / 1000,
-                cur / MIB);
+        kt_note("memfd image built in %" PRIu64 " ms; actor memory.current %" PRIu64 " MiB",
+                (mg_mono_usec() - t0) / 1000,
+                cur / MG_MIB);
         src = (struct mg_snapshot_source) { .kind = MG_SNAPSHOT_FD, .fd = fd, .length = IMG };
         do_write(a, &x[3], &src, "snap-memfd", MG_SNAPSHOT_AUTO, MG_UNLIMITED);
         close(fd);
@@ -341,8 +342,8 @@ static int write_inner(struct actor *a) {
         KT_CHECK(check_write(&x[0], true) == KT_PASS, "anon/auto");
         KT_CHECK(x[0].st.method == MG_SNAPSHOT_DIRECT, "ext4 should take O_DIRECT, took %s",
                  mg_snapshot_method_to_string(x[0].st.method));
-        KT_CHECK(x[0].st.allocated_bytes < IMG - 16 * MIB, "not sparse: %" PRIu64 " MiB allocated",
-                 x[0].st.allocated_bytes / MIB);
+        KT_CHECK(x[0].st.allocated_bytes < IMG - 16 * MG_MIB, "not sparse: %" PRIu64 " MiB allocated",
+                 x[0].st.allocated_bytes / MG_MIB);
         KT_CHECK(check_write(&x[1], true) == KT_PASS, "anon/windowed");
         if (x[2].r == -EOPNOTSUPP) {
                 kt_note("anon/dontcache: RWF_DONTCACHE not supported by this kernel or ext4 (6.14+)");
@@ -351,7 +352,7 @@ static int write_inner(struct actor *a) {
         } else
                 KT_CHECK(check_write(&x[2], true) == KT_PASS, "anon/dontcache");
         KT_CHECK(check_write(&x[3], true) == KT_PASS, "memfd");
-        KT_CHECK(x[3].st.hole_bytes == IMG / 8, "memfd holes %" PRIu64 " MiB", x[3].st.hole_bytes / MIB);
+        KT_CHECK(x[3].st.hole_bytes == IMG / 8, "memfd holes %" PRIu64 " MiB", x[3].st.hole_bytes / MG_MIB);
         KT_CHECK(kills == 0, "the guard killed the actor during or after a snapshot");
         KT_CHECK(begins == lends && ends == lends, "lends: %d begun, %d ended, %d writes", begins, ends, lends);
 
@@ -390,14 +391,14 @@ static int baseline_inner(struct actor *a) {
         uint64_t file = UINT64_MAX;
         (void) mgt_cg_read_key(a->cg, "memory.stat", "file", &file);
         kt_note("anon/buffered: after the write: file_mib=%" PRIu64 " file_dirty_mib=%" PRIu64
-                " (cache a plain write leaves charged to the actor)", file / MIB, dirty / MIB);
+                " (cache a plain write leaves charged to the actor)", file / MG_MIB, dirty / MG_MIB);
         KT_CHECK(check_write(&x, false) == KT_PASS, "buffered");
         KT_CHECK(a->ev.n[MG_EVENT_KILL] == 0, "killed");
         KT_CHECK(restore_check("anon/buffered", "snap-buffered", false, 3) == KT_PASS, "restore");
 
         uint64_t us = 0;
         double mbps = plain_direct_mbps(IMG, &us);
-        kt_note("plain O_DIRECT copy of %" PRIu64 " MiB: ms=%" PRIu64 " MBps=%.1f", IMG / MIB, us / 1000, mbps);
+        kt_note("plain O_DIRECT copy of %" PRIu64 " MiB: ms=%" PRIu64 " MBps=%.1f", IMG / MG_MIB, us / 1000, mbps);
         KT_CHECK(mbps > 0, "plain O_DIRECT copy failed");
         return KT_PASS;
 }
@@ -459,7 +460,7 @@ static int faults_inner(struct actor *a) {
 
         struct statfs sfs;
         if (statfs(small, &sfs) == 0 && access(small, W_OK) == 0) {
-                uint64_t len = 96 * MIB, free0 = free_bytes(small);
+                uint64_t len = 96 * MG_MIB, free0 = free_bytes(small);
                 int n0 = entries(small);
                 KT_CHECK(enter(a) == 0, "enter");
                 uint8_t *img = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -478,9 +479,9 @@ static int faults_inner(struct actor *a) {
                         o.lock = mgt_ticker_lock;
                         o.lock_userdata = &a->tk;
                         mgt_cg_read(a->cg, "memory.high", before, sizeof(before));
-                        uint64_t t0 = kt_now();
+                        uint64_t t0 = mg_mono_usec();
                         int r = mg_snapshot_write(&src, sfd, "snap", &o, NULL);
-                        uint64_t ms = (kt_now() - t0) / 1000;
+                        uint64_t ms = (mg_mono_usec() - t0) / 1000;
                         mgt_cg_read(a->cg, "memory.high", after, sizeof(after));
                         uint64_t free1 = free_bytes(small);
                         int n1 = entries(small), del = count_deleted_fds();
@@ -503,7 +504,7 @@ static int faults_inner(struct actor *a) {
         }
 
         /* truncated, corrupt, wrong length */
-        uint64_t len = 8 * MIB;
+        uint64_t len = 8 * MG_MIB;
         uint8_t *img = img_make_anon(len, HOLES, 6), *back = mmap(NULL, len, PROT_READ | PROT_WRITE,
                                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         KT_CHECK(img && back != MAP_FAILED, "mmap");
@@ -561,7 +562,7 @@ int t_snapshot_faults(void) {
  * were, memory.high as it was. */
 static int cycles_inner(struct actor *a) {
         char dir[600], before[64] = "", after[64] = "";
-        uint64_t len = 8 * MIB;
+        uint64_t len = 8 * MG_MIB;
         snprintf(dir, sizeof(dir), "%s/cycles", kt_disk);
         KT_CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST, "mkdir");
         KT_CHECK(actor_start(a, "snap-cycles", true) == 0, "setup");
@@ -572,7 +573,7 @@ static int cycles_inner(struct actor *a) {
         mgt_cg_read(a->cg, "memory.high", before, sizeof(before));
         uint64_t free0 = free_bytes(dir);
         int n0 = entries(dir), del0 = count_deleted_fds();
-        uint64_t t0 = kt_now(), wr = 0, rd = 0, worst = 0;
+        uint64_t t0 = mg_mono_usec(), wr = 0, rd = 0, worst = 0;
         static const uint32_t m[] = { MG_SNAPSHOT_AUTO, MG_SNAPSHOT_WINDOWED, MG_SNAPSHOT_BUFFERED };
         for (int i = 0; i < 100; i++) {
                 for (uint64_t p = 0; p < len / PAGE; p++) {
@@ -609,7 +610,7 @@ static int cycles_inner(struct actor *a) {
         mgt_cg_read(a->cg, "memory.high", after, sizeof(after));
         kt_note("100 cycles of %" PRIu64 " MiB (4 MiB data): ms=%" PRIu64 " write_avg_ms=%.1f write_max_ms=%" PRIu64
                 " restore_avg_ms=%.1f deleted_fds=%d->%d entries=%d->%d free_kib=%" PRIu64 "->%" PRIu64,
-                len / MIB, (kt_now() - t0) / 1000, (double) wr / 100 / 1000, worst / 1000, (double) rd / 100 / 1000,
+                len / MG_MIB, (mg_mono_usec() - t0) / 1000, (double) wr / 100 / 1000, worst / 1000, (double) rd / 100 / 1000,
                 del0, del, n0, n1, free0 / 1024, free1 / 1024);
         close(dfd);
         munmap(img, len);

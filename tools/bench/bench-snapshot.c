@@ -67,7 +67,7 @@
 #include "memguard/snapshot.h"
 
 #define PAGE 4096
-#define COPY_BUF (4 * MIB)
+#define COPY_BUF (4 * MG_MIB)
 
 enum writer { W_COPY, W_MEMGUARD, W_BUFFERED, W_N };
 static const char *const writer_names[W_N] = { "copy", "memguard", "buffered" };
@@ -155,9 +155,9 @@ static int actor_start(struct actor *a, const char *root, uint64_t limit) {
         /* 90 % of the limit (230 MiB of 256, as the kernel scenario), but at
          * least 4 MiB above the image's charge (7/8), for the bench's own
          * pages: small --size runs would start over memory.high otherwise. */
-        uint64_t high = limit / 10 * 9 / MIB * MIB;
-        if (high < limit / 8 * 7 + 4 * MIB)
-                high = limit / 8 * 7 + 4 * MIB;
+        uint64_t high = limit / 10 * 9 / MG_MIB * MG_MIB;
+        if (high < limit / 8 * 7 + 4 * MG_MIB)
+                high = limit / 8 * 7 + 4 * MG_MIB;
         snprintf(v, sizeof(v), "%" PRIu64, high);
         if ((r = mgt_cg_write(a->cg, "memory.high", v)) < 0)
                 return r;
@@ -253,7 +253,7 @@ static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *im
                 mgt_cg_read(a->cg, "memory.high", hb, sizeof(hb));
                 mgt_ticker_measure(&a->tk);
         }
-        uint64_t c0 = cpu_usec(), t0 = bench_now_ns();
+        uint64_t c0 = cpu_usec(), t0 = mg_mono_nsec();
         if (w == W_COPY) {
                 x->r = plain_copy(dirfd, file_names[w], copy_buf, len);
         } else {
@@ -267,7 +267,7 @@ static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *im
                 o.log = log_fn;
                 x->r = mg_snapshot_write(&src, dirfd, file_names[w], &o, &x->st);
         }
-        x->usec = (bench_now_ns() - t0) / 1000;
+        x->usec = (mg_mono_nsec() - t0) / 1000;
         x->cpu_usec = cpu_usec() - c0;
         if (cg) {
                 mgt_ticker_measured(&a->tk, &x->peak_dw, &x->samples);
@@ -291,19 +291,19 @@ static void print_one(const struct sample *x, enum writer w, int cycle, int pos,
                          mg_snapshot_method_to_string(s->method), (double) s->total_usec / 1000,
                          (double) s->write_usec / 1000, (double) s->sync_usec / 1000,
                          (double) s->lend_begin_usec / 1000, (double) s->lend_end_usec / 1000,
-                         (double) s->publish_usec / 1000, (double) s->data_bytes / MIB, s->window_bytes / 1024,
+                         (double) s->publish_usec / 1000, (double) s->data_bytes / MG_MIB, s->window_bytes / 1024,
                          s->lend_bytes == MG_UNLIMITED ? 0 : s->lend_bytes / 1024);
         else
-                snprintf(extra, sizeof(extra), " method=o_direct data_mib=%.1f", (double) len / MIB);
+                snprintf(extra, sizeof(extra), " method=o_direct data_mib=%.1f", (double) len / MG_MIB);
         if (cg)
                 snprintf(dw, sizeof(dw),
                          " peak_dw_kib=%" PRIu64 " samples=%" PRIu64 " high_events=%" PRIu64 " current_mib=%" PRIu64,
-                         x->peak_dw / 1024, x->samples, x->high_events, x->current / MIB);
+                         x->peak_dw / 1024, x->samples, x->high_events, x->current / MG_MIB);
         printf("result bench=snapshot writer=%s cycle=%d pos=%d warmup=%d r=%s ms=%.1f cpu_ms=%.1f mbps=%.1f"
                " image_mib=%" PRIu64 " high_restored=%d%s%s\n",
                writer_names[w], cycle, pos, warmup ? 1 : 0, x->r ? strerror(-x->r) : "0", (double) x->usec / 1000,
                (double) x->cpu_usec / 1000,
-               x->usec ? (double) len / (double) x->usec : 0.0, len / MIB, x->high_ok ? 1 : 0, extra, dw);
+               x->usec ? (double) len / (double) x->usec : 0.0, len / MG_MIB, x->high_ok ? 1 : 0, extra, dw);
 }
 
 static int restore_verify(int dirfd, uint64_t len, uint64_t seed, uint64_t *ret_usec) {
@@ -353,7 +353,7 @@ int main(int argc, char **argv) {
         }
         if (!dir || no_cgroup == !!root || cycles == 0 || size_mib < 4 || size_mib % 4)
                 usage(); /* whole 4 MiB copy buffers; 2 MiB blocks of the pattern */
-        uint64_t len = size_mib * MIB;
+        uint64_t len = size_mib * MG_MIB;
         setvbuf(stdout, NULL, _IOLBF, 0);
 
         int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -383,14 +383,14 @@ int main(int argc, char **argv) {
                         goto out;
                 }
         }
-        uint64_t t0 = bench_now_ns();
+        uint64_t t0 = mg_mono_nsec();
         uint8_t *img = img_make_anon(len, HOLES, seed);
         if (!img) {
                 fprintf(stderr, "bench-snapshot: mmap: %s\n", strerror(errno));
                 failed = 1;
                 goto out;
         }
-        uint64_t build_ms = (bench_now_ns() - t0) / 1000000;
+        uint64_t build_ms = (mg_mono_nsec() - t0) / 1000000;
         char high[64] = "max";
         uint64_t current = 0;
         if (root) {
@@ -402,7 +402,7 @@ int main(int argc, char **argv) {
                " limit_mib=%" PRIu64 " high_bytes=%s max_mib=%" PRIu64 " current_mib=%" PRIu64 " build_ms=%" PRIu64
                " mem_kib=%" PRIu64 "\n",
                u.release, root ? "cgroup" : "none", fs, cycles, warmup, size_mib, root ? size_mib : 0, high,
-               root ? 2 * size_mib : 0, current / MIB, build_ms,
+               root ? 2 * size_mib : 0, current / MG_MIB, build_ms,
                (uint64_t) sysconf(_SC_PHYS_PAGES) * (uint64_t) sysconf(_SC_PAGESIZE) / 1024);
 
         int n_ok = 0, n_writes = 0, high_bad = 0;

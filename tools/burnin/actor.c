@@ -32,6 +32,7 @@
 #include "burnin.h"
 #include "memguard/memguard.h"
 #include "memguard/snapshot.h"
+#include "util.h"
 
 #define PAGE 4096u
 #define CHECK_PAGES 16u         /* pages compared after a restore */
@@ -218,7 +219,7 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
         snprintf(name, sizeof(name), "actor-%" PRIu32 ".snap", c->id);
 
         /* work */
-        uint64_t t0 = mgt_now_usec();
+        uint64_t t0 = mg_mono_usec();
         helper = helper_start(c->dirfd, c->id, n, len / 32, &ready);
         if (helper < 0) {
                 set_error(s, helper, "fork helper");
@@ -250,7 +251,7 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
         close(ready);
         if (r < 0)
                 set_error(s, r, "helper work");
-        s->work_usec = mgt_now_usec() - t0;
+        s->work_usec = mg_mono_usec() - t0;
 
         /* suspend */
         struct mg_snapshot_options o;
@@ -265,9 +266,9 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
         o.log_userdata = a;
         (void) mgt_cg_read(c->cgroup, "memory.high", high0, sizeof(high0));
         mgt_ticker_measure(&a->tk);
-        uint64_t t1 = mgt_now_usec();
+        uint64_t t1 = mg_mono_usec();
         r = mg_snapshot_write(&src, c->dirfd, name, &o, &st);
-        uint64_t t2 = mgt_now_usec();
+        uint64_t t2 = mg_mono_usec();
         mgt_ticker_measured(&a->tk, &s->peak_dirty_bytes, NULL);
         if (r < 0)
                 set_error(s, r, "mg_snapshot_write");
@@ -293,7 +294,7 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
         /* teardown */
         helper_kill(helper);
         munmap(m, len);
-        uint64_t t3 = mgt_now_usec();
+        uint64_t t3 = mg_mono_usec();
         s->teardown_usec = t3 - t2;
 
         /* resume */
@@ -326,7 +327,7 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
                         munmap(m, len);
                 }
         }
-        s->downtime_usec = mgt_now_usec() - t1;
+        s->downtime_usec = mg_mono_usec() - t1;
         if (unlinkat(c->dirfd, name, 0) < 0 && errno != ENOENT)
                 set_error(s, -errno, "unlink snapshot");
 
@@ -336,7 +337,7 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
                 if (s->what[0] == '\0')
                         snprintf(s->what, sizeof(s->what), "%d fds of deleted files open", del);
         }
-        s->end_usec = mgt_now_usec();
+        s->end_usec = mg_mono_usec();
 }
 
 /* EOF (or an error) on the control pipe: the main process wants us gone. */
@@ -362,7 +363,7 @@ _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
         if (r == 0)
                 r = mgt_ticker_start(&a.tk, c->cgroup, a.set);
         if (r < 0) {
-                s = (struct bi_sample) { .actor = c->id, .end_usec = mgt_now_usec() };
+                s = (struct bi_sample) { .actor = c->id, .end_usec = mg_mono_usec() };
                 set_error(&s, r, "guard setup");
                 (void) !write(c->sample_fd, &s, sizeof(s));
                 _exit(1);

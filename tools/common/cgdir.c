@@ -21,12 +21,6 @@
 #include "parse.h"
 #include "util.h"
 
-uint64_t mgt_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static void sleep_usec(uint64_t usec) {
         struct timespec ts = { .tv_sec = (time_t) (usec / 1000000), .tv_nsec = (long) (usec % 1000000) * 1000 };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -291,7 +285,7 @@ int mgt_cg_open_events(const char *cg) {
 }
 
 int mgt_cg_wait_populated(const char *cg, int want, uint64_t timeout_usec) {
-        uint64_t end = mgt_now_usec() + timeout_usec;
+        uint64_t end = mg_mono_usec() + timeout_usec;
         int fd = mgt_cg_open_events(cg);
 
         if (fd < 0)
@@ -304,7 +298,7 @@ int mgt_cg_wait_populated(const char *cg, int want, uint64_t timeout_usec) {
                         close(fd);
                         return 0;
                 }
-                uint64_t now = mgt_now_usec();
+                uint64_t now = mg_mono_usec();
                 if (now >= end)
                         break;
                 /* kernfs wakes POLLPRI when cgroup.events changes */
@@ -345,18 +339,18 @@ int mgt_cg_kill_all(const char *cg) {
 }
 
 int mgt_cg_rmdir(const char *cg, uint64_t timeout_usec) {
-        uint64_t end = mgt_now_usec() + timeout_usec;
+        uint64_t end = mg_mono_usec() + timeout_usec;
         for (;;) {
                 if (rmdir(cg) == 0 || errno == ENOENT)
                         return 0;
-                if (errno != EBUSY || mgt_now_usec() >= end)
+                if (errno != EBUSY || mg_mono_usec() >= end)
                         return -errno;
                 sleep_usec(10000); /* a killed task lingers briefly after populated 0 */
         }
 }
 
 int mgt_cg_destroy(const char *cg, uint64_t timeout_usec) {
-        uint64_t end = mgt_now_usec() + timeout_usec;
+        uint64_t end = mg_mono_usec() + timeout_usec;
         int r;
 
         if (access(cg, F_OK) < 0)
@@ -365,8 +359,8 @@ int mgt_cg_destroy(const char *cg, uint64_t timeout_usec) {
         do {
                 (void) mgt_cg_kill_all(cg);
                 r = mgt_cg_wait_populated(cg, 0, 50 * MG_USEC_PER_MSEC);
-        } while (r == -ETIMEDOUT && mgt_now_usec() < end);
+        } while (r == -ETIMEDOUT && mg_mono_usec() < end);
         if (r == -ETIMEDOUT)
                 return r;
-        return mgt_cg_rmdir(cg, end > mgt_now_usec() ? end - mgt_now_usec() : 100000);
+        return mgt_cg_rmdir(cg, end > mg_mono_usec() ? end - mg_mono_usec() : 100000);
 }

@@ -94,5 +94,3 @@ int mgt_cg_rmdir(const char *cg, uint64_t timeout_usec);
  * 0 if removed or already gone, -ETIMEDOUT if it never emptied (it is
  * then left in place), or rmdir's errno. */
 int mgt_cg_destroy(const char *cg, uint64_t timeout_usec);
-
-uint64_t mgt_now_usec(void);

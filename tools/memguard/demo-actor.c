@@ -34,15 +34,16 @@ void demo_progress(const char *fmt, ...) {
 }
 
 const char *demo_dur(uint64_t usec, char *buf, size_t len) {
-        if (usec < SEC)
-                snprintf(buf, len, "%" PRIu64 " ms", usec / MS);
+        if (usec < MG_USEC_PER_SEC)
+                snprintf(buf, len, "%" PRIu64 " ms", usec / MG_USEC_PER_MSEC);
         else
-                snprintf(buf, len, "%" PRIu64 ".%" PRIu64 " s", usec / SEC, usec % SEC / (100 * MS));
+                snprintf(buf, len, "%" PRIu64 ".%" PRIu64 " s", usec / MG_USEC_PER_SEC,
+                         usec % MG_USEC_PER_SEC / (100 * MG_USEC_PER_MSEC));
         return buf;
 }
 
 const char *demo_mib(uint64_t bytes, char *buf, size_t len) {
-        snprintf(buf, len, "%" PRIu64 " MiB", (bytes + MIB / 2) / MIB);
+        snprintf(buf, len, "%" PRIu64 " MiB", (bytes + MG_MIB / 2) / MG_MIB);
         return buf;
 }
 
@@ -135,7 +136,7 @@ int demo_actor_new(struct demo *d, const char *name, uint64_t guard_limit, struc
                         return r;
                 }
         }
-        a->start_usec = mgt_now_usec();
+        a->start_usec = mg_mono_usec();
         return 0;
 }
 
@@ -203,7 +204,7 @@ bool demo_proc_printed(const struct proc *p) {
 
 static void actor_sample(struct actor *a) {
         char buf[32];
-        uint64_t now = mgt_now_usec();
+        uint64_t now = mg_mono_usec();
         ssize_t n;
 
         if (a->current_fd >= 0 && (n = pread(a->current_fd, buf, sizeof(buf) - 1, 0)) > 0) {
@@ -214,7 +215,7 @@ static void actor_sample(struct actor *a) {
                 if (a->watch_bytes && !a->crossed_usec && cur > a->watch_bytes)
                         a->crossed_usec = now;
         }
-        if (a->watch_onset && !a->onset_usec && now - a->last_onset_usec >= 100 * MS) {
+        if (a->watch_onset && !a->onset_usec && now - a->last_onset_usec >= 100 * MG_USEC_PER_MSEC) {
                 uint64_t refaults = 0;
                 (void) mgt_cg_read_key(a->cg, "memory.stat", "workingset_refault_file", &refaults);
                 if (!a->last_onset_usec)
@@ -223,7 +224,7 @@ static void actor_sample(struct actor *a) {
                         a->onset_usec = now;
                 a->last_onset_usec = now;
         }
-        if (a->sample_reports && a->guard && now - a->last_report_usec >= 250 * MS) {
+        if (a->sample_reports && a->guard && now - a->last_report_usec >= 250 * MG_USEC_PER_MSEC) {
                 struct mg_report rep = { .size = sizeof(rep) };
                 a->last_report_usec = now;
                 if (mg_guard_report(a->guard, &rep) == 0) {
@@ -255,7 +256,7 @@ bool demo_printed_or_done(struct actor *a, struct proc *p, unsigned n) {
 /* Runs the actor's guard (if any) and samples memory.current every 10 ms
  * until stop() or timeout.  Returns true if stop() became true. */
 bool demo_actor_run(struct actor *a, struct proc *p, unsigned n, uint64_t timeout_usec, demo_stop_fn stop) {
-        uint64_t end = mgt_now_usec() + timeout_usec;
+        uint64_t end = mg_mono_usec() + timeout_usec;
 
         for (;;) {
                 actor_sample(a);
@@ -264,13 +265,13 @@ bool demo_actor_run(struct actor *a, struct proc *p, unsigned n, uint64_t timeou
                 /* A kill record comes once the cgroup is empty, and the
                  * workload may be reaped first: a guard still waiting for
                  * that is not done. */
-                if (stop && stop(a, p, n) && !(a->guard && mg_guard_is_killing(a->guard) && mgt_now_usec() < end))
+                if (stop && stop(a, p, n) && !(a->guard && mg_guard_is_killing(a->guard) && mg_mono_usec() < end))
                         return true;
-                uint64_t now = mgt_now_usec();
+                uint64_t now = mg_mono_usec();
                 if (now >= end || a->d->interrupted)
                         return false;
                 struct pollfd sig = { .fd = a->d->sigfd, .events = POLLIN };
-                (void) mgt_wait(a->set, &sig, 1, now + 10 * MS < end ? now + 10 * MS : end);
+                (void) mgt_wait(a->set, &sig, 1, now + 10 * MG_USEC_PER_MSEC < end ? now + 10 * MG_USEC_PER_MSEC : end);
                 int s;
                 while ((s = mgt_signals_next(a->d->sigfd, NULL)) > 0)
                         if (s == SIGINT || s == SIGTERM || s == SIGHUP)
@@ -282,11 +283,11 @@ bool demo_actor_run(struct actor *a, struct proc *p, unsigned n, uint64_t timeou
 void demo_actor_end(struct actor *a, struct proc *p, unsigned n) {
         if (!a->cg)
                 return;
-        (void) mgt_cg_destroy(a->cg, 10 * SEC);
+        (void) mgt_cg_destroy(a->cg, 10 * MG_USEC_PER_SEC);
         for (unsigned i = 0; i < n; i++) {
                 if (p[i].pid > 0 && !p[i].done) {
-                        uint64_t end = mgt_now_usec() + 5 * SEC;
-                        while (!p[i].done && mgt_now_usec() < end) {
+                        uint64_t end = mg_mono_usec() + 5 * MG_USEC_PER_SEC;
+                        while (!p[i].done && mg_mono_usec() < end) {
                                 demo_proc_check(&p[i]);
                                 if (!p[i].done)
                                         (void) poll(NULL, 0, 10);

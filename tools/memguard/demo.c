@@ -30,8 +30,8 @@
 #include "events.h"
 #include "loop.h"
 
-#define LIMIT (64 * MIB)
-#define THRASH_LIMIT (48 * MIB)
+#define LIMIT (64 * MG_MIB)
+#define THRASH_LIMIT (48 * MG_MIB)
 
 struct row {
         const char *name;
@@ -85,12 +85,12 @@ static void s_overshoot(struct demo *d, struct row *w) {
 
         step(d, "kernel alone: no memory.max, mg-workload anon 160");
         if (demo_actor_new(d, "overshoot-alone", 0, &a) == 0 && demo_proc_start(&a, &p, args) == 0) {
-                demo_actor_run(&a, &p, 1, 60 * SEC, demo_printed_or_done);
+                demo_actor_run(&a, &p, 1, 60 * MG_USEC_PER_SEC, demo_printed_or_done);
                 uint64_t oom = 0;
                 (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
                 if (demo_proc_printed(&p) && !p.done) {
                         snprintf(w->alone, sizeof(w->alone), "grew to %s unchecked", demo_mib(a.peak, b1, sizeof(b1)));
-                        if (a.peak < 150 * MIB)
+                        if (a.peak < 150 * MG_MIB)
                                 expect_failed(w, "kernel alone: peak memory.current only %s",
                                               demo_mib(a.peak, b1, sizeof(b1)));
                 } else {
@@ -110,7 +110,7 @@ static void s_overshoot(struct demo *d, struct row *w) {
         step(d, "memguard: guard limit 64 MiB, mg-workload anon 160");
         if (demo_actor_new(d, "overshoot-guarded", LIMIT, &a) == 0 && demo_proc_start(&a, &p, args) == 0) {
                 a.watch_bytes = LIMIT;
-                demo_actor_run(&a, &p, 1, 60 * SEC, demo_killed_or_done);
+                demo_actor_run(&a, &p, 1, 60 * MG_USEC_PER_SEC, demo_killed_or_done);
                 demo_proc_check(&p);
                 if (a.kills) {
                         snprintf(w->guarded, sizeof(w->guarded), "killed (%s) at %s used",
@@ -179,10 +179,10 @@ static void s_page_cache(struct demo *d, struct row *w) {
                         demo_actor_end(&a, p, 2);
                         continue;
                 }
-                demo_actor_run(&a, p, 2, 60 * SEC, demo_killed_or_done);
+                demo_actor_run(&a, p, 2, 60 * MG_USEC_PER_SEC, demo_killed_or_done);
                 uint64_t oom = 0;
                 (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
-                uint64_t ms = (mgt_now_usec() - a.start_usec) / MS;
+                uint64_t ms = (mg_mono_usec() - a.start_usec) / MG_USEC_PER_MSEC;
                 unsigned kills = a.kills;
                 enum mg_kill_reason reason = a.kill.reason;
                 demo_actor_end(&a, p, 2);
@@ -229,14 +229,14 @@ static void s_lend(struct demo *d, struct row *w) {
         step(d, "kernel alone: memory.high 90%% of 64 MiB, a 256 MiB buffered write");
         if (demo_actor_new(d, "lend-alone", 0, &a) == 0 && demo_actor_set(&a, "memory.high", high) == 0 &&
             demo_proc_start(&a, &p, args) == 0) {
-                demo_actor_run(&a, &p, 1, 120 * SEC, demo_all_done);
+                demo_actor_run(&a, &p, 1, 120 * MG_USEC_PER_SEC, demo_all_done);
                 uint64_t oom = 0;
                 (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
                 uint64_t high_events = 0;
                 (void) mgt_cg_read_key(a.cg, "memory.events", "high", &high_events);
                 if (demo_exited_ok(&p) && oom == 0) {
                         snprintf(w->alone, sizeof(w->alone), "write throttled: 256 MiB in %s",
-                                 demo_dur(demo_result(&p, "elapsed_ms") * MS, b1, sizeof(b1)));
+                                 demo_dur(demo_result(&p, "elapsed_ms") * MG_USEC_PER_MSEC, b1, sizeof(b1)));
                 } else {
                         snprintf(w->alone, sizeof(w->alone), "writer %s, oom_kill %" PRIu64,
                                  demo_status(&p, b1, sizeof(b1)), oom);
@@ -261,7 +261,7 @@ static void s_lend(struct demo *d, struct row *w) {
                 return;
         }
         uint64_t lend = 0;
-        int r = mg_guard_lend_begin(a.guard, MG_UNLIMITED, 120 * SEC, &lend);
+        int r = mg_guard_lend_begin(a.guard, MG_UNLIMITED, 120 * MG_USEC_PER_SEC, &lend);
         (void) mgt_cg_read(a.cg, "memory.high", lent, sizeof(lent));
         if (r < 0 || demo_proc_start(&a, &p, args) < 0) {
                 snprintf(w->guarded, sizeof(w->guarded), "lend failed: %s", strerror(r < 0 ? -r : EIO));
@@ -269,18 +269,18 @@ static void s_lend(struct demo *d, struct row *w) {
                 demo_actor_end(&a, &p, 1);
                 return;
         }
-        demo_actor_run(&a, &p, 1, 120 * SEC, demo_all_done);
-        uint64_t t_end = mgt_now_usec();
+        demo_actor_run(&a, &p, 1, 120 * MG_USEC_PER_SEC, demo_all_done);
+        uint64_t t_end = mg_mono_usec();
         /* In a set the end is queued (1): the set's restore worker writes
          * memory.high back, and the set tells MG_EVENT_LEND_END when it is
          * done.  The guard runs meanwhile. */
         r = mg_guard_lend_end(a.guard, lend);
         if (r == 1)
-                r = demo_actor_run(&a, &p, 1, 60 * SEC, lend_ended) ? 0 : -ETIMEDOUT;
-        uint64_t restore = mgt_now_usec() - t_end;
+                r = demo_actor_run(&a, &p, 1, 60 * MG_USEC_PER_SEC, lend_ended) ? 0 : -ETIMEDOUT;
+        uint64_t restore = mg_mono_usec() - t_end;
         (void) mgt_cg_read(a.cg, "memory.high", after, sizeof(after));
         /* the dirty cache the write left must not look like a reason to kill */
-        demo_actor_run(&a, &p, 1, 3 * SEC, NULL);
+        demo_actor_run(&a, &p, 1, 3 * MG_USEC_PER_SEC, NULL);
         before[strcspn(before, "\n")] = lent[strcspn(lent, "\n")] = after[strcspn(after, "\n")] = '\0';
         if (r == 0 && strcmp(before, after) == 0 && a.kills == 0) {
                 snprintf(w->guarded, sizeof(w->guarded), "lent; memory.high restored exactly");
@@ -305,7 +305,7 @@ static void s_lend(struct demo *d, struct row *w) {
         demo_actor_end(&a, &p, 1);
         unlink(file);
         step(d, "memguard: memory.high %s, lent as %s, 256 MiB written in %s, restored as %s in %s; %u kills", before,
-             lent, demo_dur(demo_result(&p, "elapsed_ms") * MS, b1, sizeof(b1)), after,
+             lent, demo_dur(demo_result(&p, "elapsed_ms") * MG_USEC_PER_MSEC, b1, sizeof(b1)), after,
              demo_dur(restore, b2, sizeof(b2)), a.kills);
 }
 
@@ -357,7 +357,7 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
         step(d, "kernel alone: %s, %s for 10 s", limits, c->what);
         if (demo_actor_new(d, "thrash-alone", 0, &a) == 0 && demo_actor_set(&a, "memory.max", c->max) == 0 &&
             (!c->high || demo_actor_set(&a, "memory.high", c->high) == 0) && demo_proc_start(&a, &p, argv) == 0) {
-                demo_actor_run(&a, &p, 1, 60 * SEC, demo_all_done);
+                demo_actor_run(&a, &p, 1, 60 * MG_USEC_PER_SEC, demo_all_done);
                 uint64_t refaults = 0;
                 (void) mgt_cg_read_key(a.cg, "memory.stat", "workingset_refault_file", &refaults);
                 uint64_t oom = 0;
@@ -388,7 +388,7 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
         if (demo_actor_new(d, "thrash-guarded", c->limit, &a) == 0 && demo_actor_set(&a, "memory.max", c->max) == 0 &&
             (!c->high || demo_actor_set(&a, "memory.high", c->high) == 0) && demo_proc_start(&a, &p, argv) == 0) {
                 a.watch_onset = true;
-                demo_actor_run(&a, &p, 1, 45 * SEC, demo_killed_or_done);
+                demo_actor_run(&a, &p, 1, 45 * MG_USEC_PER_SEC, demo_killed_or_done);
                 demo_proc_check(&p);
                 uint64_t refaults = 0;
                 (void) mgt_cg_read_key(a.cg, "memory.stat", "workingset_refault_file", &refaults);
@@ -487,8 +487,8 @@ static void s_throttle(struct demo *d, struct row *w) {
                         continue;
                 }
                 a.sample_reports = true;
-                demo_actor_run(&a, &p, 1, 15 * SEC, demo_killed_or_done);
-                uint64_t ran = mgt_now_usec() - a.start_usec;
+                demo_actor_run(&a, &p, 1, 15 * MG_USEC_PER_SEC, demo_killed_or_done);
+                uint64_t ran = mg_mono_usec() - a.start_usec;
                 uint64_t high_events = 0;
                 (void) mgt_cg_read_key(a.cg, "memory.events", "high", &high_events);
                 uint64_t oom = 0;
@@ -502,7 +502,7 @@ static void s_throttle(struct demo *d, struct row *w) {
                 char how[64];
                 if (demo_exited_ok(&p))
                         snprintf(how, sizeof(how), "60 MiB in %s",
-                                 demo_dur(demo_result(&p, "elapsed_ms") * MS, b1, sizeof(b1)));
+                                 demo_dur(demo_result(&p, "elapsed_ms") * MG_USEC_PER_MSEC, b1, sizeof(b1)));
                 else if (p.done && !kills)
                         snprintf(how, sizeof(how), "%s after %s", demo_status(&p, b2, sizeof(b2)),
                                  demo_dur(ran, b1, sizeof(b1)));
@@ -641,7 +641,7 @@ static int demo_native(void) {
         char why[256], *parent = NULL;
         unsigned good = 0;
         int r, ret = MGT_EXIT_FAIL;
-        uint64_t t0 = mgt_now_usec();
+        uint64_t t0 = mg_mono_usec();
 
         uname(&u);
         if (native_parent(&parent, why, sizeof(why)) < 0) {
@@ -673,10 +673,10 @@ static int demo_native(void) {
                 rows[i] = (struct row) { .name = scenarios[i].name, .ok = true };
                 d.step = i + 1;
                 d.scenario = scenarios[i].name;
-                uint64_t s0 = mgt_now_usec();
+                uint64_t s0 = mg_mono_usec();
                 scenarios[i].fn(&d, &rows[i]);
                 step(&d, "%s (%" PRIu64 " s)", rows[i].ok ? "as expected" : "NOT as expected",
-                     (mgt_now_usec() - s0) / SEC);
+                     (mg_mono_usec() - s0) / MG_USEC_PER_SEC);
                 good += rows[i].ok;
         }
         if (d.interrupted) {
@@ -694,11 +694,11 @@ static int demo_native(void) {
                 if (!rows[i].ok)
                         printf("%u. %s: %s\n", i + 1, rows[i].name, rows[i].why);
         printf("%u of %u scenarios behaved as expected (%" PRIu64 " s)\n", good, (unsigned) N,
-               (mgt_now_usec() - t0) / SEC);
+               (mg_mono_usec() - t0) / MG_USEC_PER_SEC);
         ret = good == N ? MGT_EXIT_OK : MGT_EXIT_FAIL;
 out:
         if (d.base) {
-                r = mgt_cg_destroy(d.base, 10 * SEC);
+                r = mgt_cg_destroy(d.base, 10 * MG_USEC_PER_SEC);
                 if (r < 0)
                         demo_progress("removing %s: %s", d.base, strerror(-r));
         }

@@ -13,10 +13,8 @@
 #include <sys/types.h>
 
 #include "memguard/memguard.h"
+#include "util.h"
 
-#define MIB (UINT64_C(1) << 20)
-#define SEC UINT64_C(1000000)
-#define MS UINT64_C(1000)
 /* Progress lines start with this; the VM relay sends them to stderr. */
 #define DEMO_PROGRESS "memguard demo: "
 
