@@ -32,7 +32,7 @@ struct counters {
 };
 
 struct field {
-        struct kt_events ev;
+        struct mgt_events ev;
         const char *cg;
         pid_t pid;
         uint64_t t0, next, onset;
@@ -116,20 +116,15 @@ static void field_sample(void *ud) {
 
 static bool field_stop(void *ud) {
         struct field *f = ud;
-        return killed_any(&f->ev) || kt_wait(f->pid, 0) != -ETIMEDOUT;
+        return mgt_events_killed(&f->ev) || kt_wait(f->pid, 0) != -ETIMEDOUT;
 }
 
-struct actor {
-        const char *name;
-        uint64_t limit, max, high;  /* guard limit; memory.max, memory.high (0: none) */
-        const char *exe;             /* NULL: mg-workload */
-        const char *const *args;
-        uint64_t timeout_usec;
-};
+/* The file of a scenario (with_file()): FILE in its workload's args. */
+static char path_a[512];
 
 /* Runs the actor under its guard until it is killed, ends, or times out;
  * prints the peaks.  Returns KT_PASS, or KT_FAIL on a setup failure. */
-static int field_run(const struct actor *a, struct field *f) {
+static int field_run(const struct mgt_actor_spec *a, struct field *f) {
         mg_set *s = kt_set_new();
         f->cg = kt_cg_new(a->name);
         KT_CHECK(s && f->cg, "setup");
@@ -147,15 +142,17 @@ static int field_run(const struct actor *a, struct field *f) {
                 a->name, a->limit / MG_MIB, a->max / MG_MIB, a->high / MG_MIB, (double) g->params.line_bytes / MG_MIB,
                 o.stall_window_usec / 1000, o.refault_window_usec / 1000, o.refault_mapped_window_usec / 1000);
         f->t0 = mg_mono_usec();
-        f->pid = kt_spawn_exe(f->cg, a->exe ? a->exe : kt_workload, a->args);
+        const char *argv[16];
+        KT_CHECK(mgt_spec_args(a, path_a, "90", argv, 16) == 0, "args");
+        f->pid = kt_spawn_exe(f->cg, a->exe ? a->exe : kt_workload, argv);
         KT_CHECK(f->pid > 0, "spawn: %s", strerror((int) -f->pid));
-        kt_run(s, a->timeout_usec, field_stop, field_sample, f);
+        mgt_run(s, a->timeout_usec, field_stop, field_sample, f);
         int st = kt_wait(f->pid, 10 * MG_USEC_PER_SEC);
         /* A kill record is delivered once the cgroup is empty, and the
          * workload may have died of the kill before that: run the set until
          * the guard waits no more. */
         for (uint64_t end = mg_mono_usec() + 5 * MG_USEC_PER_SEC; mg_mono_usec() < end && mg_guard_is_killing(g);)
-                kt_run(s, 50 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+                mgt_run(s, 50 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         mg_set_free(s);
         uint64_t end = f->ev.n[MG_EVENT_KILL] ? f->ev.kill.kill_usec : mg_mono_usec(), oom_kill = UINT64_MAX;
         (void) mgt_cg_read_key(f->cg, "memory.events", "oom_kill", &oom_kill);
@@ -203,15 +200,14 @@ static int expect_survived(const char *name, const struct field *f) {
         return KT_PASS;
 }
 
-static char path_a[512];
 
 static int with_file(const char *name, uint64_t mib) {
         snprintf(path_a, sizeof(path_a), "%s/%s", kt_disk, name);
-        return kt_make_file(path_a, mib);
+        return mgt_make_file(path_a, mib);
 }
 
 /* A thrash on a file of mib MiB: the actor's args name it as path_a. */
-static int thrash_killed(const char *file, uint64_t mib, const struct actor *a) {
+static int thrash_killed(const char *file, uint64_t mib, const struct mgt_actor_spec *a) {
         struct field f = {};
         KT_CHECK(with_file(file, mib) == 0, "file");
         int r = field_run(a, &f);
@@ -224,9 +220,7 @@ static int thrash_killed(const char *file, uint64_t mib, const struct actor *a) 
  * pass reads the file from disk again; the refault distance is larger than
  * the active list, so the kernel books no restores.  Expect: killed. */
 int t_thrash_sequential(void) {
-        struct actor a = { "thrash-seq", 48 * MG_MIB, 48 * MG_MIB, 0, NULL,
-                           (const char *[]) { "filehot", path_a, "90", "seq", "200", NULL }, 60 * MG_USEC_PER_SEC };
-        return thrash_killed("seq-hot", 96, &a);
+        return thrash_killed("seq-hot", mgt_spec_thrash_sequential.file_mib, &mgt_spec_thrash_sequential);
 }
 
 /* Seed 000's skewed app under kubelet's MemoryQoS memory.high (seed 001:
@@ -235,9 +229,7 @@ int t_thrash_sequential(void) {
  * 128 MiB file, 95 % of touches in its first 80 MiB: a hot set twice the
  * ~40 MiB of cache left under memory.high.  Expect: killed. */
 int t_thrash_under_high(void) {
-        struct actor a = { "thrash-high", 64 * MG_MIB, 64 * MG_MIB, 64 * MG_MIB * 9 / 10, NULL,
-                           (const char *[]) { "filehot", path_a, "90", "skew", "80", "95", "16", NULL }, 60 * MG_USEC_PER_SEC };
-        return thrash_killed("high-hot", 128, &a);
+        return thrash_killed("high-hot", mgt_spec_thrash_under_high.file_mib, &mgt_spec_thrash_under_high);
 }
 
 /* The hot-file thrash of thrash-hot-file (96 MiB, 95 % in the first 58 MiB)
@@ -245,8 +237,9 @@ int t_thrash_under_high(void) {
  * is pressed against a kernel limit below the guard's fast-path line.
  * Expect: killed. */
 int t_thrash_below_line(void) {
-        struct actor a = { "thrash-line", 64 * MG_MIB, 48 * MG_MIB, 0, NULL,
-                           (const char *[]) { "filehot", path_a, "90", "skew", "58", "95", NULL }, 60 * MG_USEC_PER_SEC };
+        struct mgt_actor_spec a = { .name = "thrash-line", .limit = 64 * MG_MIB, .max = 48 * MG_MIB,
+                                    .args = (const char *[]) { "filehot", path_a, "90", "skew", "58", "95", NULL },
+                                    .timeout_usec = 60 * MG_USEC_PER_SEC };
         return thrash_killed("line-hot", 96, &a);
 }
 
@@ -259,8 +252,9 @@ int t_reread_finite(void) {
         char cmd[700];
         snprintf(cmd, sizeof(cmd), "for i in 1 2 3; do cat %s > /dev/null || exit 1; done; echo workload=cat passes=3",
                  path_a);
-        struct actor a = { "reread-finite", 48 * MG_MIB, 48 * MG_MIB, 0, "/bin/sh", (const char *[]) { "-c", cmd, NULL },
-                           120 * MG_USEC_PER_SEC };
+        struct mgt_actor_spec a = { .name = "reread-finite", .limit = 48 * MG_MIB, .max = 48 * MG_MIB,
+                                    .exe = "/bin/sh", .args = (const char *[]) { "-c", cmd, NULL },
+                                    .timeout_usec = 120 * MG_USEC_PER_SEC };
         int r = field_run(&a, &f);
         unlink(path_a);
         if (r != KT_PASS || (r = expect_survived(a.name, &f)) != KT_PASS)
@@ -279,8 +273,9 @@ int t_reread_finite(void) {
 int t_dirty_writer(void) {
         struct field f = {};
         snprintf(path_a, sizeof(path_a), "%s/dirty-out", kt_disk);
-        struct actor a = { "dirty-writer", 48 * MG_MIB, 48 * MG_MIB, 0, NULL,
-                           (const char *[]) { "write", path_a, "384", "1", "8", NULL }, 120 * MG_USEC_PER_SEC };
+        struct mgt_actor_spec a = { .name = "dirty-writer", .limit = 48 * MG_MIB, .max = 48 * MG_MIB,
+                                    .args = (const char *[]) { "write", path_a, "384", "1", "8", NULL },
+                                    .timeout_usec = 120 * MG_USEC_PER_SEC };
         int r = field_run(&a, &f);
         uint64_t oom = UINT64_MAX;
         (void) mgt_cg_read_key(f.cg, "memory.events", "oom_kill", &oom);
@@ -302,8 +297,9 @@ int t_dirty_writer(void) {
  * Expect: reported throttled once, never killed, exits 0. */
 int t_throttled_below_line(void) {
         struct field f = {};
-        struct actor a = { "throttle-line", 64 * MG_MIB, 64 * MG_MIB, 48 * MG_MIB, NULL,
-                           (const char *[]) { "throttle", "50", "256", "12", NULL }, 90 * MG_USEC_PER_SEC };
+        struct mgt_actor_spec a = { .name = "throttle-line", .limit = 64 * MG_MIB, .max = 64 * MG_MIB, .high = 48 * MG_MIB,
+                                    .args = (const char *[]) { "throttle", "50", "256", "12", NULL },
+                                    .timeout_usec = 90 * MG_USEC_PER_SEC };
         int r = field_run(&a, &f);
         if (r != KT_PASS)
                 return r;

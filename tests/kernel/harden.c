@@ -135,11 +135,11 @@ int t_lend_crash(void) {
  *    restored false, found 83886080.
  */
 static bool lend_expired(void *ud) {
-        return ((struct kt_events *) ud)->n[MG_EVENT_LEND_EXPIRED] > 0;
+        return ((struct mgt_events *) ud)->n[MG_EVENT_LEND_EXPIRED] > 0;
 }
 
 int t_lend_resize(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         char buf[64], rec[MG_LEND_RECORD_MAX + 1];
         uint64_t lend = 0;
         mg_guard *g;
@@ -177,7 +177,7 @@ int t_lend_resize(void) {
         KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 48 * MG_MIB) == 0, "memory.high");
         KT_CHECK(mg_guard_lend_begin(g, MG_UNLIMITED, 1 * MG_USEC_PER_SEC, &lend) == 0, "lend_begin");
         KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 80 * MG_MIB) == 0, "the resize");
-        KT_CHECK(kt_run(s, 5 * MG_USEC_PER_SEC, lend_expired, NULL, &ev), "no MG_EVENT_LEND_EXPIRED within 5 s");
+        KT_CHECK(mgt_run(s, 5 * MG_USEC_PER_SEC, lend_expired, NULL, &ev), "no MG_EVENT_LEND_EXPIRED within 5 s");
         KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "83886080\n") == 0,
                  "the resize was undone at the deadline: memory.high %s", buf);
         KT_CHECK(!ev.lend.restored && ev.lend.found_high_bytes == 80 * MG_MIB,
@@ -201,7 +201,7 @@ int t_lend_resize(void) {
  * (openat2 below the directory) without an error event.
  */
 static int confined_child(const char *a, const char *b) {
-        struct kt_events ea = {}, eb = {};
+        struct mgt_events ea = {}, eb = {};
         mg_guard *gb;
         mg_set *s = kt_set_new();
         int bits = 0;
@@ -221,11 +221,11 @@ static int confined_child(const char *a, const char *b) {
         else if (errno == EPERM)
                 bits |= 2;
         uint64_t end = mg_mono_usec() + 60 * MG_USEC_PER_SEC;
-        while (mg_mono_usec() < end && !(killed_any(&ea) && killed_any(&eb)))
-                kt_run(s, 100 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
-        if (killed_any(&ea) && ea.kill.method == MG_KILL_CGROUP_KILL && !ea.kill.empty_timed_out)
+        while (mg_mono_usec() < end && !(mgt_events_killed(&ea) && mgt_events_killed(&eb)))
+                mgt_run(s, 100 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+        if (mgt_events_killed(&ea) && ea.kill.method == MG_KILL_CGROUP_KILL && !ea.kill.empty_timed_out)
                 bits |= 4;
-        if (killed_any(&eb) && eb.kill.method == MG_KILL_PIDFD && !eb.kill.empty_timed_out)
+        if (mgt_events_killed(&eb) && eb.kill.method == MG_KILL_PIDFD && !eb.kill.empty_timed_out)
                 bits |= 8;
         if (ea.n[MG_EVENT_ERROR] == 0 && eb.n[MG_EVENT_ERROR] == 0)
                 bits |= 16;
@@ -312,7 +312,7 @@ static ssize_t b_pread(void *ud, int fd, void *buf, size_t len, off_t off) {
 }
 
 struct restore_watch {
-        struct kt_events a, b;
+        struct mgt_events a, b;
         struct overshoot {
                 const char *cg;
                 uint64_t crossed_usec, below_usec;
@@ -355,7 +355,7 @@ static void restore_sample(void *ud) {
 
 static bool restore_stop(void *ud) {
         struct restore_watch *w = ud;
-        return killed_any(&w->b) && w->a.n[MG_EVENT_LEND_EXPIRED] > 0;
+        return mgt_events_killed(&w->b) && w->a.n[MG_EVENT_LEND_EXPIRED] > 0;
 }
 
 /* The longest gap between two consecutive times in t[0..n) that overlaps
@@ -387,7 +387,7 @@ int t_restore_beside_overshoot(void) {
         w.o.cg = b;
         KT_CHECK(s && a && b, "setup");
         snprintf(file, sizeof(file), "%s/restore-cache", kt_disk);
-        KT_CHECK(kt_make_file(file, 256) == 0, "make %s", file);
+        KT_CHECK(mgt_make_file(file, 256) == 0, "make %s", file);
         KT_CHECK(mgt_cg_writef(a, "memory.high", "%" PRIu64, RESTORE_TO) == 0, "memory.high");
         KT_CHECK(mg_guard_options_init(&o, 64 * MG_MIB) == 0, "options");
         KT_CHECK(kt_guard_io(s, a, &o, &aio, &w.a, &ga) == 0, "guard a");
@@ -401,7 +401,7 @@ int t_restore_beside_overshoot(void) {
         pid_t reader = kt_spawn_exe(a, "/bin/sh", (const char *[]) { "-c", cmd, NULL });
         KT_CHECK(reader > 0, "spawn the reader: %s", strerror((int) -reader));
         while (kt_wait(reader, 0) == -ETIMEDOUT)
-                kt_run(s, 100 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+                mgt_run(s, 100 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         uint64_t a_before = UINT64_MAX, a_file = UINT64_MAX;
         (void) mgt_cg_read_u64(a, "memory.current", &a_before);
         (void) mgt_cg_read_key(a, "memory.stat", "file", &a_file);
@@ -414,7 +414,7 @@ int t_restore_beside_overshoot(void) {
         uint64_t t0 = mg_mono_usec();
         pid_t pb = kt_spawn(b, (const char *[]) { "anon", "160", "256", "-1", NULL });
         KT_CHECK(pb > 0, "spawn: %s", strerror((int) -pb));
-        bool done = kt_run(s, 60 * MG_USEC_PER_SEC, restore_stop, restore_sample, &w);
+        bool done = mgt_run(s, 60 * MG_USEC_PER_SEC, restore_stop, restore_sample, &w);
         int status = kt_wait(pb, 10 * MG_USEC_PER_SEC);
         uint64_t a_after = UINT64_MAX;
         (void) mgt_cg_read_u64(a, "memory.current", &a_after);
@@ -432,7 +432,7 @@ int t_restore_beside_overshoot(void) {
         uint64_t turn_gap = ws ? longest_gap(rb.turns, rb.n_turns, ws, we, 0) : 0;
         uint64_t tick_gap = ws ? longest_gap(rb.b_reads, n_b, ws, we, 5 * MG_USEC_PER_MSEC) : 0;
         uint64_t late = tick_gap > 250 * MG_USEC_PER_MSEC ? tick_gap - 250 * MG_USEC_PER_MSEC : 0;
-        bool crossed_late = killed_any(&w.b) && kill < crossed;
+        bool crossed_late = mgt_events_killed(&w.b) && kill < crossed;
         if (crossed_late || !crossed)
                 crossed = w.o.below_usec ? w.o.below_usec : kill; /* anon-overshoot's bound */
         uint64_t delay = kill > crossed ? kill - crossed : 0;
@@ -442,13 +442,13 @@ int t_restore_beside_overshoot(void) {
                 ws > t0 ? (ws - t0) / 1000 : 0, ws ? (we - ws) / 1000 : 0);
         kt_note("set_turn_gap_max_ms=%" PRIu64 " b_tick_late_max_ms=%" PRIu64 " b_crossing_to_kill_ms=%" PRIu64
                 " b_killed_during_restore=%d%s",
-                turn_gap / 1000, late / 1000, delay / 1000, killed_any(&w.b) && ws && kill < we,
+                turn_gap / 1000, late / 1000, delay / 1000, mgt_events_killed(&w.b) && ws && kill < we,
                 crossed_late ? " crossing_seen_after_kill=1 (bound: last sample below the limit)" : "");
         kt_note("high_reads_during_restore=%d high_read_max_ms=%" PRIu64 " high_read_during_restore=%.*s",
                 w.high_reads, w.high_read_max_usec / 1000, (int) strcspn(w.high_read, "\n"), w.high_read);
         if (ws && we - ws < 250 * MG_USEC_PER_MSEC)
                 kt_note("the restore took under a tick here: it shows nothing about the stall");
-        KT_CHECK(done, "within 60 s: B killed %d, A's lend expired %d", killed_any(&w.b),
+        KT_CHECK(done, "within 60 s: B killed %d, A's lend expired %d", mgt_events_killed(&w.b),
                  w.a.n[MG_EVENT_LEND_EXPIRED]);
         KT_CHECK(ws, "A's restore write never went through the seam");
         KT_CHECK(w.b.kill.reason == MG_KILL_OVERSHOOT, "B's kill reason %d", w.b.kill.reason);

@@ -57,14 +57,14 @@ static ssize_t counting_pwrite(void *ud, int fd, const void *buf, size_t len, of
 static const struct mg_io counting_io = { .pwrite = counting_pwrite };
 
 struct empty_run {
-        struct kt_events ev;
+        struct mgt_events ev;
         pid_t pid;
         mg_set *set;            /* freed by the caller, whatever happened */
 };
 
 static bool killed_or_exited(void *ud) {
         struct empty_run *e = ud;
-        return killed_any(&e->ev) || kt_wait(e->pid, 0) != -ETIMEDOUT;
+        return mgt_events_killed(&e->ev) || kt_wait(e->pid, 0) != -ETIMEDOUT;
 }
 
 static int empty_over_limit(const char *dir, struct empty_run *e) {
@@ -98,7 +98,7 @@ static int empty_over_limit(const char *dir, struct empty_run *e) {
         KT_CHECK(r == 0, "guard: %s", strerror(-r));
         seam.kill_fd = g->cg.fd[MG_CG_KILL];
         seam.kill_writes = 0;
-        kt_run(s, 8 * MG_USEC_PER_SEC, NULL, NULL, NULL);
+        mgt_run(s, 8 * MG_USEC_PER_SEC, NULL, NULL, NULL);
         int kills = e->ev.n[MG_EVENT_KILL], empties = e->ev.n[MG_EVENT_EMPTY_OVER_LIMIT];
         unsigned writes = seam.kill_writes;
         kt_note("empty for 8 s: cgroup.kill writes %u, kill records %d, empty-over-limit events %d, errors %d", writes,
@@ -112,9 +112,9 @@ static int empty_over_limit(const char *dir, struct empty_run *e) {
         /* 3. a process appears and allocates over the limit */
         e->pid = kt_spawn(cg, (const char *[]) { "anon", "160", "256", "-1", NULL });
         KT_CHECK(e->pid > 0, "spawn: %s", strerror((int) -e->pid));
-        bool k = kt_run(s, 30 * MG_USEC_PER_SEC, killed_or_exited, NULL, e);
+        bool k = mgt_run(s, 30 * MG_USEC_PER_SEC, killed_or_exited, NULL, e);
         for (uint64_t end = mg_mono_usec() + 5 * MG_USEC_PER_SEC; mg_mono_usec() < end && mg_guard_is_killing(g);)
-                kt_run(s, 50 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+                mgt_run(s, 50 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         writes = seam.kill_writes;
         empties = e->ev.n[MG_EVENT_EMPTY_OVER_LIMIT];
         e->set = mg_set_free(s);

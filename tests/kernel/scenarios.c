@@ -48,7 +48,7 @@ static bool have_file(const char *cg, const char *file) {
 /* ---- 1. anon overshoot ------------------------------------------------ */
 
 struct overshoot_watch {
-        struct kt_events ev;
+        struct mgt_events ev;
         const char *cg;
         uint64_t crossed_usec, below_usec, peak_current;
 };
@@ -71,7 +71,7 @@ static void overshoot_sample(void *ud) {
 }
 
 static bool overshoot_stop(void *ud) {
-        return killed_any(&((struct overshoot_watch *) ud)->ev);
+        return mgt_events_killed(&((struct overshoot_watch *) ud)->ev);
 }
 
 /* Actor: no memory.max, guard limit 64 MiB; the workload grows anon to
@@ -82,10 +82,10 @@ int t_anon_overshoot(void) {
         mg_set *s = kt_set_new();
         w.cg = kt_cg_new("overshoot");
         KT_CHECK(s && w.cg, "setup");
-        KT_CHECK(kt_guard(s, w.cg, LIMIT, &w.ev, NULL) == 0, "guard");
-        pid_t pid = kt_spawn(w.cg, (const char *[]) { "anon", "160", "256", "-1", NULL });
+        KT_CHECK(kt_guard(s, w.cg, mgt_spec_anon_overshoot.limit, &w.ev, NULL) == 0, "guard");
+        pid_t pid = kt_spawn(w.cg, mgt_spec_anon_overshoot.args);
         KT_CHECK(pid > 0, "spawn: %s", strerror((int) -pid));
-        bool k = kt_run(s, 60 * MG_USEC_PER_SEC, overshoot_stop, overshoot_sample, &w);
+        bool k = mgt_run(s, mgt_spec_anon_overshoot.timeout_usec, overshoot_stop, overshoot_sample, &w);
         int status = kt_wait(pid, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
         KT_CHECK(k, "no kill within 60 s; peak memory.current %" PRIu64, w.peak_current);
@@ -115,7 +115,7 @@ int t_anon_overshoot(void) {
 /* ---- 2. page cache at the limit --------------------------------------- */
 
 struct cache_watch {
-        struct kt_events ev;
+        struct mgt_events ev;
         const char *cg;
         pid_t writer, reader;
         uint64_t peak_current, peak_dirty, at_limit_samples, samples, last;
@@ -144,7 +144,7 @@ static void cache_sample(void *ud) {
 
 static bool cache_stop(void *ud) {
         struct cache_watch *w = ud;
-        return killed_any(&w->ev) || (waitpid(w->reader, NULL, WNOHANG) == w->reader && (w->reader = -1, true));
+        return mgt_events_killed(&w->ev) || (waitpid(w->reader, NULL, WNOHANG) == w->reader && (w->reader = -1, true));
 }
 
 /* Actor: memory.max 64 MiB = guard limit.  A writer of 192 MiB (dirty cache)
@@ -158,7 +158,7 @@ int t_page_cache_at_limit(void) {
         KT_CHECK(s && w.cg, "setup");
         snprintf(rfile, sizeof(rfile), "%s/pc-read", kt_disk);
         snprintf(wfile, sizeof(wfile), "%s/pc-write", kt_disk);
-        KT_CHECK(kt_make_file(rfile, 128) == 0, "make %s", rfile);
+        KT_CHECK(mgt_make_file(rfile, 128) == 0, "make %s", rfile);
         KT_CHECK(mgt_cg_writef(w.cg, "memory.max", "%" PRIu64, LIMIT) == 0, "memory.max");
         KT_CHECK(kt_guard(s, w.cg, LIMIT, &w.ev, NULL) == 0, "guard");
         uint64_t t0 = mg_mono_usec();
@@ -166,7 +166,7 @@ int t_page_cache_at_limit(void) {
         w.reader = kt_spawn(w.cg, (const char *[]) { "read", rfile, "12", NULL });
         KT_CHECK(w.writer > 0 && w.reader > 0, "spawn");
         pid_t reader = w.reader;
-        kt_run(s, 60 * MG_USEC_PER_SEC, cache_stop, cache_sample, &w);
+        mgt_run(s, 60 * MG_USEC_PER_SEC, cache_stop, cache_sample, &w);
         int wst = kt_wait(w.writer, 60 * MG_USEC_PER_SEC);
         uint64_t ran = mg_mono_usec() - t0, max_events = UINT64_MAX;
         mg_set_free(s);
@@ -192,7 +192,7 @@ int t_page_cache_at_limit(void) {
  * Expect: memory.high back to the exact bytes it had, the guard resumes at
  * once and does not kill for the dirty cache left behind (3 s watched). */
 int t_dirty_after_lend(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         char file[512], before[64], after[64];
         mg_set *s = kt_set_new();
         mg_guard *g;
@@ -210,7 +210,7 @@ int t_dirty_after_lend(void) {
         KT_CHECK(pid > 0, "spawn");
         /* run the guard while the writer works: it must not act during the lend */
         while (kt_wait(pid, 0) == -ETIMEDOUT)
-                kt_run(s, 100 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+                mgt_run(s, 100 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         uint64_t dirty = UINT64_MAX;
         (void) mgt_cg_read_key(cg, "memory.stat", "file_dirty", &dirty);
         uint64_t wb = UINT64_MAX;
@@ -223,7 +223,7 @@ int t_dirty_after_lend(void) {
         KT_CHECK(mgt_cg_read(cg, "memory.high", after, sizeof(after)) > 0, "read");
         uint64_t cur = UINT64_MAX;
         (void) mgt_cg_read_u64(cg, "memory.current", &cur);
-        kt_run(s, 3 * MG_USEC_PER_SEC, killed_any, NULL, &ev);
+        mgt_run(s, 3 * MG_USEC_PER_SEC, mgt_events_killed, NULL, &ev);
         struct mg_report rep = { .size = sizeof(rep) };
         mg_guard_report(g, &rep);
         mg_set_free(s);
@@ -241,7 +241,7 @@ int t_dirty_after_lend(void) {
 /* ---- 4. stale memory.stat ---------------------------------------------- */
 
 struct stale_watch {
-        struct kt_events ev;
+        struct mgt_events ev;
         const char *cg;
         pid_t pid;
         uint64_t swings, last_cur, peak, stat_over_current;
@@ -266,7 +266,7 @@ static void stale_sample(void *ud) {
 
 static bool stale_stop(void *ud) {
         struct stale_watch *w = ud;
-        return killed_any(&w->ev) || kt_wait(w->pid, 0) != -ETIMEDOUT;
+        return mgt_events_killed(&w->ev) || kt_wait(w->pid, 0) != -ETIMEDOUT;
 }
 
 /* Actor: no memory.max, guard limit 64 MiB.  For 8 s the workload maps and
@@ -281,11 +281,11 @@ int t_stale_stat(void) {
         w.cg = kt_cg_new("stale");
         KT_CHECK(s && w.cg, "setup");
         snprintf(file, sizeof(file), "%s/stale-read", kt_disk);
-        KT_CHECK(kt_make_file(file, 96) == 0, "make file");
+        KT_CHECK(mgt_make_file(file, 96) == 0, "make file");
         KT_CHECK(kt_guard(s, w.cg, LIMIT, &w.ev, NULL) == 0, "guard");
         w.pid = kt_spawn(w.cg, (const char *[]) { "churn", "56", file, "8", NULL });
         KT_CHECK(w.pid > 0, "spawn");
-        kt_run(s, 60 * MG_USEC_PER_SEC, stale_stop, stale_sample, &w);
+        mgt_run(s, 60 * MG_USEC_PER_SEC, stale_stop, stale_sample, &w);
         int st = kt_wait(w.pid, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
         unlink(file);
@@ -337,7 +337,7 @@ static void thrash_note(const char *what, const char *cg, uint64_t ms) {
 /* Every 100 ms: has the actor started losing its working set (the onset of
  * the thrash)?  Every 500 ms: what changed, to see how a stall builds up. */
 struct trace {
-        struct kt_events *ev;
+        struct mgt_events *ev;
         mg_guard *g; /* once it kills, the trace stops: every sample is from before the kill */
         const char *cg;
         uint64_t t0, last, last_print, onset;
@@ -367,7 +367,7 @@ static void oomd_rule(struct trace *t, uint64_t now) {
 static void trace_sample(void *ud) {
         struct trace *t = ud;
         uint64_t now = mg_mono_usec();
-        if (t->g && (mg_guard_is_killing(t->g) || killed_any(t->ev)))
+        if (t->g && (mg_guard_is_killing(t->g) || mgt_events_killed(t->ev)))
                 return;
         if (now - t->last < 100 * MG_USEC_PER_MSEC)
                 return;
@@ -393,7 +393,7 @@ static void trace_sample(void *ud) {
 }
 
 static bool trace_killed(void *ud) {
-        return killed_any(((struct trace *) ud)->ev);
+        return mgt_events_killed(((struct trace *) ud)->ev);
 }
 
 /*
@@ -406,7 +406,7 @@ static bool trace_killed(void *ud) {
  */
 static int thrash(const char *name, uint64_t limit, const char *exe, const char *const control[],
                   const char *const guarded[], void (*reset)(void)) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         char ctl_name[64], g_name[64];
         snprintf(ctl_name, sizeof(ctl_name), "%s-control", name);
         snprintf(g_name, sizeof(g_name), "%s-guarded", name);
@@ -447,7 +447,7 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
         pid = kt_spawn_exe(cg, exe, guarded);
         KT_CHECK(pid > 0, "spawn");
         struct trace tr = { .ev = &ev, .g = g, .cg = cg, .t0 = t0 };
-        bool k = kt_run(s, 60 * MG_USEC_PER_SEC, trace_killed, trace_sample, &tr);
+        bool k = mgt_run(s, 60 * MG_USEC_PER_SEC, trace_killed, trace_sample, &tr);
         uint64_t ms = (mg_mono_usec() - t0) / 1000;
         st = kt_wait(pid, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
@@ -485,23 +485,26 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
 static char hot_path[512], code_path[512];
 
 static void drop_hot(void) {
-        kt_drop_cache(hot_path);
+        mgt_drop_cache(hot_path);
 }
 
 /* A 96 MiB file read at random, 95 % of reads in its first 60 % (58 MiB,
- * more than the 48 MiB memory.max holds). */
+ * more than the 48 MiB memory.max holds): mgt_spec_thrash_hot_file, 10 s
+ * alone, up to 60 s guarded. */
 int t_thrash_hot_file(void) {
+        const struct mgt_actor_spec *a = &mgt_spec_thrash_hot_file;
+        const char *alone[16], *guarded[16];
         snprintf(hot_path, sizeof(hot_path), "%s/hot", kt_disk);
-        KT_CHECK(kt_make_file(hot_path, 96) == 0, "make file");
-        int r = thrash("thrash-file", 48 * MG_MIB, kt_workload,
-                       (const char *[]) { "hotfile", hot_path, "10", "60", "95", NULL },
-                       (const char *[]) { "hotfile", hot_path, "60", "60", "95", NULL }, drop_hot);
+        KT_CHECK(mgt_make_file(hot_path, a->file_mib) == 0, "make file");
+        KT_CHECK(mgt_spec_args(a, hot_path, "10", alone, 16) == 0 && mgt_spec_args(a, hot_path, "60", guarded, 16) == 0,
+                 "args");
+        int r = thrash(a->name, a->limit, kt_workload, alone, guarded, drop_hot);
         unlink(hot_path);
         return r;
 }
 
 static void drop_code(void) {
-        kt_drop_cache(code_path);
+        mgt_drop_cache(code_path);
 }
 
 /* The workload's own binary, copied to the disk with 64 MiB of code (ret
@@ -523,7 +526,7 @@ int t_thrash_own_code(void) {
                 KT_CHECK(write(out, pad, sizeof(pad)) == (ssize_t) sizeof(pad), "pad");
         close(in);
         close(out);
-        kt_drop_cache(code_path);
+        mgt_drop_cache(code_path);
         int r = thrash("thrash-code", 48 * MG_MIB, code_path,
                        (const char *[]) { "owncode", "16", "64", "10", "60", "95", NULL },
                        (const char *[]) { "owncode", "16", "64", "60", "60", "95", NULL }, drop_code);
@@ -562,7 +565,7 @@ int t_throttled_at_high(void) {
         pid_t pid = kt_spawn(cg, (const char *[]) { "throttle", "62", "256", "12", NULL });
         KT_CHECK(pid > 0, "spawn");
         w.crossed_usec = (uint64_t) pid;
-        kt_run(s, 90 * MG_USEC_PER_SEC, throttled_or_exited, NULL, &w);
+        mgt_run(s, 90 * MG_USEC_PER_SEC, throttled_or_exited, NULL, &w);
         int st = kt_wait(pid, 30 * MG_USEC_PER_SEC);
         mg_set_free(s);
         const char *res = kt_result(pid);
@@ -585,7 +588,7 @@ int t_throttled_at_high(void) {
 /* ---- 7. lifecycle faults ------------------------------------------------- */
 
 static bool gone(void *ud) {
-        return ((struct kt_events *) ud)->gone > 0;
+        return ((struct mgt_events *) ud)->gone > 0;
 }
 
 /* (a) the cgroup removed while guarded: MG_EVENT_GONE, no error storm;
@@ -593,22 +596,22 @@ static bool gone(void *ud) {
  * (d) a 4-process actor over its limit is killed whole, by cgroup.kill and
  * again through the pidfd fallback. */
 int t_lifecycle(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         mg_set *s = kt_set_new();
         KT_CHECK(s, "set");
 
         const char *a = kt_cg_new("gone");
         KT_CHECK(a && kt_guard(s, a, LIMIT, &ev, NULL) == 0, "guard a");
-        kt_run(s, 300 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+        mgt_run(s, 300 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         KT_CHECK(rmdir(a) == 0, "rmdir: %s", strerror(errno));
         uint64_t t0 = mg_mono_usec();
-        KT_CHECK(kt_run(s, 5 * MG_USEC_PER_SEC, gone, NULL, &ev), "no MG_EVENT_GONE after rmdir");
+        KT_CHECK(mgt_run(s, 5 * MG_USEC_PER_SEC, gone, NULL, &ev), "no MG_EVENT_GONE after rmdir");
         kt_note("rmdir_to_gone_ms=%" PRIu64 " errors=%d", (mg_mono_usec() - t0) / 1000, ev.n[MG_EVENT_ERROR]);
         KT_CHECK(ev.n[MG_EVENT_ERROR] == 0, "errors reported for a removed cgroup");
         mg_set_free(s);
 
         /* (b) and (c) */
-        struct kt_events eb = {}, ec = {};
+        struct mgt_events eb = {}, ec = {};
         s = kt_set_new();
         const char *b = kt_cg_new("exits"), *c = kt_cg_new("empty");
         KT_CHECK(s && b && c && kt_guard(s, b, LIMIT, &eb, NULL) == 0 && kt_guard(s, c, LIMIT, &ec, NULL) == 0,
@@ -617,9 +620,9 @@ int t_lifecycle(void) {
                 pid_t p = kt_spawn(b, (const char *[]) { "anon", "8", "256", "0", NULL });
                 KT_CHECK(p > 0, "spawn");
                 while (kt_wait(p, 0) == -ETIMEDOUT)
-                        kt_run(s, 20 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+                        mgt_run(s, 20 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         }
-        kt_run(s, 1 * MG_USEC_PER_SEC, NULL, NULL, NULL);
+        mgt_run(s, 1 * MG_USEC_PER_SEC, NULL, NULL, NULL);
         mg_set_free(s);
         KT_CHECK(eb.n[MG_EVENT_ERROR] == 0 && eb.n[MG_EVENT_KILL] == 0, "exiting processes: errors %d kills %d",
                  eb.n[MG_EVENT_ERROR], eb.n[MG_EVENT_KILL]);
@@ -628,7 +631,7 @@ int t_lifecycle(void) {
 
         /* (d) twice: cgroup.kill, then the pidfd fallback */
         for (int fallback = 0; fallback < 2; fallback++) {
-                struct kt_events ed = {};
+                struct mgt_events ed = {};
                 mg_guard *g;
                 s = kt_set_new();
                 const char *d = kt_cg_new(fallback ? "procs-pidfd" : "procs");
@@ -640,7 +643,7 @@ int t_lifecycle(void) {
                 }
                 pid_t p = kt_spawn(d, (const char *[]) { "procs", "4", "24", NULL });
                 KT_CHECK(p > 0, "spawn");
-                bool k = kt_run(s, 60 * MG_USEC_PER_SEC, killed_any, NULL, &ed);
+                bool k = mgt_run(s, 60 * MG_USEC_PER_SEC, mgt_events_killed, NULL, &ed);
                 int st = kt_wait(p, 10 * MG_USEC_PER_SEC);
                 mg_set_free(s);
                 KT_CHECK(k, "4-process actor not killed");
@@ -706,7 +709,7 @@ int t_kernel_facts(void) {
         char file[512];
         const char *r = kt_cg_new("facts-reclaim");
         snprintf(file, sizeof(file), "%s/reclaim", kt_disk);
-        KT_CHECK(r && kt_make_file(file, 48) == 0, "file");
+        KT_CHECK(r && mgt_make_file(file, 48) == 0, "file");
         p = kt_spawn(r, (const char *[]) { "read", file, "1", NULL });
         kt_wait(p, 30 * MG_USEC_PER_SEC);
         uint64_t before = UINT64_MAX;

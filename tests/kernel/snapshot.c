@@ -70,15 +70,14 @@ static int make_memfd(uint64_t len, uint64_t seed) {
 
 /* ---- the actor ------------------------------------------------------------ */
 
-struct actor {
-        const char *cg;
-        char home[512];                 /* where this process came from */
-        bool inside;
-        mg_set *set;
-        mg_guard *g;
-        struct kt_events ev;            /* under tk.mu */
-        struct mgt_ticker tk;           /* ticks the set, samples dirty + writeback */
-};
+/* The scenario library's actor (tools/common/scenario.h): its cgroup (from
+ * kt_cg_new(), removed by kt_cleanup_all()), its set, whose events land in
+ * ev under tk.mu, and the ticker. */
+
+static void actor_note(struct mgt_actor *a, const struct mg_event *ev) {
+        (void) a;
+        kt_note_event(ev);
+}
 
 static void log_fn(int level, const char *msg, void *ud) {
         (void) ud;
@@ -86,53 +85,33 @@ static void log_fn(int level, const char *msg, void *ud) {
                 kt_note("library: %s", msg);
 }
 
-/* The cgroup this process is in, under the root the test uses (the parent
- * of kt_base). */
-static int home_cgroup(char *ret, size_t size) {
+/* The test's cgroup2 mount is the parent of kt_base. */
+static int enter(struct mgt_actor *a) {
         const char *slash = strrchr(kt_base, '/');
-        char root[512], *home;
-        int r;
+        char root[512];
 
-        if (!slash)
-                return -ENOENT;
-        snprintf(root, sizeof(root), "%.*s", (int) (slash - kt_base), kt_base);
-        r = mgt_cg_self_in(root, &home);
+        snprintf(root, sizeof(root), "%.*s", slash ? (int) (slash - kt_base) : 0, kt_base);
+        return mgt_actor_enter(a, root);
+}
+
+static int leave(struct mgt_actor *a) {
+        int r = mgt_actor_leave(a);
         if (r < 0)
-                return r;
-        r = (size_t) snprintf(ret, size, "%s", home) >= size ? -ENAMETOOLONG : 0;
-        free(home);
-        return r;
-}
-
-static int enter(struct actor *a) {
-        int r = mgt_cg_writef(a->cg, "cgroup.procs", "%d", getpid());
-        if (r == 0)
-                a->inside = true;
-        return r;
-}
-
-static int leave(struct actor *a) {
-        if (!a->inside)
-                return 0;
-        int r = mgt_cg_writef(a->home, "cgroup.procs", "%d", getpid());
-        if (r == 0)
-                a->inside = false;
-        else
                 kt_note("cannot move back to %s: %s", a->home, strerror(-r));
         return r;
 }
 
-static int actor_start(struct actor *a, const char *name, bool guarded) {
-        memset(a, 0, sizeof(*a));
-        a->cg = kt_cg_new(name);
-        if (!a->cg || home_cgroup(a->home, sizeof(a->home)) < 0)
+static int actor_start(struct mgt_actor *a, const char *name, bool guarded) {
+        const char *cg = kt_cg_new(name);
+        int r = mgt_actor_adopt(a, cg ? cg : "");
+
+        if (!cg || r < 0)
                 return -ENOENT;
-        if (mgt_cg_writef(a->cg, "memory.max", "%" PRIu64, 2 * LIMIT) < 0 ||
-            mgt_cg_writef(a->cg, "memory.high", "%" PRIu64, HIGH) < 0)
+        if (mgt_actor_limit(a, "memory.max", 2 * LIMIT) < 0 || mgt_actor_limit(a, "memory.high", HIGH) < 0)
                 return -EIO;
         if (guarded) {
-                a->set = kt_set_new();
-                if (!a->set || kt_guard(a->set, a->cg, LIMIT, &a->ev, &a->g) < 0)
+                a->on_event = actor_note;
+                if (mgt_actor_guard(a, LIMIT, NULL) < 0)
                         return -EIO;
         }
         return mgt_ticker_start(&a->tk, a->cg, a->set);
@@ -140,12 +119,9 @@ static int actor_start(struct actor *a, const char *name, bool guarded) {
 
 /* Always run, whatever a scenario's checks said: out of the cgroup before
  * kt_cleanup_all() kills what is in it. */
-static void actor_stop(struct actor *a) {
-        leave(a);
-        mgt_ticker_stop(&a->tk);
-        if (a->set)
-                mg_set_free(a->set);
-        a->set = NULL;
+static void actor_stop(struct mgt_actor *a) {
+        (void) leave(a);
+        (void) mgt_actor_end(a); /* stops the ticker, frees the set */
 }
 
 struct result {
@@ -179,7 +155,7 @@ static void note_write(const struct result *x) {
 }
 
 /* One write from inside the actor, measured. */
-static void do_write(struct actor *a, struct result *x, const struct mg_snapshot_source *src, const char *name,
+static void do_write(struct mgt_actor *a, struct result *x, const struct mg_snapshot_source *src, const char *name,
                      uint32_t method, uint64_t lend) {
         struct mg_snapshot_options o;
         int dfd = open(kt_disk, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -188,7 +164,7 @@ static void do_write(struct actor *a, struct result *x, const struct mg_snapshot
 
         mg_snapshot_options_init(&o);
         o.method = method;
-        o.guard = a->g;
+        o.guard = a->guard;
         o.lend_bytes = lend;
         o.lock = mgt_ticker_lock;
         o.lock_userdata = &a->tk;
@@ -300,7 +276,7 @@ static double plain_direct_mbps(uint64_t len, uint64_t *ret_usec) {
 
 /* ---- (a) + (c): lent writes of a 256 MiB guest, restored byte for byte --- */
 
-static int write_inner(struct actor *a) {
+static int write_inner(struct mgt_actor *a) {
         struct result x[4] = { { .what = "anon/auto" }, { .what = "anon/windowed" }, { .what = "anon/dontcache" },
                                { .what = "memfd/auto lend=max" } };
         KT_CHECK(actor_start(a, "snap", true) == 0, "setup");
@@ -364,7 +340,7 @@ static int write_inner(struct actor *a) {
 }
 
 int t_snapshot_write(void) {
-        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
+        struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = write_inner(&a);
         actor_stop(&a);
         unlink_disk("snap-anon-auto");
@@ -376,7 +352,7 @@ int t_snapshot_write(void) {
 
 /* ---- (b): the buffered baseline, and the disk alone ---------------------- */
 
-static int baseline_inner(struct actor *a) {
+static int baseline_inner(struct mgt_actor *a) {
         struct result x = { .what = "anon/buffered" };
         KT_CHECK(actor_start(a, "snap-base", true) == 0, "setup");
         KT_CHECK(enter(a) == 0, "move into %s", a->cg);
@@ -404,7 +380,7 @@ static int baseline_inner(struct actor *a) {
 }
 
 int t_snapshot_baseline(void) {
-        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
+        struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = baseline_inner(&a);
         actor_stop(&a);
         unlink_disk("snap-buffered");
@@ -452,7 +428,7 @@ static uint64_t free_bytes(const char *dir) {
         return (uint64_t) s.f_bfree * (uint64_t) s.f_bsize;
 }
 
-static int faults_inner(struct actor *a) {
+static int faults_inner(struct mgt_actor *a) {
         const char *small = getenv("MEMGUARD_TEST_SMALL");
         if (!small)
                 small = "/mnt/small";
@@ -475,7 +451,7 @@ static int faults_inner(struct actor *a) {
                         char before[64] = "", after[64] = "";
                         mg_snapshot_options_init(&o);
                         o.method = m[i];
-                        o.guard = a->g;
+                        o.guard = a->guard;
                         o.lock = mgt_ticker_lock;
                         o.lock_userdata = &a->tk;
                         mgt_cg_read(a->cg, "memory.high", before, sizeof(before));
@@ -548,7 +524,7 @@ static int faults_inner(struct actor *a) {
 }
 
 int t_snapshot_faults(void) {
-        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
+        struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = faults_inner(&a);
         actor_stop(&a);
         unlink_disk("snap-small");
@@ -560,7 +536,7 @@ int t_snapshot_faults(void) {
 /* 8 MiB images, half of each MiB zero, methods alternating, a lend each
  * time: no fd on a deleted file, the directory and the free space as they
  * were, memory.high as it was. */
-static int cycles_inner(struct actor *a) {
+static int cycles_inner(struct mgt_actor *a) {
         char dir[600], before[64] = "", after[64] = "";
         uint64_t len = 8 * MG_MIB;
         snprintf(dir, sizeof(dir), "%s/cycles", kt_disk);
@@ -588,7 +564,7 @@ static int cycles_inner(struct actor *a) {
                 struct mg_snapshot_target dst = { .kind = MG_SNAPSHOT_MEMORY, .addr = back, .length = len };
                 mg_snapshot_options_init(&o);
                 o.method = m[i % 3];
-                o.guard = a->g;
+                o.guard = a->guard;
                 o.lock = mgt_ticker_lock;
                 o.lock_userdata = &a->tk;
                 o.log = log_fn;
@@ -628,7 +604,7 @@ static int cycles_inner(struct actor *a) {
 }
 
 int t_snapshot_cycles(void) {
-        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
+        struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = cycles_inner(&a);
         actor_stop(&a);
         return r;

@@ -17,7 +17,7 @@
 #include "scenarios.h"
 
 static bool oom_seen(void *ud) {
-        return ((struct kt_events *) ud)->n[MG_EVENT_KERNEL_OOM] > 0;
+        return ((struct mgt_events *) ud)->n[MG_EVENT_KERNEL_OOM] > 0;
 }
 
 /* Actor: no limit of its own, in a parent whose memory.max is 32 MiB; guard
@@ -28,7 +28,7 @@ static bool oom_seen(void *ud) {
  * the change of memory.events.local, reports MG_EVENT_KERNEL_OOM within a
  * second. */
 int t_kernel_oom_attributed(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         mg_set *s = kt_set_new();
         const char *parent = kt_cg_new("kernel-oom-parent"), *base = kt_base, *cg;
         KT_CHECK(s && parent, "setup");
@@ -43,7 +43,7 @@ int t_kernel_oom_attributed(void) {
         KT_CHECK(pid > 0, "spawn");
         int st = kt_wait(pid, 30 * MG_USEC_PER_SEC);
         uint64_t died = mg_mono_usec();
-        bool seen = kt_run(s, 5 * MG_USEC_PER_SEC, oom_seen, NULL, &ev);
+        bool seen = mgt_run(s, 5 * MG_USEC_PER_SEC, oom_seen, NULL, &ev);
         mg_set_free(s);
         uint64_t oom_kill = UINT64_MAX;
         (void) mgt_cg_read_key(cg, "memory.events", "oom_kill", &oom_kill);
@@ -61,7 +61,7 @@ int t_kernel_oom_attributed(void) {
  * pressure files; expect the set's fd to become readable before the next
  * tick is due, at least once, and the thrash still killed as a stall. */
 int t_psi_trigger_wakes(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         struct mg_guard_options o;
         char file[512];
         mg_set *s = kt_set_new();
@@ -69,7 +69,7 @@ int t_psi_trigger_wakes(void) {
         const char *cg = kt_cg_new("trigger");
         KT_CHECK(s && cg, "setup");
         snprintf(file, sizeof(file), "%s/trigger-hot", kt_disk);
-        KT_CHECK(kt_make_file(file, 96) == 0, "file");
+        KT_CHECK(mgt_make_file(file, 96) == 0, "file");
         KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, 48 * MG_MIB) == 0, "memory.max");
         mg_guard_options_init(&o, 48 * MG_MIB);
         o.tick_usec = 1500 * MG_USEC_PER_MSEC;
@@ -109,17 +109,17 @@ struct neighbour {
         const char *name, *cg, *want; /* want: how its final line starts */
         pid_t pid;
         mg_guard *g;
-        struct kt_events ev;
+        struct mgt_events ev;
 };
 
 struct neighbours {
-        struct kt_events *thrash;
+        struct mgt_events *thrash;
         const char *writer;
         uint64_t next_sample, peak_dirty_wb;
 };
 
 static bool thrash_killed(void *ud) {
-        return killed_any(((struct neighbours *) ud)->thrash);
+        return mgt_events_killed(((struct neighbours *) ud)->thrash);
 }
 
 /* How much of the writer's page cache was dirty or under writeback, at most:
@@ -160,7 +160,7 @@ static const char *status_text(int st, char *buf, size_t size) {
  * setup, reported as such (memory.events oom_kill, the signal): it says
  * nothing about memguard, which must neither cause it nor be blamed. */
 int t_healthy_neighbours(void) {
-        struct kt_events ev_thrash = {};
+        struct mgt_events ev_thrash = {};
         struct neighbour nb[] = {
                 { .name = "cpu", .cg = kt_cg_new("n-cpu"), .want = "workload=cpu " },
                 { .name = "over-high", .cg = kt_cg_new("n-high"), .want = "workload=anon " },
@@ -174,7 +174,7 @@ int t_healthy_neighbours(void) {
         KT_CHECK(s && thrash && cpu->cg && high->cg && writer->cg, "setup");
         snprintf(hot, sizeof(hot), "%s/n-hot", kt_disk);
         snprintf(out, sizeof(out), "%s/n-out", kt_disk);
-        KT_CHECK(kt_make_file(hot, 96) == 0, "file");
+        KT_CHECK(mgt_make_file(hot, 96) == 0, "file");
         KT_CHECK(mgt_cg_writef(thrash, "memory.max", "%" PRIu64, 48 * MG_MIB) == 0, "max");
         KT_CHECK(mgt_cg_writef(high->cg, "memory.high", "%" PRIu64, 24 * MG_MIB) == 0, "high");
         KT_CHECK(mgt_cg_writef(writer->cg, "memory.max", "%" PRIu64, 32 * MG_MIB) == 0, "max");
@@ -189,11 +189,11 @@ int t_healthy_neighbours(void) {
         pid_t pt = kt_spawn(thrash, (const char *[]) { "hotfile", hot, "60", "60", "95", NULL });
         KT_CHECK(cpu->pid > 0 && high->pid > 0 && writer->pid > 0 && pt > 0, "spawn");
         struct neighbours n = { .thrash = &ev_thrash, .writer = writer->cg };
-        kt_run(s, 60 * MG_USEC_PER_SEC, thrash_killed, writer_sample, &n);
+        mgt_run(s, 60 * MG_USEC_PER_SEC, thrash_killed, writer_sample, &n);
         /* the others go on to their end under the guard */
         while (kt_wait(cpu->pid, 0) == -ETIMEDOUT || kt_wait(writer->pid, 0) == -ETIMEDOUT ||
                kt_wait(high->pid, 0) == -ETIMEDOUT)
-                if (!kt_run(s, 200 * MG_USEC_PER_MSEC, NULL, writer_sample,
+                if (!mgt_run(s, 200 * MG_USEC_PER_MSEC, NULL, writer_sample,
                             &n) && mg_mono_usec() > ev_thrash.kill_time + 60 * MG_USEC_PER_SEC)
                         break;
         /* A kill record is delivered once its cgroup is empty: run the set
@@ -202,7 +202,7 @@ int t_healthy_neighbours(void) {
         uint64_t settle = mg_mono_usec() + 5 * MG_USEC_PER_SEC;
         while (mg_mono_usec() < settle && (mg_guard_is_killing(gt) || mg_guard_is_killing(cpu->g) ||
                                      mg_guard_is_killing(high->g) || mg_guard_is_killing(writer->g)))
-                kt_run(s, 50 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+                mgt_run(s, 50 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         mg_set_free(s);
         unlink(hot);
         unlink(out);
@@ -259,7 +259,7 @@ int t_healthy_neighbours(void) {
  * the guard still guarding: anon grown to 160 MiB in the same cgroup is
  * killed as an overshoot. */
 int t_pressure_hidden(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         mg_set *s = kt_set_new();
         const char *cg = kt_cg_new("pressure-hidden");
         KT_CHECK(s && cg, "setup");
@@ -274,7 +274,7 @@ int t_pressure_hidden(void) {
         pid_t holder = kt_spawn(cg, (const char *[]) { "anon", "62", "256", "-1", NULL });
         KT_CHECK(holder > 0, "spawn");
         /* on the slow path, triggers held, for a few ticks */
-        kt_run(s, 3 * MG_USEC_PER_SEC, NULL, NULL, NULL);
+        mgt_run(s, 3 * MG_USEC_PER_SEC, NULL, NULL, NULL);
         uint64_t held = UINT64_MAX;
         (void) mgt_cg_read_u64(cg, "memory.current", &held);
         KT_CHECK(held >= 60 * MG_MIB, "holder not at 62 MiB");
@@ -296,7 +296,7 @@ int t_pressure_hidden(void) {
         KT_CHECK(wakeups <= 3 * 4 * 2, "the set's fd woke %u times in 3 s: a hidden trigger spins it", wakeups);
         pid_t hog = kt_spawn(cg, (const char *[]) { "anon", "160", "256", "-1", NULL });
         KT_CHECK(hog > 0, "spawn");
-        bool killed = kt_run(s, 30 * MG_USEC_PER_SEC, killed_any, NULL, &ev);
+        bool killed = mgt_run(s, 30 * MG_USEC_PER_SEC, mgt_events_killed, NULL, &ev);
         (void) kt_wait(hog, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
         KT_CHECK(killed && ev.kill.reason == MG_KILL_OVERSHOOT, "the overshoot was not killed");

@@ -62,6 +62,7 @@
 #include "bench.h"
 #include "cgdir.h"
 #include "image.h"
+#include "scenario.h"
 #include "ticker.h"
 #include "memguard/memguard.h"
 #include "memguard/snapshot.h"
@@ -78,37 +79,9 @@ static const char *const file_names[W_N] = { "bench-snap-copy", "bench-snap-memg
 
 /* ---- the actor ------------------------------------------------------------ */
 
-struct actor {
-        char base[512], cg[600], home[600];
-        bool inside;
-        mg_set *set;
-        mg_guard *g;
-        struct mgt_ticker tk;      /* ticks the set, samples dirty + writeback */
-        int kills, lend_begins, lend_ends, errors; /* under tk.mu */
-};
-
-static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
-        struct actor *a = ud;
-        (void) g;
-        switch (ev->type) {
-        case MG_EVENT_KILL:
-        case MG_EVENT_KERNEL_OOM:
-                a->kills++;
-                break;
-        case MG_EVENT_LEND_BEGIN:
-                a->lend_begins++;
-                break;
-        case MG_EVENT_LEND_END:
-                a->lend_ends++;
-                break;
-        case MG_EVENT_ERROR:
-        case MG_EVENT_LEND_EXPIRED:
-                a->errors++;
-                break;
-        default:
-                break;
-        }
-}
+/* The scenario library's actor (tools/common/scenario.h) in a parent of
+ * the bench's own below root; its events are counted in ev (under tk.mu). */
+static char base[512];
 
 static void log_fn(int level, const char *msg, void *ud) {
         (void) ud;
@@ -116,41 +89,21 @@ static void log_fn(int level, const char *msg, void *ud) {
                 fprintf(stderr, "bench-snapshot: library: %s\n", msg);
 }
 
-/* Where this process is: its /proc/self/cgroup path under root. */
-static int home_cgroup(const char *root, char *ret, size_t size) {
-        char *home;
-        int r = mgt_cg_self_in(root, &home);
-
-        if (r < 0)
-                return r;
-        r = (size_t) snprintf(ret, size, "%s", home) >= size ? -ENAMETOOLONG : 0;
-        free(home);
-        return r;
-}
-
-static int move_to(const char *cg) {
-        char pid[32];
-        snprintf(pid, sizeof(pid), "%d", (int) getpid());
-        return mgt_cg_write(cg, "cgroup.procs", pid);
-}
-
-static int actor_start(struct actor *a, const char *root, uint64_t limit) {
-        char v[64];
+static int actor_start(struct mgt_actor *a, const char *root, uint64_t limit) {
         int r;
-        if ((r = home_cgroup(root, a->home, sizeof(a->home))) < 0)
-                return r;
-        snprintf(a->base, sizeof(a->base), "%s/memguard-bench-snap-%d", root, (int) getpid());
+
+        snprintf(base, sizeof(base), "%s/memguard-bench-snap-%d", root, (int) getpid());
         (void) mgt_cg_write(root, "cgroup.subtree_control", "+memory +io");
-        if (mkdir(a->base, 0755) < 0)
+        if (mkdir(base, 0755) < 0) {
+                base[0] = '\0';
                 return -errno;
-        if (mgt_cg_write(a->base, "cgroup.subtree_control", "+memory +io") < 0 &&
-            (r = mgt_cg_write(a->base, "cgroup.subtree_control", "+memory")) < 0)
+        }
+        if (mgt_cg_write(base, "cgroup.subtree_control", "+memory +io") < 0 &&
+            (r = mgt_cg_write(base, "cgroup.subtree_control", "+memory")) < 0)
                 return r;
-        snprintf(a->cg, sizeof(a->cg), "%s/actor", a->base);
-        if (mkdir(a->cg, 0755) < 0)
-                return -errno;
-        snprintf(v, sizeof(v), "%" PRIu64, 2 * limit);
-        if ((r = mgt_cg_write(a->cg, "memory.max", v)) < 0)
+        if ((r = mgt_actor_new(a, base, "actor", 1)) < 0)
+                return r;
+        if ((r = mgt_actor_limit(a, "memory.max", 2 * limit)) < 0)
                 return r;
         /* 90 % of the limit (230 MiB of 256, as the kernel scenario), but at
          * least 4 MiB above the image's charge (7/8), for the bench's own
@@ -158,47 +111,29 @@ static int actor_start(struct actor *a, const char *root, uint64_t limit) {
         uint64_t high = limit / 10 * 9 / MG_MIB * MG_MIB;
         if (high < limit / 8 * 7 + 4 * MG_MIB)
                 high = limit / 8 * 7 + 4 * MG_MIB;
-        snprintf(v, sizeof(v), "%" PRIu64, high);
-        if ((r = mgt_cg_write(a->cg, "memory.high", v)) < 0)
+        if ((r = mgt_actor_limit(a, "memory.high", high)) < 0)
                 return r;
-        if ((r = mg_set_new(NULL, &a->set)) < 0)
-                return r;
-        struct mg_guard_options o;
-        if ((r = mg_guard_options_init(&o, limit)) < 0)
-                return r;
-        o.on_event = on_event;
-        o.userdata = a;
-        if ((r = mg_set_add(a->set, a->cg, &o, &a->g)) < 0)
+        if ((r = mgt_actor_guard(a, limit, NULL)) < 0)
                 return r;
         if ((r = mgt_ticker_start(&a->tk, a->cg, a->set)) < 0)
                 return r;
-        if ((r = move_to(a->cg)) < 0)
-                return r;
-        a->inside = true;
-        return 0;
+        return mgt_actor_enter(a, root);
 }
 
-static int actor_leave(struct actor *a) {
-        if (!a->inside)
-                return 0;
-        int r = move_to(a->home);
-        if (r == 0)
-                a->inside = false;
-        else
+static int actor_leave(struct mgt_actor *a) {
+        int r = mgt_actor_leave(a);
+        if (r < 0)
                 fprintf(stderr, "bench-snapshot: cannot move back to %s: %s\n", a->home, strerror(-r));
         return r;
 }
 
-static void actor_stop(struct actor *a) {
-        bool out = actor_leave(a) == 0;
-        mgt_ticker_stop(&a->tk);
-        if (a->set)
-                mg_set_free(a->set);
-        a->set = NULL;
-        if (out && a->cg[0])
-                (void) mgt_cg_destroy(a->cg, 5 * MG_USEC_PER_SEC); /* empty by now: we were its only process */
-        if (a->base[0])
-                (void) rmdir(a->base);
+/* Removes the actor's cgroup (empty by now: we were its only process) and
+ * the bench's parent. */
+static void actor_stop(struct mgt_actor *a) {
+        (void) actor_leave(a);
+        (void) mgt_actor_end(a);
+        if (base[0])
+                (void) rmdir(base);
 }
 
 /* ---- the writers ------------------------------------------------------- */
@@ -239,7 +174,7 @@ static uint64_t cpu_usec(void) {
                (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
-static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *img, uint64_t len,
+static void run_one(struct mgt_actor *a, enum writer w, int dirfd, const uint8_t *img, uint64_t len,
                     const uint8_t *copy_buf, struct sample *x) {
         char hb[64] = "", ha[64] = "";
         uint64_t high0 = 0, high1 = 0; /* 0 where memory.events cannot be read */
@@ -261,7 +196,7 @@ static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *im
                 struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = img, .length = len };
                 mg_snapshot_options_init(&o);
                 o.method = w == W_MEMGUARD ? MG_SNAPSHOT_AUTO : MG_SNAPSHOT_BUFFERED;
-                o.guard = a->g;
+                o.guard = a->guard;
                 o.lock = mgt_ticker_lock; /* taken around the lend: never without a guard */
                 o.lock_userdata = &a->tk;
                 o.log = log_fn;
@@ -330,7 +265,7 @@ int main(int argc, char **argv) {
         const char *root = NULL, *dir = NULL;
         bool no_cgroup = false;
         uint64_t cycles = 20, warmup = 1, size_mib = 256, seed = 1;
-        struct actor a = { 0 };
+        struct mgt_actor a = { 0 };
         struct utsname u;
         struct statfs sfs;
         int failed = 0, r;
@@ -436,7 +371,9 @@ int main(int argc, char **argv) {
         mgt_ticker_stop(&a.tk); /* the guard's counts are final */
         printf("result bench=snapshot-check writes=%d ok=%d high_not_restored=%d kills=%d lend_begin=%d lend_end=%d "
                "guard_errors=%d restore=%s restore_ms=%.1f\n",
-               n_writes, n_ok, high_bad, a.kills, a.lend_begins, a.lend_ends, a.errors, r ? strerror(-r) : "verified",
+               n_writes, n_ok, high_bad, a.ev.n[MG_EVENT_KILL] + a.ev.n[MG_EVENT_KERNEL_OOM], a.ev.n[MG_EVENT_LEND_BEGIN],
+               a.ev.n[MG_EVENT_LEND_END], a.ev.n[MG_EVENT_ERROR] + a.ev.n[MG_EVENT_LEND_EXPIRED],
+               r ? strerror(-r) : "verified",
                (double) restore_us / 1000);
         munmap(img, len);
 out:
