@@ -178,18 +178,17 @@ const char *mgt_proc_result(const struct mgt_proc *p, char *buf, size_t len) {
         return buf;
 }
 
-uint64_t mgt_proc_result_value(const struct mgt_proc *p, const char *key) {
+int mgt_proc_result_value(const struct mgt_proc *p, const char *key, uint64_t *ret) {
         char line[512], pat[64];
         const char *s;
-        uint64_t v;
 
         mgt_proc_result(p, line, sizeof(line));
         snprintf(pat, sizeof(pat), " %s=", key);
         s = strstr(line, pat);
         if (!s)
-                return 0;
+                return -ENOENT;
         s += strlen(pat);
-        return mg_parse_u64_value(s, strcspn(s, " "), &v) == 0 ? v : 0;
+        return mg_parse_u64_value(s, strcspn(s, " "), ret);
 }
 
 bool mgt_proc_exited_ok(const struct mgt_proc *p) {

@@ -71,8 +71,8 @@ bool mgt_proc_printed(const struct mgt_proc *p);
 /* Its last "workload=..." line, the result mg-workload prints at its
  * end, without the newline; "" if none yet.  Returns buf. */
 const char *mgt_proc_result(const struct mgt_proc *p, char *buf, size_t len);
-/* A KEY=value of that line; 0 if absent. */
-uint64_t mgt_proc_result_value(const struct mgt_proc *p, const char *key);
+/* A KEY=value of that line: 0, -ENOENT if it has no such key, or -EBADMSG. */
+int mgt_proc_result_value(const struct mgt_proc *p, const char *key, uint64_t *ret);
 bool mgt_proc_exited_ok(const struct mgt_proc *p);
 bool mgt_proc_sigkilled(const struct mgt_proc *p);
 /* "exit 0", "signal 9", "still running".  Returns buf. */

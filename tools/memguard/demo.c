@@ -135,7 +135,8 @@ static void s_overshoot(struct demo *d, struct row *w) {
         }
         demo_actor_end(&a);
         if (a.ev.n[MG_EVENT_KILL] && !mgt_proc_sigkilled(&a.proc[0]))
-                expect_failed(w, "memguard: the workload ended with %s, not SIGKILL", mgt_proc_status(&a.proc[0], b1, sizeof(b1)));
+                expect_failed(w, "memguard: the workload ended with %s, not SIGKILL",
+                              mgt_proc_status(&a.proc[0], b1, sizeof(b1)));
         step(d, "memguard: %s", w->guarded);
 }
 
@@ -191,7 +192,8 @@ static void s_page_cache(struct demo *d, struct row *w) {
                         snprintf(cell, cell_len, "untouched, both done (cache %s)", demo_mib(a.peak, b1, sizeof(b1)));
                 } else {
                         snprintf(cell, cell_len, "writer %s, reader %s, oom_kill %" PRIu64,
-                                 mgt_proc_status(&a.proc[0], b2, sizeof(b2)), mgt_proc_status(&a.proc[1], b3, sizeof(b3)), oom);
+                                 mgt_proc_status(&a.proc[0], b2,
+                                                 sizeof(b2)), mgt_proc_status(&a.proc[1], b3, sizeof(b3)), oom);
                         expect_failed(w, "%s: expected both to finish untouched", who);
                 }
                 char first[512];
@@ -231,9 +233,11 @@ static void s_lend(struct demo *d, struct row *w) {
                 (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
                 uint64_t high_events = 0;
                 (void) mgt_cg_read_key(a.cg, "memory.events", "high", &high_events);
+                uint64_t elapsed_ms = 0;
+                (void) mgt_proc_result_value(&a.proc[0], "elapsed_ms", &elapsed_ms);
                 if (mgt_proc_exited_ok(&a.proc[0]) && oom == 0) {
                         snprintf(w->alone, sizeof(w->alone), "write throttled: 256 MiB in %s",
-                                 demo_dur(mgt_proc_result_value(&a.proc[0], "elapsed_ms") * MG_USEC_PER_MSEC, b1, sizeof(b1)));
+                                 demo_dur(elapsed_ms * MG_USEC_PER_MSEC, b1, sizeof(b1)));
                 } else {
                         snprintf(w->alone, sizeof(w->alone), "writer %s, oom_kill %" PRIu64,
                                  mgt_proc_status(&a.proc[0], b1, sizeof(b1)), oom);
@@ -302,8 +306,10 @@ static void s_lend(struct demo *d, struct row *w) {
                 expect_failed(w, "memguard: writer %s", mgt_proc_status(&a.proc[0], b1, sizeof(b1)));
         demo_actor_end(&a);
         unlink(file);
+        uint64_t elapsed_ms = 0;
+        (void) mgt_proc_result_value(&a.proc[0], "elapsed_ms", &elapsed_ms);
         step(d, "memguard: memory.high %s, lent as %s, 256 MiB written in %s, restored as %s in %s; %d kills", before,
-             lent, demo_dur(mgt_proc_result_value(&a.proc[0], "elapsed_ms") * MG_USEC_PER_MSEC, b1, sizeof(b1)), after,
+             lent, demo_dur(elapsed_ms * MG_USEC_PER_MSEC, b1, sizeof(b1)), after,
              demo_dur(restore, b2, sizeof(b2)), a.ev.n[MG_EVENT_KILL]);
 }
 
@@ -359,7 +365,8 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
                         if (refaults == 0)
                                 expect_failed(w, "kernel alone: no refaults: it did not thrash");
                 } else {
-                        snprintf(w->alone, sizeof(w->alone), "%s, oom_kill %" PRIu64, mgt_proc_status(&a.proc[0], b1, sizeof(b1)),
+                        snprintf(w->alone, sizeof(w->alone), "%s, oom_kill %" PRIu64,
+                                 mgt_proc_status(&a.proc[0], b1, sizeof(b1)),
                                  oom);
                         expect_failed(w, "kernel alone: expected no kill");
                 }
@@ -403,7 +410,8 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
                         uint64_t oom = 0;
                         (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
                         snprintf(w->guarded, sizeof(w->guarded), "not killed (%s, %" PRIu64 " refaults%s)",
-                                 mgt_proc_status(&a.proc[0], b1, sizeof(b1)), refaults, oom ? ", the kernel OOM-killed it" : "");
+                                 mgt_proc_status(&a.proc[0], b1,
+                                                 sizeof(b1)), refaults, oom ? ", the kernel OOM-killed it" : "");
                         snprintf(w->when, sizeof(w->when), "-");
                         expect_failed(w, "memguard: expected a stall kill");
                 }
@@ -413,7 +421,8 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
         }
         demo_actor_end(&a);
         if (a.ev.n[MG_EVENT_KILL] && !mgt_proc_sigkilled(&a.proc[0]))
-                expect_failed(w, "memguard: the workload ended with %s, not SIGKILL", mgt_proc_status(&a.proc[0], b1, sizeof(b1)));
+                expect_failed(w, "memguard: the workload ended with %s, not SIGKILL",
+                              mgt_proc_status(&a.proc[0], b1, sizeof(b1)));
         unlink(file);
         step(d, "memguard: %s (%" PRIu64 " refaults)", w->guarded, key_refaults);
 }
@@ -484,9 +493,11 @@ static void s_throttle(struct demo *d, struct row *w) {
                 demo_actor_end(&a);
                 uint64_t some_pct = ran ? some * 100 / ran : 0;
                 char how[64];
+                uint64_t elapsed_ms = 0;
+                (void) mgt_proc_result_value(&a.proc[0], "elapsed_ms", &elapsed_ms);
                 if (mgt_proc_exited_ok(&a.proc[0]))
-                        snprintf(how, sizeof(how), "60 MiB in %s",
-                                 demo_dur(mgt_proc_result_value(&a.proc[0], "elapsed_ms") * MG_USEC_PER_MSEC, b1, sizeof(b1)));
+                        snprintf(how, sizeof(how), "60 MiB in %s", demo_dur(elapsed_ms * MG_USEC_PER_MSEC, b1,
+                                                                            sizeof(b1)));
                 else if (a.proc[0].done && !kills)
                         snprintf(how, sizeof(how), "%s after %s", mgt_proc_status(&a.proc[0], b2, sizeof(b2)),
                                  demo_dur(ran, b1, sizeof(b1)));
