@@ -32,7 +32,7 @@ struct counters {
 };
 
 struct field {
-        struct kt_events ev;
+        struct mgt_events ev;
         const char *cg;
         pid_t pid;
         uint64_t t0, next, onset;
@@ -46,21 +46,26 @@ struct field {
 };
 
 static struct counters read_counters(const char *cg) {
-        char stat[8192], ev[512];
-        struct counters c = { .t = kt_now() };
+        struct counters c = { .t = mg_mono_usec() };
+        struct mg_memstat st;
+        struct mg_mem_events ev;
+        struct mg_psi psi;
+
         (void) mgt_cg_read_u64(cg, "memory.current", &c.current);
-        if (mgt_cg_read(cg, "memory.stat", stat, sizeof(stat)) > 0) {
-                (void) mgt_key_value(stat, "file", &c.file);
-                (void) mgt_key_value(stat, "file_mapped", &c.mapped);
-                (void) mgt_key_value(stat, "workingset_refault_file", &c.refaults);
-                (void) mgt_key_value(stat, "workingset_restore_file", &c.restores);
+        if (mgt_cg_read_memstat(cg, &st) == 0) {
+                c.file = st.file;
+                c.mapped = st.file_mapped;
+                c.refaults = st.workingset_refault_file;
+                c.restores = st.workingset_restore_file;
         }
-        if (mgt_cg_read(cg, "memory.events.local", ev, sizeof(ev)) > 0) {
-                (void) mgt_key_value(ev, "high", &c.high);
-                (void) mgt_key_value(ev, "max", &c.max);
+        if (mgt_cg_read_events(cg, "memory.events.local", &ev) == 0) {
+                c.high = ev.high;
+                c.max = ev.max;
         }
-        (void) mgt_cg_read_psi_total(cg, "memory.pressure", "some", &c.mem_some);
-        (void) mgt_cg_read_psi_total(cg, "io.pressure", "some", &c.io_some);
+        if (mgt_cg_read_psi(cg, "memory.pressure", &psi) == 0)
+                c.mem_some = psi.some.total_usec;
+        if (mgt_cg_read_psi(cg, "io.pressure", &psi) == 0)
+                c.io_some = psi.some.total_usec;
         return c;
 }
 
@@ -70,10 +75,10 @@ static uint64_t per_mille(uint64_t part, uint64_t whole) {
 
 static void field_sample(void *ud) {
         struct field *f = ud;
-        uint64_t now = kt_now();
+        uint64_t now = mg_mono_usec();
         if (now < f->next)
                 return;
-        f->next = now + 1 * SEC;
+        f->next = now + 1 * MG_USEC_PER_SEC;
         struct counters c = read_counters(f->cg), p = f->prev;
         if (!f->first.t) {
                 f->first = f->prev = c;
@@ -93,7 +98,7 @@ static void field_sample(void *ud) {
         } else {
                 f->run_since = 0;
         }
-        uint64_t mibs = refault * SEC / span / MIB, mapped = per_mille(c.mapped, c.file);
+        uint64_t mibs = refault * MG_USEC_PER_SEC / span / MG_MIB, mapped = per_mille(c.mapped, c.file);
         f->peak_refault_mibs = mibs > f->peak_refault_mibs ? mibs : f->peak_refault_mibs;
         f->peak_mem_pm = mem > f->peak_mem_pm ? mem : f->peak_mem_pm;
         f->peak_io_pm = io > f->peak_io_pm ? io : f->peak_io_pm;
@@ -101,37 +106,32 @@ static void field_sample(void *ud) {
                 f->peak_mapped_pm = mapped;
         kt_note("t=%4.1fs current=%5.1f file=%5.1f mapped=%5.1f MiB refault=%4" PRIu64 " MiB/s restore+%" PRIu64
                 " high+%" PRIu64 " max+%" PRIu64 " mem=%3" PRIu64 ".%" PRIu64 "%% io=%3" PRIu64 ".%" PRIu64 "%%",
-                (double) (c.t - f->t0) / 1e6, (double) c.current / MIB, (double) c.file / MIB,
-                (double) c.mapped / MIB, mibs, c.restores - p.restores, c.high - p.high, c.max - p.max, mem / 10,
+                (double) (c.t - f->t0) / 1e6, (double) c.current / MG_MIB, (double) c.file / MG_MIB,
+                (double) c.mapped / MG_MIB, mibs, c.restores - p.restores, c.high - p.high, c.max - p.max, mem / 10,
                 mem % 10, io / 10, io % 10);
-        f->refault_mib = (c.refaults - f->first.refaults) * 4096 / MIB;
+        f->refault_mib = (c.refaults - f->first.refaults) * 4096 / MG_MIB;
         f->restores = c.restores - f->first.restores;
         f->prev = c;
 }
 
 static bool field_stop(void *ud) {
         struct field *f = ud;
-        return killed_any(&f->ev) || kt_wait(f->pid, 0) != -ETIMEDOUT;
+        return mgt_events_killed(&f->ev) || kt_wait(f->pid, 0) != -ETIMEDOUT;
 }
 
-struct actor {
-        const char *name;
-        uint64_t limit, max, high;  /* guard limit; memory.max, memory.high (0: none) */
-        const char *exe;             /* NULL: mg-workload */
-        const char *const *args;
-        uint64_t timeout_usec;
-};
+/* The file of a scenario (with_file()): FILE in its workload's args. */
+static char path_a[512];
 
 /* Runs the actor under its guard until it is killed, ends, or times out;
  * prints the peaks.  Returns KT_PASS, or KT_FAIL on a setup failure. */
-static int field_run(const struct actor *a, struct field *f) {
+static int field_run(const struct mgt_actor_spec *a, struct field *f) {
         mg_set *s = kt_set_new();
         f->cg = kt_cg_new(a->name);
         KT_CHECK(s && f->cg, "setup");
         if (a->max)
-                KT_CHECK(kt_cg_write(f->cg, "memory.max", "%" PRIu64, a->max) == 0, "memory.max");
+                KT_CHECK(mgt_cg_writef(f->cg, "memory.max", "%" PRIu64, a->max) == 0, "memory.max");
         if (a->high)
-                KT_CHECK(kt_cg_write(f->cg, "memory.high", "%" PRIu64, a->high) == 0, "memory.high");
+                KT_CHECK(mgt_cg_writef(f->cg, "memory.high", "%" PRIu64, a->high) == 0, "memory.high");
         mg_guard *g;
         struct mg_guard_options o = { .size = sizeof(o) };
         KT_CHECK(kt_guard(s, f->cg, a->limit, &f->ev, &g) == 0, "guard");
@@ -139,20 +139,23 @@ static int field_run(const struct actor *a, struct field *f) {
         kt_note("%s: guard limit %" PRIu64 " MiB, memory.max %" PRIu64 " MiB, memory.high %" PRIu64
                 " MiB, fast path below %.1f MiB, stall window %" PRIu64 " ms, refault windows %" PRIu64
                 " ms (mapped %" PRIu64 " ms)",
-                a->name, a->limit / MIB, a->max / MIB, a->high / MIB, (double) g->params.line_bytes / MIB,
+                a->name, a->limit / MG_MIB, a->max / MG_MIB, a->high / MG_MIB, (double) g->params.line_bytes / MG_MIB,
                 o.stall_window_usec / 1000, o.refault_window_usec / 1000, o.refault_mapped_window_usec / 1000);
-        f->t0 = kt_now();
-        f->pid = kt_spawn_exe(f->cg, a->exe ? a->exe : kt_workload, a->args);
+        f->t0 = mg_mono_usec();
+        const char *argv[16];
+        KT_CHECK(mgt_spec_args(a, path_a, "90", argv, 16) == 0, "args");
+        f->pid = kt_spawn_exe(f->cg, a->exe ? a->exe : kt_workload, argv);
         KT_CHECK(f->pid > 0, "spawn: %s", strerror((int) -f->pid));
-        kt_run(s, a->timeout_usec, field_stop, field_sample, f);
-        int st = kt_wait(f->pid, 10 * SEC);
+        mgt_run(s, a->timeout_usec, field_stop, field_sample, f);
+        int st = kt_wait(f->pid, 10 * MG_USEC_PER_SEC);
         /* A kill record is delivered once the cgroup is empty, and the
          * workload may have died of the kill before that: run the set until
          * the guard waits no more. */
-        for (uint64_t end = kt_now() + 5 * SEC; kt_now() < end && mg_guard_is_killing(g);)
-                kt_run(s, 50 * MS, NULL, NULL, NULL);
+        for (uint64_t end = mg_mono_usec() + 5 * MG_USEC_PER_SEC; mg_mono_usec() < end && mg_guard_is_killing(g);)
+                mgt_run(s, 50 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         mg_set_free(s);
-        uint64_t end = f->ev.n[MG_EVENT_KILL] ? f->ev.kill.kill_usec : kt_now();
+        uint64_t end = f->ev.n[MG_EVENT_KILL] ? f->ev.kill.kill_usec : mg_mono_usec(), oom_kill = UINT64_MAX;
+        (void) mgt_cg_read_key(f->cg, "memory.events", "oom_kill", &oom_kill);
         kt_note("%s: ran_ms=%" PRIu64 " status=0x%x onset_ms=%" PRIu64 " at_limit_steps=%u/%u refault_mib=%" PRIu64
                 " restores=%" PRIu64 " longest_refault_run_ms=%" PRIu64 " peak_refault_mibs=%" PRIu64
                 " peak_mapped_share=%" PRIu64 ".%" PRIu64
@@ -163,10 +166,11 @@ static int field_run(const struct actor *a, struct field *f) {
                 f->peak_refault_mibs,
                 f->peak_mapped_pm / 10, f->peak_mapped_pm % 10, f->peak_mem_pm / 10, f->peak_mem_pm % 10,
                 f->peak_io_pm / 10, f->peak_io_pm % 10, f->ev.n[MG_EVENT_KILL], f->ev.n[MG_EVENT_THROTTLED],
-                kt_cg_key(f->cg, "memory.events", "oom_kill"));
+                oom_kill);
         kt_note("%s: %s", a->name, kt_result(f->pid));
         if (f->ev.n[MG_EVENT_KILL])
-                kt_note("%s: killed onset_to_kill_ms=%" PRIu64 " reason=%s stalled_ms=%" PRIu64 " signals=%s%s%s", a->name,
+                kt_note("%s: killed onset_to_kill_ms=%" PRIu64 " reason=%s stalled_ms=%" PRIu64 " signals=%s%s%s",
+                        a->name,
                         f->onset && f->ev.kill.kill_usec > f->onset ? (f->ev.kill.kill_usec - f->onset) / 1000 : 0,
                         mg_kill_reason_to_string(f->ev.kill.reason), f->ev.kill.report.stall_usec / 1000,
                         f->ev.kill.report.stall_signals & MG_STALL_MEMORY ? "memory " : "",
@@ -182,7 +186,8 @@ static int expect_thrash_killed(const char *name, const struct field *f) {
         KT_CHECK(f->ev.n[MG_EVENT_KILL] == 1, "%s: not killed", name);
         KT_CHECK(f->ev.kill.reason == MG_KILL_STALL, "%s: reason %d", name, f->ev.kill.reason);
         KT_CHECK(f->onset, "%s: never saw a refault at the limit", name);
-        KT_CHECK(f->ev.kill.kill_usec - f->onset <= 30 * SEC, "%s: killed %" PRIu64 " ms after the onset", name,
+        KT_CHECK(f->ev.kill.kill_usec - f->onset <= 30 * MG_USEC_PER_SEC, "%s: killed %" PRIu64 " ms after the onset",
+                 name,
                  (f->ev.kill.kill_usec - f->onset) / 1000);
         KT_CHECK(is_sigkill_status(st), "%s: status %d", name, st);
         return KT_PASS;
@@ -195,15 +200,14 @@ static int expect_survived(const char *name, const struct field *f) {
         return KT_PASS;
 }
 
-static char path_a[512];
 
 static int with_file(const char *name, uint64_t mib) {
         snprintf(path_a, sizeof(path_a), "%s/%s", kt_disk, name);
-        return kt_make_file(path_a, mib);
+        return mgt_make_file(path_a, mib);
 }
 
 /* A thrash on a file of mib MiB: the actor's args name it as path_a. */
-static int thrash_killed(const char *file, uint64_t mib, const struct actor *a) {
+static int thrash_killed(const char *file, uint64_t mib, const struct mgt_actor_spec *a) {
         struct field f = {};
         KT_CHECK(with_file(file, mib) == 0, "file");
         int r = field_run(a, &f);
@@ -216,9 +220,7 @@ static int thrash_killed(const char *file, uint64_t mib, const struct actor *a) 
  * pass reads the file from disk again; the refault distance is larger than
  * the active list, so the kernel books no restores.  Expect: killed. */
 int t_thrash_sequential(void) {
-        struct actor a = { "thrash-seq", 48 * MIB, 48 * MIB, 0, NULL,
-                           (const char *[]) { "filehot", path_a, "90", "seq", "200", NULL }, 60 * SEC };
-        return thrash_killed("seq-hot", 96, &a);
+        return thrash_killed("seq-hot", mgt_spec_thrash_sequential.file_mib, &mgt_spec_thrash_sequential);
 }
 
 /* Seed 000's skewed app under kubelet's MemoryQoS memory.high (seed 001:
@@ -227,9 +229,7 @@ int t_thrash_sequential(void) {
  * 128 MiB file, 95 % of touches in its first 80 MiB: a hot set twice the
  * ~40 MiB of cache left under memory.high.  Expect: killed. */
 int t_thrash_under_high(void) {
-        struct actor a = { "thrash-high", 64 * MIB, 64 * MIB, 64 * MIB * 9 / 10, NULL,
-                           (const char *[]) { "filehot", path_a, "90", "skew", "80", "95", "16", NULL }, 60 * SEC };
-        return thrash_killed("high-hot", 128, &a);
+        return thrash_killed("high-hot", mgt_spec_thrash_under_high.file_mib, &mgt_spec_thrash_under_high);
 }
 
 /* The hot-file thrash of thrash-hot-file (96 MiB, 95 % in the first 58 MiB)
@@ -237,8 +237,9 @@ int t_thrash_under_high(void) {
  * is pressed against a kernel limit below the guard's fast-path line.
  * Expect: killed. */
 int t_thrash_below_line(void) {
-        struct actor a = { "thrash-line", 64 * MIB, 48 * MIB, 0, NULL,
-                           (const char *[]) { "filehot", path_a, "90", "skew", "58", "95", NULL }, 60 * SEC };
+        struct mgt_actor_spec a = { .name = "thrash-line", .limit = 64 * MG_MIB, .max = 48 * MG_MIB,
+                                    .args = (const char *[]) { "filehot", path_a, "90", "skew", "58", "95", NULL },
+                                    .timeout_usec = 60 * MG_USEC_PER_SEC };
         return thrash_killed("line-hot", 96, &a);
 }
 
@@ -251,8 +252,9 @@ int t_reread_finite(void) {
         char cmd[700];
         snprintf(cmd, sizeof(cmd), "for i in 1 2 3; do cat %s > /dev/null || exit 1; done; echo workload=cat passes=3",
                  path_a);
-        struct actor a = { "reread-finite", 48 * MIB, 48 * MIB, 0, "/bin/sh", (const char *[]) { "-c", cmd, NULL },
-                           120 * SEC };
+        struct mgt_actor_spec a = { .name = "reread-finite", .limit = 48 * MG_MIB, .max = 48 * MG_MIB,
+                                    .exe = "/bin/sh", .args = (const char *[]) { "-c", cmd, NULL },
+                                    .timeout_usec = 120 * MG_USEC_PER_SEC };
         int r = field_run(&a, &f);
         unlink(path_a);
         if (r != KT_PASS || (r = expect_survived(a.name, &f)) != KT_PASS)
@@ -271,10 +273,12 @@ int t_reread_finite(void) {
 int t_dirty_writer(void) {
         struct field f = {};
         snprintf(path_a, sizeof(path_a), "%s/dirty-out", kt_disk);
-        struct actor a = { "dirty-writer", 48 * MIB, 48 * MIB, 0, NULL,
-                           (const char *[]) { "write", path_a, "384", "1", "8", NULL }, 120 * SEC };
+        struct mgt_actor_spec a = { .name = "dirty-writer", .limit = 48 * MG_MIB, .max = 48 * MG_MIB,
+                                    .args = (const char *[]) { "write", path_a, "384", "1", "8", NULL },
+                                    .timeout_usec = 120 * MG_USEC_PER_SEC };
         int r = field_run(&a, &f);
-        uint64_t oom = kt_cg_key(f.cg, "memory.events", "oom_kill");
+        uint64_t oom = UINT64_MAX;
+        (void) mgt_cg_read_key(f.cg, "memory.events", "oom_kill", &oom);
         unlink(path_a);
         if (r != KT_PASS)
                 return r;
@@ -293,8 +297,9 @@ int t_dirty_writer(void) {
  * Expect: reported throttled once, never killed, exits 0. */
 int t_throttled_below_line(void) {
         struct field f = {};
-        struct actor a = { "throttle-line", 64 * MIB, 64 * MIB, 48 * MIB, NULL,
-                           (const char *[]) { "throttle", "50", "256", "12", NULL }, 90 * SEC };
+        struct mgt_actor_spec a = { .name = "throttle-line", .limit = 64 * MG_MIB, .max = 64 * MG_MIB, .high = 48 * MG_MIB,
+                                    .args = (const char *[]) { "throttle", "50", "256", "12", NULL },
+                                    .timeout_usec = 90 * MG_USEC_PER_SEC };
         int r = field_run(&a, &f);
         if (r != KT_PASS)
                 return r;
@@ -302,6 +307,6 @@ int t_throttled_below_line(void) {
         if (r != KT_PASS)
                 return r;
         KT_CHECK(f.ev.n[MG_EVENT_THROTTLED] == 1, "throttled reported %d times", f.ev.n[MG_EVENT_THROTTLED]);
-        KT_CHECK(f.ev.throttle.high_bytes == 48 * MIB, "throttle at %" PRIu64, f.ev.throttle.high_bytes);
+        KT_CHECK(f.ev.throttle.high_bytes == 48 * MG_MIB, "throttle at %" PRIu64, f.ev.throttle.high_bytes);
         return KT_PASS;
 }

@@ -64,7 +64,7 @@ int t_lend_crash(void) {
         kt_note("symlink in a cgroup: %s", strerror(errno));
         KT_CHECK(mkfifo(p, 0600) < 0, "cgroupfs took a fifo");
 
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 48 * MG_MIB) == 0, "memory.high");
         KT_CHECK(pipe(pfd) == 0, "pipe");
         pid_t child = fork();
         KT_CHECK(child >= 0, "fork: %s", strerror(errno));
@@ -73,8 +73,8 @@ int t_lend_crash(void) {
                 mg_guard *g;
                 char ok = 1;
                 close(pfd[0]);
-                if (mg_guard_options_init(&o, 64 * MIB) < 0 || mg_guard_new(cg, &o, &g) < 0 ||
-                    mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC, NULL) < 0)
+                if (mg_guard_options_init(&o, 64 * MG_MIB) < 0 || mg_guard_new(cg, &o, &g) < 0 ||
+                    mg_guard_lend_begin(g, MG_UNLIMITED, 60 * MG_USEC_PER_SEC, NULL) < 0)
                         ok = 0;
                 (void) !write(pfd[1], &ok, 1);
                 for (;;)
@@ -86,11 +86,11 @@ int t_lend_crash(void) {
         KT_CHECK(poll(&pl, 1, 10000) == 1 && read(pfd[0], &ok, 1) == 1, "the child did not report");
         close(pfd[0]);
         KT_CHECK(kill(child, SIGKILL) == 0, "kill");
-        int st = kt_wait(child, 10 * SEC);
+        int st = kt_wait(child, 10 * MG_USEC_PER_SEC);
         KT_CHECK(ok == 1, "the child could not lend");
         KT_CHECK(is_sigkill_status(st), "child status %d", st);
 
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
         KT_CHECK(strcmp(buf, "max\n") == 0, "after the crash memory.high is %s", buf);
         KT_CHECK(xattr_path(cg, rec, sizeof(rec)) > 0, "no lend record after the crash");
         kt_note("record: %.*s", (int) strcspn(rec, "\n"), rec);
@@ -99,16 +99,16 @@ int t_lend_crash(void) {
         /* a guard made now takes the lend over, and changes nothing yet */
         struct mg_guard_options o;
         mg_guard *g;
-        KT_CHECK(mg_guard_options_init(&o, 64 * MIB) == 0 && mg_guard_new(cg, &o, &g) == 0, "guard");
+        KT_CHECK(mg_guard_options_init(&o, 64 * MG_MIB) == 0 && mg_guard_new(cg, &o, &g) == 0, "guard");
         KT_CHECK(mg_guard_is_lent(g), "mg_guard_new ignored the record");
         mg_guard_free(g);
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "max\n") == 0, "high %s", buf);
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "max\n") == 0, "high %s", buf);
 
         int r = mg_guard_recover(cg, MG_RECOVER_EXPIRED);
         KT_CHECK(r == -EBUSY, "recover(EXPIRED) before the deadline: %d", r);
         r = mg_guard_recover(cg, 0);
         KT_CHECK(r == 1, "recover: %d (%s)", r, r < 0 ? strerror(-r) : "");
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
         kt_note("memory.high after recover: %.*s", (int) strcspn(buf, "\n"), buf);
         KT_CHECK(strcmp(buf, "50331648\n") == 0, "recovered memory.high is %s", buf);
         r = xattr_path(cg, rec, sizeof(rec));
@@ -136,52 +136,52 @@ int t_lend_crash(void) {
  *    restored false, found 83886080.
  */
 static bool lend_expired(void *ud) {
-        return ((struct kt_events *) ud)->n[MG_EVENT_LEND_EXPIRED] > 0;
+        return ((struct mgt_events *) ud)->n[MG_EVENT_LEND_EXPIRED] > 0;
 }
 
 int t_lend_resize(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         char buf[64], rec[MG_LEND_RECORD_MAX + 1];
         uint64_t lend = 0;
         mg_guard *g;
         mg_set *s = kt_set_new();
         const char *cg = kt_cg_new("lend-resize");
         KT_CHECK(s && cg, "setup");
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
-        KT_CHECK(kt_guard(s, cg, 64 * MIB, &ev, &g) == 0, "guard");
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 48 * MG_MIB) == 0, "memory.high");
+        KT_CHECK(kt_guard(s, cg, 64 * MG_MIB, &ev, &g) == 0, "guard");
 
         /* 1. */
-        KT_CHECK(mg_guard_lend_begin(g, 16 * MIB + 1000, 60 * SEC, &lend) == 0, "lend_begin");
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "67108864\n") == 0,
+        KT_CHECK(mg_guard_lend_begin(g, 16 * MG_MIB + 1000, 60 * MG_USEC_PER_SEC, &lend) == 0, "lend_begin");
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "67108864\n") == 0,
                  "a lend of 16 MiB + 1000 bytes reads back as %s", buf);
-        KT_CHECK(kt_lend_end(s, g, lend, &ev, 10 * SEC) == 0, "lend_end");
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "50331648\n") == 0,
+        KT_CHECK(kt_lend_end(s, g, lend, &ev, 10 * MG_USEC_PER_SEC) == 0, "lend_end");
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "50331648\n") == 0,
                  "restored as %s", buf);
         KT_CHECK(ev.n[MG_EVENT_LEND_END] == 1 && ev.lend.restored, "the end did not say restored");
 
         /* 2. */
-        KT_CHECK(mg_guard_lend_begin(g, 16 * MIB, 60 * SEC, &lend) == 0, "lend_begin");
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 96 * MIB) == 0, "the resize");
-        int r = kt_lend_end(s, g, lend, &ev, 10 * SEC);
+        KT_CHECK(mg_guard_lend_begin(g, 16 * MG_MIB, 60 * MG_USEC_PER_SEC, &lend) == 0, "lend_begin");
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 96 * MG_MIB) == 0, "the resize");
+        int r = kt_lend_end(s, g, lend, &ev, 10 * MG_USEC_PER_SEC);
         KT_CHECK(r == 0, "lend_end after the resize: %d", r);
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0, "read memory.high");
         kt_note("memory.high after the lend's end: %.*s", (int) strcspn(buf, "\n"), buf);
         KT_CHECK(strcmp(buf, "100663296\n") == 0, "the resize was undone: memory.high %s", buf);
         KT_CHECK(ev.n[MG_EVENT_LEND_END] == 2, "%d lend-end events", ev.n[MG_EVENT_LEND_END]);
-        KT_CHECK(!ev.lend.restored && ev.lend.found_high_bytes == 96 * MIB,
+        KT_CHECK(!ev.lend.restored && ev.lend.found_high_bytes == 96 * MG_MIB,
                  "the event says restored %d, found %" PRIu64, ev.lend.restored, ev.lend.found_high_bytes);
         KT_CHECK(!mg_guard_is_lent(g), "still lent");
         r = xattr_path(cg, rec, sizeof(rec));
         KT_CHECK(r == -ENODATA || r == -EOPNOTSUPP, "a lend record is left (%d): %s", r, rec);
 
         /* 3. */
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 48 * MIB) == 0, "memory.high");
-        KT_CHECK(mg_guard_lend_begin(g, MG_UNLIMITED, 1 * SEC, &lend) == 0, "lend_begin");
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, 80 * MIB) == 0, "the resize");
-        KT_CHECK(kt_run(s, 5 * SEC, lend_expired, NULL, &ev), "no MG_EVENT_LEND_EXPIRED within 5 s");
-        KT_CHECK(kt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "83886080\n") == 0,
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 48 * MG_MIB) == 0, "memory.high");
+        KT_CHECK(mg_guard_lend_begin(g, MG_UNLIMITED, 1 * MG_USEC_PER_SEC, &lend) == 0, "lend_begin");
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, 80 * MG_MIB) == 0, "the resize");
+        KT_CHECK(mgt_run(s, 5 * MG_USEC_PER_SEC, lend_expired, NULL, &ev), "no MG_EVENT_LEND_EXPIRED within 5 s");
+        KT_CHECK(mgt_cg_read(cg, "memory.high", buf, sizeof(buf)) > 0 && strcmp(buf, "83886080\n") == 0,
                  "the resize was undone at the deadline: memory.high %s", buf);
-        KT_CHECK(!ev.lend.restored && ev.lend.found_high_bytes == 80 * MIB,
+        KT_CHECK(!ev.lend.restored && ev.lend.found_high_bytes == 80 * MG_MIB,
                  "the event says restored %d, found %" PRIu64, ev.lend.restored, ev.lend.found_high_bytes);
         KT_CHECK(!mg_guard_is_lent(g), "still lent after the deadline");
         KT_CHECK(mg_guard_lend_end(g, lend) == -ENOENT, "a late end of the expired lend");
@@ -202,12 +202,12 @@ int t_lend_resize(void) {
  * (openat2 below the directory) without an error event.
  */
 static int confined_child(const char *a, const char *b) {
-        struct kt_events ea = {}, eb = {};
+        struct mgt_events ea = {}, eb = {};
         mg_guard *gb;
         mg_set *s = kt_set_new();
         int bits = 0;
 
-        if (!s || kt_guard(s, a, 64 * MIB, &ea, NULL) < 0 || kt_guard(s, b, 64 * MIB, &eb, &gb) < 0)
+        if (!s || kt_guard(s, a, 64 * MG_MIB, &ea, NULL) < 0 || kt_guard(s, b, 64 * MG_MIB, &eb, &gb) < 0)
                 return 0;
         close(gb->cg.fd[MG_CG_KILL]); /* what a kernel before 5.14 looks like to the guard */
         gb->cg.fd[MG_CG_KILL] = -1;
@@ -221,12 +221,12 @@ static int confined_child(const char *a, const char *b) {
                 close(sfd);
         else if (errno == EPERM)
                 bits |= 2;
-        uint64_t end = kt_now() + 60 * SEC;
-        while (kt_now() < end && !(killed_any(&ea) && killed_any(&eb)))
-                kt_run(s, 100 * MS, NULL, NULL, NULL);
-        if (killed_any(&ea) && ea.kill.method == MG_KILL_CGROUP_KILL && !ea.kill.empty_timed_out)
+        uint64_t end = mg_mono_usec() + 60 * MG_USEC_PER_SEC;
+        while (mg_mono_usec() < end && !(mgt_events_killed(&ea) && mgt_events_killed(&eb)))
+                mgt_run(s, 100 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+        if (mgt_events_killed(&ea) && ea.kill.method == MG_KILL_CGROUP_KILL && !ea.kill.empty_timed_out)
                 bits |= 4;
-        if (killed_any(&eb) && eb.kill.method == MG_KILL_PIDFD && !eb.kill.empty_timed_out)
+        if (mgt_events_killed(&eb) && eb.kill.method == MG_KILL_PIDFD && !eb.kill.empty_timed_out)
                 bits |= 8;
         if (ea.n[MG_EVENT_ERROR] == 0 && eb.n[MG_EVENT_ERROR] == 0)
                 bits |= 16;
@@ -242,7 +242,7 @@ int t_confined_guard(void) {
         KT_CHECK(child >= 0, "fork");
         if (child == 0)
                 _exit(confined_child(a, b));
-        int st = kt_wait(child, 90 * SEC);
+        int st = kt_wait(child, 90 * MG_USEC_PER_SEC);
         KT_CHECK(st >= 0 && WIFEXITED(st), "confined child status %d", st);
         int bits = WEXITSTATUS(st);
         kt_note("confined child: confined=%d socket_eperm=%d cgroup.kill=%d pidfd=%d no_errors=%d", bits & 1,
@@ -280,7 +280,7 @@ int t_confined_guard(void) {
  * kernel stores the value, then reclaims).  Before the worker, the write
  * ran on the set's thread and B's kill waited for it.
  */
-#define RESTORE_TO (32 * MIB)
+#define RESTORE_TO (32 * MG_MIB)
 #define N_TIMES 16384
 
 static struct {
@@ -298,22 +298,22 @@ static ssize_t a_pwrite(void *ud, int fd, const void *buf, size_t len, off_t off
         ssize_t n;
         (void) ud;
         if (is_restore)
-                atomic_store(&rb.start, kt_now());
+                atomic_store(&rb.start, mg_mono_usec());
         n = pwrite(fd, buf, len, off);
         if (is_restore)
-                atomic_store(&rb.end, kt_now());
+                atomic_store(&rb.end, mg_mono_usec());
         return n;
 }
 
 static ssize_t b_pread(void *ud, int fd, void *buf, size_t len, off_t off) {
         (void) ud;
         if (fd == rb.b_current_fd && rb.n_b_reads < N_TIMES)
-                rb.b_reads[rb.n_b_reads++] = kt_now();
+                rb.b_reads[rb.n_b_reads++] = mg_mono_usec();
         return pread(fd, buf, len, off);
 }
 
 struct restore_watch {
-        struct kt_events a, b;
+        struct mgt_events a, b;
         struct overshoot {
                 const char *cg;
                 uint64_t crossed_usec, below_usec;
@@ -326,13 +326,13 @@ struct restore_watch {
 
 static void restore_sample(void *ud) {
         struct restore_watch *w = ud;
-        uint64_t now = kt_now(), cur;
+        uint64_t now = mg_mono_usec(), cur;
         if (rb.n_turns < N_TIMES)
                 rb.turns[rb.n_turns++] = now;
         if (atomic_load(&rb.start) && !atomic_load(&rb.end)) {
                 char buf[32];
                 ssize_t n = pread(w->a_high_fd, buf, sizeof(buf) - 1, 0);
-                uint64_t took = kt_now() - now;
+                uint64_t took = mg_mono_usec() - now;
                 /* the write may have ended meanwhile: only reads within it count */
                 if (n > 0 && !atomic_load(&rb.end)) {
                         buf[n] = '\0';
@@ -344,18 +344,19 @@ static void restore_sample(void *ud) {
         }
         if (w->o.crossed_usec)
                 return;
-        cur = kt_cg_u64(w->o.cg, "memory.current");
+        cur = UINT64_MAX;
+        (void) mgt_cg_read_u64(w->o.cg, "memory.current", &cur);
         if (cur == UINT64_MAX)
                 return;
-        if (cur > 64 * MIB)
-                w->o.crossed_usec = kt_now();
+        if (cur > 64 * MG_MIB)
+                w->o.crossed_usec = mg_mono_usec();
         else
-                w->o.below_usec = kt_now();
+                w->o.below_usec = mg_mono_usec();
 }
 
 static bool restore_stop(void *ud) {
         struct restore_watch *w = ud;
-        return killed_any(&w->b) && w->a.n[MG_EVENT_LEND_EXPIRED] > 0;
+        return mgt_events_killed(&w->b) && w->a.n[MG_EVENT_LEND_EXPIRED] > 0;
 }
 
 /* The longest gap between two consecutive times in t[0..n) that overlaps
@@ -387,35 +388,38 @@ int t_restore_beside_overshoot(void) {
         w.o.cg = b;
         KT_CHECK(s && a && b, "setup");
         snprintf(file, sizeof(file), "%s/restore-cache", kt_disk);
-        KT_CHECK(kt_make_file(file, 256) == 0, "make %s", file);
-        KT_CHECK(kt_cg_write(a, "memory.high", "%" PRIu64, RESTORE_TO) == 0, "memory.high");
-        KT_CHECK(mg_guard_options_init(&o, 64 * MIB) == 0, "options");
+        KT_CHECK(mgt_make_file(file, 256) == 0, "make %s", file);
+        KT_CHECK(mgt_cg_writef(a, "memory.high", "%" PRIu64, RESTORE_TO) == 0, "memory.high");
+        KT_CHECK(mg_guard_options_init(&o, 64 * MG_MIB) == 0, "options");
         KT_CHECK(kt_guard_io(s, a, &o, &aio, &w.a, &ga) == 0, "guard a");
-        KT_CHECK(mg_guard_options_init(&o, 64 * MIB) == 0, "options");
+        KT_CHECK(mg_guard_options_init(&o, 64 * MG_MIB) == 0, "options");
         KT_CHECK(kt_guard_io(s, b, &o, &bio, &w.b, &gb) == 0, "guard b");
         rb.b_current_fd = gb->cg.fd[MG_CG_CURRENT];
         w.a_high_fd = ga->cg.fd[MG_CG_HIGH];
 
-        KT_CHECK(mg_guard_lend_begin(ga, MG_UNLIMITED, 60 * SEC, &lend) == 0, "lend_begin");
+        KT_CHECK(mg_guard_lend_begin(ga, MG_UNLIMITED, 60 * MG_USEC_PER_SEC, &lend) == 0, "lend_begin");
         snprintf(cmd, sizeof(cmd), "cat %s > /dev/null && echo workload=cat", file);
         pid_t reader = kt_spawn_exe(a, "/bin/sh", (const char *[]) { "-c", cmd, NULL });
         KT_CHECK(reader > 0, "spawn the reader: %s", strerror((int) -reader));
         while (kt_wait(reader, 0) == -ETIMEDOUT)
-                kt_run(s, 100 * MS, NULL, NULL, NULL);
-        uint64_t a_before = kt_cg_u64(a, "memory.current"), a_file = kt_cg_key(a, "memory.stat", "file");
-        KT_CHECK(a_before != UINT64_MAX && a_before > 96 * MIB,
-                 "the reader left %" PRIu64 " MiB charged to A: nothing much to reclaim", a_before / MIB);
+                mgt_run(s, 100 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+        uint64_t a_before = UINT64_MAX, a_file = UINT64_MAX;
+        (void) mgt_cg_read_u64(a, "memory.current", &a_before);
+        (void) mgt_cg_read_key(a, "memory.stat", "file", &a_file);
+        KT_CHECK(a_before != UINT64_MAX && a_before > 96 * MG_MIB,
+                 "the reader left %" PRIu64 " MiB charged to A: nothing much to reclaim", a_before / MG_MIB);
 
         /* the same moment: A's deadline passes (its tick now), B starts */
-        ga->lend.deadline_usec = kt_now();
-        mg_set_reschedule(s, ga, kt_now());
-        uint64_t t0 = kt_now();
+        ga->lend.deadline_usec = mg_mono_usec();
+        mg_set_reschedule(s, ga, mg_mono_usec());
+        uint64_t t0 = mg_mono_usec();
         pid_t pb = kt_spawn(b, (const char *[]) { "anon", "160", "256", "-1", NULL });
         KT_CHECK(pb > 0, "spawn: %s", strerror((int) -pb));
-        bool done = kt_run(s, 60 * SEC, restore_stop, restore_sample, &w);
-        int status = kt_wait(pb, 10 * SEC);
-        uint64_t a_after = kt_cg_u64(a, "memory.current");
-        ssize_t hn = kt_cg_read(a, "memory.high", buf, sizeof(buf));
+        bool done = mgt_run(s, 60 * MG_USEC_PER_SEC, restore_stop, restore_sample, &w);
+        int status = kt_wait(pb, 10 * MG_USEC_PER_SEC);
+        uint64_t a_after = UINT64_MAX;
+        (void) mgt_cg_read_u64(a, "memory.current", &a_after);
+        ssize_t hn = mgt_cg_read(a, "memory.high", buf, sizeof(buf));
         mg_set_free(s);
         unlink(file);
 
@@ -427,29 +431,30 @@ int t_restore_beside_overshoot(void) {
         while (n_b < rb.n_b_reads && (!kill || rb.b_reads[n_b] <= kill))
                 n_b++;
         uint64_t turn_gap = ws ? longest_gap(rb.turns, rb.n_turns, ws, we, 0) : 0;
-        uint64_t tick_gap = ws ? longest_gap(rb.b_reads, n_b, ws, we, 5 * MS) : 0;
-        uint64_t late = tick_gap > 250 * MS ? tick_gap - 250 * MS : 0;
-        bool crossed_late = killed_any(&w.b) && kill < crossed;
+        uint64_t tick_gap = ws ? longest_gap(rb.b_reads, n_b, ws, we, 5 * MG_USEC_PER_MSEC) : 0;
+        uint64_t late = tick_gap > 250 * MG_USEC_PER_MSEC ? tick_gap - 250 * MG_USEC_PER_MSEC : 0;
+        bool crossed_late = mgt_events_killed(&w.b) && kill < crossed;
         if (crossed_late || !crossed)
                 crossed = w.o.below_usec ? w.o.below_usec : kill; /* anon-overshoot's bound */
         uint64_t delay = kill > crossed ? kill - crossed : 0;
         kt_note("a_current_before_mib=%" PRIu64 " a_file_mib=%" PRIu64 " a_current_after_mib=%" PRIu64
                 " restore_start_ms=%" PRIu64 " restore_write_ms=%" PRIu64,
-                a_before / MIB, a_file == UINT64_MAX ? 0 : a_file / MIB, a_after == UINT64_MAX ? 0 : a_after / MIB,
+                a_before / MG_MIB, a_file == UINT64_MAX ? 0 : a_file / MG_MIB, a_after == UINT64_MAX ? 0 : a_after / MG_MIB,
                 ws > t0 ? (ws - t0) / 1000 : 0, ws ? (we - ws) / 1000 : 0);
         kt_note("set_turn_gap_max_ms=%" PRIu64 " b_tick_late_max_ms=%" PRIu64 " b_crossing_to_kill_ms=%" PRIu64
                 " b_killed_during_restore=%d%s",
-                turn_gap / 1000, late / 1000, delay / 1000, killed_any(&w.b) && ws && kill < we,
+                turn_gap / 1000, late / 1000, delay / 1000, mgt_events_killed(&w.b) && ws && kill < we,
                 crossed_late ? " crossing_seen_after_kill=1 (bound: last sample below the limit)" : "");
         kt_note("high_reads_during_restore=%d high_read_max_ms=%" PRIu64 " high_read_during_restore=%.*s",
                 w.high_reads, w.high_read_max_usec / 1000, (int) strcspn(w.high_read, "\n"), w.high_read);
-        if (ws && we - ws < 250 * MS)
+        if (ws && we - ws < 250 * MG_USEC_PER_MSEC)
                 kt_note("the restore took under a tick here: it shows nothing about the stall");
-        KT_CHECK(done, "within 60 s: B killed %d, A's lend expired %d", killed_any(&w.b),
+        KT_CHECK(done, "within 60 s: B killed %d, A's lend expired %d", mgt_events_killed(&w.b),
                  w.a.n[MG_EVENT_LEND_EXPIRED]);
         KT_CHECK(ws, "A's restore write never went through the seam");
         KT_CHECK(w.b.kill.reason == MG_KILL_OVERSHOOT, "B's kill reason %d", w.b.kill.reason);
-        KT_CHECK(delay <= 2 * (250 * MS) + 100 * MS, "B killed %" PRIu64 " ms after crossing", delay / 1000);
+        KT_CHECK(delay <= 2 * (250 * MG_USEC_PER_MSEC) + 100 * MG_USEC_PER_MSEC,
+                 "B killed %" PRIu64 " ms after crossing", delay / 1000);
         KT_CHECK(is_sigkill_status(status), "B's workload status %d", status);
         KT_CHECK(w.a.lend.restored, "A's expiry says not restored (found %" PRIu64 ")", w.a.lend.found_high_bytes);
         KT_CHECK(hn > 0 && strcmp(buf, "33554432\n") == 0, "A's memory.high after the restore: %s", buf);

@@ -38,7 +38,7 @@
 #include "guard.h"
 #include "scenarios.h"
 
-#define LIMIT (64 * MIB)
+#define LIMIT (64 * MG_MIB)
 
 /* Counts the guard's writes to its cgroup.kill; everything else is the
  * system calls (NULL members of the seam). */
@@ -57,14 +57,14 @@ static ssize_t counting_pwrite(void *ud, int fd, const void *buf, size_t len, of
 static const struct mg_io counting_io = { .pwrite = counting_pwrite };
 
 struct empty_run {
-        struct kt_events ev;
+        struct mgt_events ev;
         pid_t pid;
         mg_set *set;            /* freed by the caller, whatever happened */
 };
 
 static bool killed_or_exited(void *ud) {
         struct empty_run *e = ud;
-        return killed_any(&e->ev) || kt_wait(e->pid, 0) != -ETIMEDOUT;
+        return mgt_events_killed(&e->ev) || kt_wait(e->pid, 0) != -ETIMEDOUT;
 }
 
 static int empty_over_limit(const char *dir, struct empty_run *e) {
@@ -78,13 +78,15 @@ static int empty_over_limit(const char *dir, struct empty_run *e) {
         /* 1. the only process writes 96 MiB into the tmpfs and exits */
         pid_t w = kt_spawn(cg, (const char *[]) { "write", file, "96", NULL });
         KT_CHECK(w > 0, "spawn writer: %s", strerror((int) -w));
-        int st = kt_wait(w, 60 * SEC);
+        int st = kt_wait(w, 60 * MG_USEC_PER_SEC);
         KT_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer status %d", st);
-        KT_CHECK(kt_cg_wait_populated(cg, 0, 5 * SEC), "the cgroup did not empty after the writer");
-        uint64_t shmem = kt_cg_key(cg, "memory.stat", "shmem"), cur = kt_cg_u64(cg, "memory.current");
+        KT_CHECK(mgt_cg_wait_populated(cg, 0, 5 * MG_USEC_PER_SEC) == 0, "the cgroup did not empty after the writer");
+        uint64_t shmem = UINT64_MAX, cur = UINT64_MAX;
+        (void) mgt_cg_read_key(cg, "memory.stat", "shmem", &shmem);
+        (void) mgt_cg_read_u64(cg, "memory.current", &cur);
         kt_note("after the writer: shmem %" PRIu64 " KiB, memory.current %" PRIu64 " KiB, populated 0; %s",
                 shmem >> 10, cur >> 10, kt_result(w));
-        KT_CHECK(shmem != UINT64_MAX && shmem >= 96 * MIB, "shmem %" PRIu64 ": the tmpfs file is not charged here",
+        KT_CHECK(shmem != UINT64_MAX && shmem >= 96 * MG_MIB, "shmem %" PRIu64 ": the tmpfs file is not charged here",
                  shmem);
         KT_CHECK(cur != UINT64_MAX && cur > LIMIT, "memory.current %" PRIu64, cur);
 
@@ -96,7 +98,7 @@ static int empty_over_limit(const char *dir, struct empty_run *e) {
         KT_CHECK(r == 0, "guard: %s", strerror(-r));
         seam.kill_fd = g->cg.fd[MG_CG_KILL];
         seam.kill_writes = 0;
-        kt_run(s, 8 * SEC, NULL, NULL, NULL);
+        mgt_run(s, 8 * MG_USEC_PER_SEC, NULL, NULL, NULL);
         int kills = e->ev.n[MG_EVENT_KILL], empties = e->ev.n[MG_EVENT_EMPTY_OVER_LIMIT];
         unsigned writes = seam.kill_writes;
         kt_note("empty for 8 s: cgroup.kill writes %u, kill records %d, empty-over-limit events %d, errors %d", writes,
@@ -105,24 +107,25 @@ static int empty_over_limit(const char *dir, struct empty_run *e) {
         KT_CHECK(kills == 0, "%d kill records for an empty cgroup", kills);
         KT_CHECK(empties == 1, "%d empty-over-limit events, not one", empties);
         KT_CHECK(e->ev.empty.used_bytes > LIMIT, "reported used %" PRIu64, e->ev.empty.used_bytes);
-        KT_CHECK(e->ev.empty.stat.shmem >= 90 * MIB, "reported shmem %" PRIu64, e->ev.empty.stat.shmem);
+        KT_CHECK(e->ev.empty.stat.shmem >= 90 * MG_MIB, "reported shmem %" PRIu64, e->ev.empty.stat.shmem);
 
         /* 3. a process appears and allocates over the limit */
         e->pid = kt_spawn(cg, (const char *[]) { "anon", "160", "256", "-1", NULL });
         KT_CHECK(e->pid > 0, "spawn: %s", strerror((int) -e->pid));
-        bool k = kt_run(s, 30 * SEC, killed_or_exited, NULL, e);
-        for (uint64_t end = kt_now() + 5 * SEC; kt_now() < end && mg_guard_is_killing(g);)
-                kt_run(s, 50 * MS, NULL, NULL, NULL);
+        bool k = mgt_run(s, 30 * MG_USEC_PER_SEC, killed_or_exited, NULL, e);
+        for (uint64_t end = mg_mono_usec() + 5 * MG_USEC_PER_SEC; mg_mono_usec() < end && mg_guard_is_killing(g);)
+                mgt_run(s, 50 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         writes = seam.kill_writes;
         empties = e->ev.n[MG_EVENT_EMPTY_OVER_LIMIT];
         e->set = mg_set_free(s);
-        st = kt_wait(e->pid, 10 * SEC);
+        st = kt_wait(e->pid, 10 * MG_USEC_PER_SEC);
         kt_note("with a process: killed %d, reason %s, cgroup.kill writes %u, used %" PRIu64 " KiB (anon %" PRIu64
                 " shmem %" PRIu64 " KiB), status 0x%x",
                 e->ev.n[MG_EVENT_KILL], e->ev.n[MG_EVENT_KILL] ? mg_kill_reason_to_string(e->ev.kill.reason) : "-",
                 writes, e->ev.kill.report.used_bytes >> 10, e->ev.kill.report.stat.anon >> 10,
                 e->ev.kill.report.stat.shmem >> 10, (unsigned) st);
-        KT_CHECK(k && e->ev.n[MG_EVENT_KILL] == 1, "the process was not killed (kill records %d)", e->ev.n[MG_EVENT_KILL]);
+        KT_CHECK(k && e->ev.n[MG_EVENT_KILL] == 1, "the process was not killed (kill records %d)",
+                 e->ev.n[MG_EVENT_KILL]);
         KT_CHECK(e->ev.kill.reason == MG_KILL_OVERSHOOT, "reason %d", e->ev.kill.reason);
         KT_CHECK(e->ev.kill.report.used_bytes > LIMIT, "used %" PRIu64, e->ev.kill.report.used_bytes);
         KT_CHECK(is_sigkill_status(st), "workload status %d", st);

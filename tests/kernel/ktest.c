@@ -1,23 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "ktest.h"
 #include "guard.h"
 #include "set.h"
-#include "spawn.h"
 
 const char *kt_base, *kt_disk, *kt_workload;
 char kt_skip_reason[256];
@@ -25,12 +17,7 @@ char kt_skip_reason[256];
 static char cgroups[64][512];
 static int n_cgroups, cg_counter;
 
-static struct {
-        pid_t pid;
-        char out[256];
-        bool reaped;
-        int status;
-} spawned[64];
+static struct mgt_proc spawned[64];
 static int n_spawned;
 
 void kt_note(const char *fmt, ...) {
@@ -41,12 +28,6 @@ void kt_note(const char *fmt, ...) {
         fputc('\n', stdout);
         va_end(ap);
         fflush(stdout);
-}
-
-uint64_t kt_now(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 const char *kt_cg_new(const char *name) {
@@ -62,135 +43,15 @@ const char *kt_cg_new(const char *name) {
         return p;
 }
 
-int kt_cg_write(const char *cg, const char *file, const char *fmt, ...) {
-        char path[600], val[128];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(val, sizeof(val), fmt, ap);
-        va_end(ap);
-        snprintf(path, sizeof(path), "%s/%s", cg, file);
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = write(fd, val, strlen(val));
-        int r = n < 0 ? -errno : 0;
-        close(fd);
-        return r;
-}
-
-ssize_t kt_cg_read(const char *cg, const char *file, char *buf, size_t size) {
-        char path[600];
-        buf[0] = '\0'; /* callers may scan it after a failure */
-        snprintf(path, sizeof(path), "%s/%s", cg, file);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = read(fd, buf, size - 1);
-        int e = errno;
-        close(fd);
-        if (n < 0)
-                return -e;
-        buf[n] = '\0';
-        return n;
-}
-
-uint64_t kt_cg_u64(const char *cg, const char *file) {
-        char buf[64];
-        if (kt_cg_read(cg, file, buf, sizeof(buf)) < 0)
-                return UINT64_MAX;
-        if (strncmp(buf, "max", 3) == 0)
-                return UINT64_MAX;
-        return strtoull(buf, NULL, 10);
-}
-
-uint64_t kt_cg_key(const char *cg, const char *file, const char *key) {
-        char buf[8192];
-        size_t kl = strlen(key);
-        if (kt_cg_read(cg, file, buf, sizeof(buf)) < 0)
-                return UINT64_MAX;
-        for (char *p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-                if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
-                        return strtoull(p + kl + 1, NULL, 10);
-        return UINT64_MAX;
-}
-
-uint64_t kt_cg_psi_total(const char *cg, const char *file, const char *which) {
-        char buf[512];
-        if (kt_cg_read(cg, file, buf, sizeof(buf)) < 0)
-                return UINT64_MAX;
-        char *p = strstr(buf, which);
-        p = p ? strstr(p, "total=") : NULL;
-        return p ? strtoull(p + 6, NULL, 10) : UINT64_MAX;
-}
-
-bool kt_cg_wait_populated(const char *cg, int want, uint64_t timeout_usec) {
-        char path[600], buf[128];
-        uint64_t end = kt_now() + timeout_usec;
-        snprintf(path, sizeof(path), "%s/cgroup.events", cg);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        for (;;) {
-                ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-                if (n > 0) {
-                        buf[n] = '\0';
-                        char *p = strstr(buf, "populated ");
-                        if (p && p[10] - '0' == want) {
-                                close(fd);
-                                return true;
-                        }
-                }
-                uint64_t now = kt_now();
-                if (now >= end)
-                        break;
-                /* kernfs wakes POLLPRI when cgroup.events changes */
-                struct pollfd pfd = { .fd = fd, .events = POLLPRI };
-                uint64_t left = (end - now) / 1000 + 1;
-                (void) poll(&pfd, 1, (int) (left > 100 ? 100 : left));
-        }
-        close(fd);
-        return false;
-}
-
-int kt_cg_destroy(const char *cg) {
-        if (access(cg, F_OK) < 0)
-                return 0;
-        if (kt_cg_write(cg, "cgroup.kill", "1") < 0) {
-                /* before 5.14: signal each member */
-                char buf[4096];
-                if (kt_cg_read(cg, "cgroup.procs", buf, sizeof(buf)) > 0)
-                        for (char *p = buf; *p;) {
-                                char *end;
-                                long pid = strtol(p, &end, 10);
-                                if (end == p)
-                                        break;
-                                kill((pid_t) pid, SIGKILL);
-                                p = *end ? end + 1 : end;
-                        }
-        }
-        if (!kt_cg_wait_populated(cg, 0, 10 * SEC))
-                kt_note("cleanup: %s did not empty", cg);
-        for (int i = 0; i < 100; i++) {
-                if (rmdir(cg) == 0 || errno == ENOENT)
-                        return 0;
-                if (errno != EBUSY)
-                        break;
-                struct timespec ts = { 0, 10L * 1000 * 1000 }; /* a dying task lingers briefly */
-                nanosleep(&ts, NULL);
-        }
-        kt_note("cleanup: rmdir %s: %s", cg, strerror(errno));
-        return -errno;
-}
-
 void kt_cleanup_all(void) {
-        while (n_cgroups > 0)
-                kt_cg_destroy(cgroups[--n_cgroups]);
-        for (int i = 0; i < n_spawned; i++) {
-                if (spawned[i].pid > 0 && !spawned[i].reaped)
-                        (void) waitpid(spawned[i].pid, NULL, WNOHANG);
-                spawned[i].reaped = false;
-                unlink(spawned[i].out);
+        while (n_cgroups > 0) {
+                const char *cg = cgroups[--n_cgroups];
+                int r = mgt_cg_destroy(cg, 10 * MG_USEC_PER_SEC);
+                if (r < 0)
+                        kt_note("cleanup: %s: %s", cg, r == -ETIMEDOUT ? "did not empty" : strerror(-r));
         }
+        for (int i = 0; i < n_spawned; i++)
+                mgt_proc_end(&spawned[i]);
         n_spawned = 0;
 }
 
@@ -199,125 +60,46 @@ pid_t kt_spawn(const char *cg, const char *const args[]) {
 }
 
 pid_t kt_spawn_exe(const char *cg, const char *exe, const char *const args[]) {
-        char *argv[16];
-        int n = 0;
-        argv[n++] = (char *) exe;
-        for (int i = 0; args[i] && n < 15; i++)
-                argv[n++] = (char *) args[i];
-        argv[n] = NULL;
         if (n_spawned == 64)
                 return -ENOSPC;
-        snprintf(spawned[n_spawned].out, sizeof(spawned[0].out), "/tmp/kt-out-%d-%d", getpid(), n_spawned);
-        int out = open(spawned[n_spawned].out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (out < 0)
-                return -errno;
-        fflush(stdout);
-        int saved = dup(1);
-        dup2(out, 1);
-        pid_t pid = mg_spawn_in_cgroup(cg, argv, NULL);
-        dup2(saved, 1);
-        close(saved);
-        close(out);
-        if (pid > 0)
-                spawned[n_spawned++].pid = pid;
-        return pid;
+        struct mgt_proc *p = &spawned[n_spawned];
+        int r = mgt_proc_start(p, cg, exe, args, "/tmp");
+        if (r < 0) {
+                mgt_proc_end(p);
+                return r;
+        }
+        n_spawned++;
+        return p->pid;
+}
+
+static struct mgt_proc *spawned_proc(pid_t pid) {
+        for (int i = 0; i < n_spawned; i++)
+                if (spawned[i].pid == pid)
+                        return &spawned[i];
+        return NULL;
 }
 
 int kt_wait(pid_t pid, uint64_t timeout_usec) {
-        uint64_t end = kt_now() + timeout_usec;
-        int status, slot = -1;
-        for (int i = 0; i < n_spawned; i++)
-                if (spawned[i].pid == pid)
-                        slot = i;
-        if (slot >= 0 && spawned[slot].reaped)
-                return spawned[slot].status; /* asked again after it ended */
-        int pfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        for (;;) {
-                pid_t r = waitpid(pid, &status, WNOHANG);
-                if (r == pid) {
-                        if (pfd >= 0)
-                                close(pfd);
-                        if (slot >= 0) {
-                                spawned[slot].reaped = true;
-                                spawned[slot].status = status;
-                        }
-                        return status;
-                }
-                if (r < 0 || kt_now() >= end)
-                        break;
-                struct pollfd p = { .fd = pfd, .events = POLLIN };
-                (void) poll(&p, pfd >= 0 ? 1 : 0, 50);
-        }
-        if (pfd >= 0)
-                close(pfd);
-        return -ETIMEDOUT;
+        struct mgt_proc *p = spawned_proc(pid);
+        int r = p ? mgt_proc_wait(p, timeout_usec) : -ETIMEDOUT;
+        return r == -ECHILD ? -ETIMEDOUT : r; /* as waitpid() failing always said here */
 }
 
 const char *kt_result(pid_t pid) {
         static char line[512];
+        struct mgt_proc *p = spawned_proc(pid);
         line[0] = '\0';
-        for (int i = 0; i < n_spawned; i++) {
-                if (spawned[i].pid != pid)
-                        continue;
-                FILE *f = fopen(spawned[i].out, "r");
-                if (!f)
-                        break;
-                char buf[512];
-                while (fgets(buf, sizeof(buf), f))
-                        if (strncmp(buf, "workload=", 9) == 0)
-                                snprintf(line, sizeof(line), "%s", buf);
-                fclose(f);
-                line[strcspn(line, "\n")] = '\0';
-        }
-        return line;
+        return p ? mgt_proc_result(p, line, sizeof(line)) : line;
 }
 
-int kt_make_file(const char *path, uint64_t mib) {
-        static char buf[1 << 20];
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return -errno;
-        for (uint64_t i = 0; i < mib; i++) {
-                memset(buf, (int) (i * 7 + 1), sizeof(buf));
-                if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf)) {
-                        int r = -errno;
-                        close(fd);
-                        return r;
-                }
-        }
-        fsync(fd);
-        close(fd);
-        kt_drop_cache(path);
-        return 0;
-}
-
-void kt_drop_cache(const char *path) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-                fdatasync(fd);
-                posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-                close(fd);
-        }
-}
-
-static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
-        struct kt_events *e = ud;
-        (void) g;
-        if (ev->type < 16)
-                e->n[ev->type]++;
+void kt_note_event(const struct mg_event *ev) {
         if (ev->type == MG_EVENT_KILL) {
                 char buf[1024];
-                e->kill = *ev->kill;
-                e->kill_time = ev->time_usec;
                 mg_kill_record_format(ev->kill, buf, sizeof(buf));
                 kt_note("%s", buf);
         }
         if (ev->type == MG_EVENT_ERROR)
                 kt_note("guard error on %s: %s", ev->what ? ev->what : "?", strerror(-ev->error));
-        if (ev->type == MG_EVENT_GONE)
-                e->gone++;
-        if (ev->lend)
-                e->lend = *ev->lend;
         if (ev->type == MG_EVENT_UNKILLABLE)
                 kt_note("unkillable: %" PRIu32 " members still there %" PRIu64 " ms after the kill, first %" PRId32
                         " (%c)",
@@ -326,7 +108,6 @@ static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                         ev->unkillable->n_pids ? ev->unkillable->states[0] : '?');
         if (ev->type == MG_EVENT_EMPTY_OVER_LIMIT) {
                 const struct mg_report *r = ev->report;
-                e->empty = *r;
                 kt_note("empty over the limit: used %" PRIu64 " KiB of %" PRIu64 " KiB (anon %" PRIu64
                         " shmem %" PRIu64 " kernel %" PRIu64 " sock %" PRIu64 " KiB), memory.current %" PRIu64
                         " KiB, no process",
@@ -334,7 +115,6 @@ static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                         r->stat.kernel >> 10, r->stat.sock >> 10, r->current_bytes >> 10);
         }
         if (ev->type == MG_EVENT_THROTTLED) {
-                e->throttle = *ev->throttle;
                 kt_note("throttled: %" PRIu64 " KiB over memory.high %" PRIu64 " KiB, est %" PRIu64
                         " ms per 256 KiB, %" PRIu64 " high events/s, memory some %u.%02u %%, cpu %u.%02u %%",
                         (ev->throttle->current_bytes - ev->throttle->high_bytes) >> 10, ev->throttle->high_bytes >> 10,
@@ -344,60 +124,42 @@ static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
         }
 }
 
+static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
+        (void) g;
+        mgt_events_record(ud, ev);
+        kt_note_event(ev);
+}
+
 mg_set *kt_set_new(void) {
         mg_set *s = NULL;
         return mg_set_new(NULL, &s) < 0 ? NULL : s;
 }
 
-int kt_guard_opts(mg_set *s, const char *cg, struct mg_guard_options *o, struct kt_events *ev, mg_guard **ret) {
+int kt_guard_opts(mg_set *s, const char *cg, struct mg_guard_options *o, struct mgt_events *ev, mg_guard **ret) {
         o->on_event = on_event;
         o->userdata = ev;
         return mg_set_add(s, cg, o, ret);
 }
 
-int kt_guard_io(mg_set *s, const char *cg, struct mg_guard_options *o, const struct mg_io *io, struct kt_events *ev,
+int kt_guard_io(mg_set *s, const char *cg, struct mg_guard_options *o, const struct mg_io *io, struct mgt_events *ev,
                 mg_guard **ret) {
         o->on_event = on_event;
         o->userdata = ev;
         return mg_set_add_internal(s, cg, o, 0, io, ret);
 }
 
-int kt_guard(mg_set *s, const char *cg, uint64_t limit, struct kt_events *ev, mg_guard **ret) {
+int kt_guard(mg_set *s, const char *cg, uint64_t limit, struct mgt_events *ev, mg_guard **ret) {
         struct mg_guard_options o;
         int r = mg_guard_options_init(&o, limit);
         return r < 0 ? r : kt_guard_opts(s, cg, &o, ev, ret);
-}
-
-bool killed_any(void *ud) {
-        return ((struct kt_events *) ud)->n[MG_EVENT_KILL] > 0;
 }
 
 bool is_sigkill_status(int status) {
         return status >= 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 }
 
-bool kt_run(mg_set *s, uint64_t timeout_usec, bool (*stop)(void *), void (*sample)(void *), void *ud) {
-        uint64_t end = kt_now() + timeout_usec;
-        struct pollfd p = { .fd = mg_set_get_fd(s), .events = POLLIN };
-        for (;;) {
-                if (sample)
-                        sample(ud);
-                if (stop && stop(ud))
-                        return true;
-                uint64_t now = kt_now(), due;
-                if (now >= end)
-                        return false;
-                mg_set_get_timeout(s, &due);
-                uint64_t wait = due > now ? due - now : 0;
-                if (wait > 10 * MS)
-                        wait = 10 * MS;
-                (void) poll(&p, 1, (int) ((wait + 999) / 1000));
-                mg_set_process(s);
-        }
-}
-
 struct lend_wait {
-        struct kt_events *ev;
+        struct mgt_events *ev;
         int ends;
 };
 
@@ -406,12 +168,12 @@ static bool lend_told(void *ud) {
         return w->ev->n[MG_EVENT_LEND_END] > w->ends;
 }
 
-int kt_lend_end(mg_set *s, mg_guard *g, uint64_t lend_id, struct kt_events *ev, uint64_t timeout_usec) {
+int kt_lend_end(mg_set *s, mg_guard *g, uint64_t lend_id, struct mgt_events *ev, uint64_t timeout_usec) {
         struct lend_wait w = { .ev = ev, .ends = ev->n[MG_EVENT_LEND_END] };
         int r = mg_guard_lend_end(g, lend_id);
         if (r < 0)
                 return r;
         if (r == 0)
                 return lend_told(&w) ? 0 : -EPROTO; /* a lone guard's end tells at once */
-        return kt_run(s, timeout_usec, lend_told, NULL, &w) ? 0 : -ETIMEDOUT;
+        return mgt_run(s, timeout_usec, lend_told, NULL, &w) ? 0 : -ETIMEDOUT;
 }

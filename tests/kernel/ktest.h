@@ -3,9 +3,12 @@
 
 /*
  * Helpers for tests on a real cgroup v2: unique child cgroups cleaned up
- * even when a scenario fails, workloads started into them, a guard set
- * driven by poll() with bounded waits, TAP output.  Modelled on the kernel's
- * tools/testing/selftests/cgroup/cgroup_util.c, with errno returns.
+ * even when a scenario fails, workloads started into them, guards whose
+ * events are counted, TAP output.  Modelled on the kernel's
+ * tools/testing/selftests/cgroup/cgroup_util.c, with errno returns.  The
+ * workloads, the event counts and the bounded runs of a guard set are the
+ * scenario library's (tools/common/scenario.h, shared with `memguard
+ * demo`); the cgroup files are read and written through cgdir.h.
  */
 
 #include <stdbool.h>
@@ -13,22 +16,11 @@
 #include <sys/types.h>
 
 #include "memguard/memguard.h"
-
-#define MIB (UINT64_C(1) << 20)
-#define MS UINT64_C(1000)
-#define SEC UINT64_C(1000000)
+#include "cgdir.h"
+#include "scenario.h"
+#include "util.h"
 
 enum { KT_PASS, KT_FAIL, KT_SKIP };
-
-struct kt_events {
-        int n[16];
-        struct mg_kill_record kill; /* the last kill */
-        uint64_t kill_time;
-        struct mg_throttle_info throttle; /* the last MG_EVENT_THROTTLED */
-        struct mg_lend_info lend;       /* the last MG_EVENT_LEND_* */
-        int gone;
-        struct mg_report empty;           /* the last MG_EVENT_EMPTY_OVER_LIMIT */
-};
 
 extern const char *kt_base;     /* the test's own parent cgroup */
 extern const char *kt_disk;     /* a directory on a real disk file system */
@@ -47,26 +39,14 @@ void kt_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
                 }                                                              \
         } while (0)
 
-uint64_t kt_now(void);
-
-/* Makes <base>/<name>-<n>, remembered for cleanup.  Returns a static path. */
+/* Makes <base>/<name>-<n>, remembered for cleanup.  Returns a static path.
+ * Everything else done to cgroups goes through cgdir.h (mgt_cg_*). */
 const char *kt_cg_new(const char *name);
-int kt_cg_write(const char *cg, const char *file, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Reads a cgroup file into buf; returns length or negative errno. */
-ssize_t kt_cg_read(const char *cg, const char *file, char *buf, size_t size);
-uint64_t kt_cg_u64(const char *cg, const char *file);
-/* A key of a "key value" file (memory.stat, memory.events); UINT64_MAX if absent. */
-uint64_t kt_cg_key(const char *cg, const char *file, const char *key);
-/* PSI "some"/"full" total of a pressure file. */
-uint64_t kt_cg_psi_total(const char *cg, const char *file, const char *which);
-/* Waits (bounded) until cgroup.events says populated == want. */
-bool kt_cg_wait_populated(const char *cg, int want, uint64_t timeout_usec);
-/* Kills everything in cg, waits for it to empty, removes it. */
-int kt_cg_destroy(const char *cg);
 void kt_cleanup_all(void);
 
-/* Starts the workload with args inside cg; its stdout goes to a file read by
- * kt_result().  Returns the pid (> 0) or a negative errno. */
+/* Starts the workload with args inside cg (mgt_proc_start(); its stdout
+ * goes to a file read by kt_result()), remembered for cleanup.  Returns
+ * the pid (> 0) or a negative errno. */
 pid_t kt_spawn(const char *cg, const char *const args[]);
 /* The same with another copy of the workload binary. */
 pid_t kt_spawn_exe(const char *cg, const char *exe, const char *const args[]);
@@ -75,31 +55,25 @@ int kt_wait(pid_t pid, uint64_t timeout_usec);
 /* The last line the workload printed (static buffer). */
 const char *kt_result(pid_t pid);
 
-/* Creates a file of mib MiB on the disk (from outside any test cgroup) and
- * drops it from the page cache. */
-int kt_make_file(const char *path, uint64_t mib);
-void kt_drop_cache(const char *path);
-
-/* A guard set whose events land in *ev. */
+/* Notes a kill record, a guard error, an unkillable actor, an empty actor
+ * over its limit, a throttle. */
+void kt_note_event(const struct mg_event *ev);
+/* A guard set whose events land in *ev (mgt_events_record(), then
+ * kt_note_event()).  Run it with mgt_run(). */
 mg_set *kt_set_new(void);
-int kt_guard(mg_set *s, const char *cg, uint64_t limit, struct kt_events *ev, mg_guard **ret);
+int kt_guard(mg_set *s, const char *cg, uint64_t limit, struct mgt_events *ev, mg_guard **ret);
 /* The same with options the caller filled (events still land in *ev). */
-int kt_guard_opts(mg_set *s, const char *cg, struct mg_guard_options *o, struct kt_events *ev, mg_guard **ret);
+int kt_guard_opts(mg_set *s, const char *cg, struct mg_guard_options *o, struct mgt_events *ev, mg_guard **ret);
 /* The same through an I/O seam (struct mg_io, memguard/cgroup.h), so a
  * scenario can count what the guard does to the cgroup's files. */
 struct mg_io;
-int kt_guard_io(mg_set *s, const char *cg, struct mg_guard_options *o, const struct mg_io *io, struct kt_events *ev,
+int kt_guard_io(mg_set *s, const char *cg, struct mg_guard_options *o, const struct mg_io *io, struct mgt_events *ev,
                 mg_guard **ret);
-/* Stop conditions for kt_run(): ud is a struct kt_events. */
-bool killed_any(void *ud);
 /* A wait status of a process that died of SIGKILL. */
 bool is_sigkill_status(int status);
-/* Runs the set until stop(ud) is true or timeout; calls sample(ud) at least
- * every 10 ms.  Returns true if stop() became true. */
-bool kt_run(mg_set *s, uint64_t timeout_usec, bool (*stop)(void *), void (*sample)(void *), void *ud);
 /* Ends the lend of a guard in s as its caller does: mg_guard_lend_end()
  * hands the restore to the set's worker (1), and the set tells
  * MG_EVENT_LEND_END; runs s until it did (ev is the guard's), for at most
  * timeout.  Returns 0 once told, mg_guard_lend_end()'s negative errno, or
  * -ETIMEDOUT. */
-int kt_lend_end(mg_set *s, mg_guard *g, uint64_t lend_id, struct kt_events *ev, uint64_t timeout_usec);
+int kt_lend_end(mg_set *s, mg_guard *g, uint64_t lend_id, struct mgt_events *ev, uint64_t timeout_usec);

@@ -33,7 +33,7 @@
 #include "guard.h"
 #include "scenarios.h"
 
-#define LIMIT (64 * MIB)
+#define LIMIT (64 * MG_MIB)
 
 /* Prints the working-set and pressure counters of cg over ms. */
 static void thrash_note(const char *what, const char *cg, uint64_t ms);
@@ -48,7 +48,7 @@ static bool have_file(const char *cg, const char *file) {
 /* ---- 1. anon overshoot ------------------------------------------------ */
 
 struct overshoot_watch {
-        struct kt_events ev;
+        struct mgt_events ev;
         const char *cg;
         uint64_t crossed_usec, below_usec, peak_current;
 };
@@ -58,19 +58,20 @@ struct overshoot_watch {
  * used crossed: kill - crossing measured this way can only be too long. */
 static void overshoot_sample(void *ud) {
         struct overshoot_watch *w = ud;
-        uint64_t cur = kt_cg_u64(w->cg, "memory.current");
+        uint64_t cur = UINT64_MAX;
+        (void) mgt_cg_read_u64(w->cg, "memory.current", &cur);
         if (cur != UINT64_MAX && cur > w->peak_current)
                 w->peak_current = cur;
         if (w->crossed_usec || cur == UINT64_MAX)
                 return;
         if (cur > LIMIT)
-                w->crossed_usec = kt_now();
+                w->crossed_usec = mg_mono_usec();
         else
-                w->below_usec = kt_now();
+                w->below_usec = mg_mono_usec();
 }
 
 static bool overshoot_stop(void *ud) {
-        return killed_any(&((struct overshoot_watch *) ud)->ev);
+        return mgt_events_killed(&((struct overshoot_watch *) ud)->ev);
 }
 
 /* Actor: no memory.max, guard limit 64 MiB; the workload grows anon to
@@ -81,11 +82,11 @@ int t_anon_overshoot(void) {
         mg_set *s = kt_set_new();
         w.cg = kt_cg_new("overshoot");
         KT_CHECK(s && w.cg, "setup");
-        KT_CHECK(kt_guard(s, w.cg, LIMIT, &w.ev, NULL) == 0, "guard");
-        pid_t pid = kt_spawn(w.cg, (const char *[]) { "anon", "160", "256", "-1", NULL });
+        KT_CHECK(kt_guard(s, w.cg, mgt_spec_anon_overshoot.limit, &w.ev, NULL) == 0, "guard");
+        pid_t pid = kt_spawn(w.cg, mgt_spec_anon_overshoot.args);
         KT_CHECK(pid > 0, "spawn: %s", strerror((int) -pid));
-        bool k = kt_run(s, 60 * SEC, overshoot_stop, overshoot_sample, &w);
-        int status = kt_wait(pid, 10 * SEC);
+        bool k = mgt_run(s, mgt_spec_anon_overshoot.timeout_usec, overshoot_stop, overshoot_sample, &w);
+        int status = kt_wait(pid, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
         KT_CHECK(k, "no kill within 60 s; peak memory.current %" PRIu64, w.peak_current);
         KT_CHECK(w.ev.kill.reason == MG_KILL_OVERSHOOT, "reason %d", w.ev.kill.reason);
@@ -99,12 +100,12 @@ int t_anon_overshoot(void) {
         uint64_t crossed = !late ? w.crossed_usec : w.below_usec ? w.below_usec : w.ev.kill.kill_usec, delay = w.ev.kill.kill_usec - crossed;
         kt_note("crossing_to_kill_ms=%" PRIu64 " crossing_to_empty_ms=%" PRIu64 " used_at_kill_mib=%" PRIu64
                 " method=%s%s",
-                delay / 1000, (w.ev.kill.empty_usec - crossed) / 1000, w.ev.kill.report.used_bytes / MIB,
+                delay / 1000, (w.ev.kill.empty_usec - crossed) / 1000, w.ev.kill.report.used_bytes / MG_MIB,
                 w.ev.kill.method == MG_KILL_CGROUP_KILL ? "cgroup.kill" : "pidfd",
                 late ? " crossing_seen_after_kill=1 (bound: last sample below the limit)" : "");
-        KT_CHECK(w.ev.kill.kill_usec >= w.crossed_usec || w.crossed_usec - w.ev.kill.kill_usec < 20 * MS,
+        KT_CHECK(w.ev.kill.kill_usec >= w.crossed_usec || w.crossed_usec - w.ev.kill.kill_usec < 20 * MG_USEC_PER_MSEC,
                  "killed before crossing?");
-        KT_CHECK(w.ev.kill.kill_usec < w.crossed_usec || delay <= 2 * (250 * MS) + 100 * MS,
+        KT_CHECK(w.ev.kill.kill_usec < w.crossed_usec || delay <= 2 * (250 * MG_USEC_PER_MSEC) + 100 * MG_USEC_PER_MSEC,
                  "kill %" PRIu64 " ms after crossing", delay / 1000);
         KT_CHECK(is_sigkill_status(status), "workload status %d", status);
         KT_CHECK(!w.ev.kill.empty_timed_out, "cgroup did not empty");
@@ -114,7 +115,7 @@ int t_anon_overshoot(void) {
 /* ---- 2. page cache at the limit --------------------------------------- */
 
 struct cache_watch {
-        struct kt_events ev;
+        struct mgt_events ev;
         const char *cg;
         pid_t writer, reader;
         uint64_t peak_current, peak_dirty, at_limit_samples, samples, last;
@@ -122,12 +123,14 @@ struct cache_watch {
 
 static void cache_sample(void *ud) {
         struct cache_watch *w = ud;
-        uint64_t now = kt_now();
-        if (now - w->last < 50 * MS)
+        uint64_t now = mg_mono_usec();
+        if (now - w->last < 50 * MG_USEC_PER_MSEC)
                 return;
         w->last = now;
-        uint64_t cur = kt_cg_u64(w->cg, "memory.current");
-        uint64_t dirty = kt_cg_key(w->cg, "memory.stat", "file_dirty");
+        uint64_t cur = UINT64_MAX;
+        (void) mgt_cg_read_u64(w->cg, "memory.current", &cur);
+        uint64_t dirty = UINT64_MAX;
+        (void) mgt_cg_read_key(w->cg, "memory.stat", "file_dirty", &dirty);
         w->samples++;
         if (cur != UINT64_MAX) {
                 if (cur > w->peak_current)
@@ -141,7 +144,7 @@ static void cache_sample(void *ud) {
 
 static bool cache_stop(void *ud) {
         struct cache_watch *w = ud;
-        return killed_any(&w->ev) || (waitpid(w->reader, NULL, WNOHANG) == w->reader && (w->reader = -1, true));
+        return mgt_events_killed(&w->ev) || (waitpid(w->reader, NULL, WNOHANG) == w->reader && (w->reader = -1, true));
 }
 
 /* Actor: memory.max 64 MiB = guard limit.  A writer of 192 MiB (dirty cache)
@@ -155,27 +158,28 @@ int t_page_cache_at_limit(void) {
         KT_CHECK(s && w.cg, "setup");
         snprintf(rfile, sizeof(rfile), "%s/pc-read", kt_disk);
         snprintf(wfile, sizeof(wfile), "%s/pc-write", kt_disk);
-        KT_CHECK(kt_make_file(rfile, 128) == 0, "make %s", rfile);
-        KT_CHECK(kt_cg_write(w.cg, "memory.max", "%" PRIu64, LIMIT) == 0, "memory.max");
+        KT_CHECK(mgt_make_file(rfile, 128) == 0, "make %s", rfile);
+        KT_CHECK(mgt_cg_writef(w.cg, "memory.max", "%" PRIu64, LIMIT) == 0, "memory.max");
         KT_CHECK(kt_guard(s, w.cg, LIMIT, &w.ev, NULL) == 0, "guard");
-        uint64_t t0 = kt_now();
+        uint64_t t0 = mg_mono_usec();
         w.writer = kt_spawn(w.cg, (const char *[]) { "write", wfile, "192", "0", NULL });
         w.reader = kt_spawn(w.cg, (const char *[]) { "read", rfile, "12", NULL });
         KT_CHECK(w.writer > 0 && w.reader > 0, "spawn");
         pid_t reader = w.reader;
-        kt_run(s, 60 * SEC, cache_stop, cache_sample, &w);
-        int wst = kt_wait(w.writer, 60 * SEC);
-        uint64_t ran = kt_now() - t0;
+        mgt_run(s, 60 * MG_USEC_PER_SEC, cache_stop, cache_sample, &w);
+        int wst = kt_wait(w.writer, 60 * MG_USEC_PER_SEC);
+        uint64_t ran = mg_mono_usec() - t0, max_events = UINT64_MAX;
         mg_set_free(s);
+        (void) mgt_cg_read_key(w.cg, "memory.events", "max", &max_events);
         kt_note("ran_ms=%" PRIu64 " peak_current_mib=%" PRIu64 " peak_dirty_mib=%" PRIu64
                 " at_limit=%" PRIu64 "/%" PRIu64 " max_events=%" PRIu64 " reader: %s",
-                ran / 1000, w.peak_current / MIB, w.peak_dirty / MIB, w.at_limit_samples, w.samples,
-                kt_cg_key(w.cg, "memory.events", "max"), kt_result(reader));
+                ran / 1000, w.peak_current / MG_MIB, w.peak_dirty / MG_MIB, w.at_limit_samples, w.samples,
+                max_events, kt_result(reader));
         thrash_note("page cache", w.cg, ran / 1000);
         unlink(rfile);
         unlink(wfile);
         KT_CHECK(w.ev.n[MG_EVENT_KILL] == 0, "page cache got the actor killed");
-        KT_CHECK(ran >= 10 * SEC, "ran only %" PRIu64 " ms", ran / 1000);
+        KT_CHECK(ran >= 10 * MG_USEC_PER_SEC, "ran only %" PRIu64 " ms", ran / 1000);
         KT_CHECK(w.at_limit_samples > 0, "memory.current never reached the slow path");
         KT_CHECK(wst >= 0 && WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "writer status %d", wst);
         return KT_PASS;
@@ -188,42 +192,45 @@ int t_page_cache_at_limit(void) {
  * Expect: memory.high back to the exact bytes it had, the guard resumes at
  * once and does not kill for the dirty cache left behind (3 s watched). */
 int t_dirty_after_lend(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         char file[512], before[64], after[64];
         mg_set *s = kt_set_new();
         mg_guard *g;
         const char *cg = kt_cg_new("lend");
         KT_CHECK(s && cg, "setup");
         snprintf(file, sizeof(file), "%s/lend-write", kt_disk);
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, LIMIT * 9 / 10) == 0, "memory.high");
-        KT_CHECK(kt_cg_read(cg, "memory.high", before, sizeof(before)) > 0, "read memory.high");
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, LIMIT * 9 / 10) == 0, "memory.high");
+        KT_CHECK(mgt_cg_read(cg, "memory.high", before, sizeof(before)) > 0, "read memory.high");
         KT_CHECK(kt_guard(s, cg, LIMIT, &ev, &g) == 0, "guard");
         uint64_t lend = 0;
-        KT_CHECK(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC, &lend) == 0, "lend_begin");
-        KT_CHECK(kt_cg_read(cg, "memory.high", after, sizeof(after)) > 0 && strcmp(after, "max\n") == 0,
+        KT_CHECK(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * MG_USEC_PER_SEC, &lend) == 0, "lend_begin");
+        KT_CHECK(mgt_cg_read(cg, "memory.high", after, sizeof(after)) > 0 && strcmp(after, "max\n") == 0,
                  "lent memory.high is %s", after);
         pid_t pid = kt_spawn(cg, (const char *[]) { "write", file, "256", "0", NULL });
         KT_CHECK(pid > 0, "spawn");
         /* run the guard while the writer works: it must not act during the lend */
         while (kt_wait(pid, 0) == -ETIMEDOUT)
-                kt_run(s, 100 * MS, NULL, NULL, NULL);
-        uint64_t dirty = kt_cg_key(cg, "memory.stat", "file_dirty");
-        uint64_t wb = kt_cg_key(cg, "memory.stat", "file_writeback");
-        uint64_t t_end = kt_now();
+                mgt_run(s, 100 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+        uint64_t dirty = UINT64_MAX;
+        (void) mgt_cg_read_key(cg, "memory.stat", "file_dirty", &dirty);
+        uint64_t wb = UINT64_MAX;
+        (void) mgt_cg_read_key(cg, "memory.stat", "file_writeback", &wb);
+        uint64_t t_end = mg_mono_usec();
         /* the set's worker writes memory.high back; told when it is done */
-        int r = kt_lend_end(s, g, lend, &ev, 30 * SEC);
+        int r = kt_lend_end(s, g, lend, &ev, 30 * MG_USEC_PER_SEC);
         KT_CHECK(r == 0, "lend_end: %d", r);
-        uint64_t restore_ms = (kt_now() - t_end) / 1000;
-        KT_CHECK(kt_cg_read(cg, "memory.high", after, sizeof(after)) > 0, "read");
-        uint64_t cur = kt_cg_u64(cg, "memory.current");
-        kt_run(s, 3 * SEC, killed_any, NULL, &ev);
+        uint64_t restore_ms = (mg_mono_usec() - t_end) / 1000;
+        KT_CHECK(mgt_cg_read(cg, "memory.high", after, sizeof(after)) > 0, "read");
+        uint64_t cur = UINT64_MAX;
+        (void) mgt_cg_read_u64(cg, "memory.current", &cur);
+        mgt_run(s, 3 * MG_USEC_PER_SEC, mgt_events_killed, NULL, &ev);
         struct mg_report rep = { .size = sizeof(rep) };
         mg_guard_report(g, &rep);
         mg_set_free(s);
         unlink(file);
         kt_note("dirty_at_restore_mib=%" PRIu64 " writeback_mib=%" PRIu64 " current_after_restore_mib=%" PRIu64
                 " restore_ms=%" PRIu64 " used_after_mib=%" PRIu64 " file_after_mib=%" PRIu64 " writer: %s",
-                dirty / MIB, wb / MIB, cur / MIB, restore_ms, rep.used_bytes / MIB, rep.stat.file / MIB,
+                dirty / MG_MIB, wb / MG_MIB, cur / MG_MIB, restore_ms, rep.used_bytes / MG_MIB, rep.stat.file / MG_MIB,
                 kt_result(pid));
         KT_CHECK(strcmp(before, after) == 0, "memory.high %s restored as %s", before, after);
         KT_CHECK(ev.n[MG_EVENT_KILL] == 0, "killed for dirty cache");
@@ -234,7 +241,7 @@ int t_dirty_after_lend(void) {
 /* ---- 4. stale memory.stat ---------------------------------------------- */
 
 struct stale_watch {
-        struct kt_events ev;
+        struct mgt_events ev;
         const char *cg;
         pid_t pid;
         uint64_t swings, last_cur, peak, stat_over_current;
@@ -242,13 +249,15 @@ struct stale_watch {
 
 static void stale_sample(void *ud) {
         struct stale_watch *w = ud;
-        uint64_t cur = kt_cg_u64(w->cg, "memory.current");
-        uint64_t anon = kt_cg_key(w->cg, "memory.stat", "anon");
+        uint64_t cur = UINT64_MAX;
+        (void) mgt_cg_read_u64(w->cg, "memory.current", &cur);
+        uint64_t anon = UINT64_MAX;
+        (void) mgt_cg_read_key(w->cg, "memory.stat", "anon", &anon);
         if (cur == UINT64_MAX)
                 return;
         if (cur > w->peak)
                 w->peak = cur;
-        if (w->last_cur && (cur > w->last_cur + 16 * MIB || cur + 16 * MIB < w->last_cur))
+        if (w->last_cur && (cur > w->last_cur + 16 * MG_MIB || cur + 16 * MG_MIB < w->last_cur))
                 w->swings++;
         if (anon != UINT64_MAX && anon > cur)
                 w->stat_over_current++; /* the stat still shows freed anon */
@@ -257,7 +266,7 @@ static void stale_sample(void *ud) {
 
 static bool stale_stop(void *ud) {
         struct stale_watch *w = ud;
-        return killed_any(&w->ev) || kt_wait(w->pid, 0) != -ETIMEDOUT;
+        return mgt_events_killed(&w->ev) || kt_wait(w->pid, 0) != -ETIMEDOUT;
 }
 
 /* Actor: no memory.max, guard limit 64 MiB.  For 8 s the workload maps and
@@ -272,18 +281,18 @@ int t_stale_stat(void) {
         w.cg = kt_cg_new("stale");
         KT_CHECK(s && w.cg, "setup");
         snprintf(file, sizeof(file), "%s/stale-read", kt_disk);
-        KT_CHECK(kt_make_file(file, 96) == 0, "make file");
+        KT_CHECK(mgt_make_file(file, 96) == 0, "make file");
         KT_CHECK(kt_guard(s, w.cg, LIMIT, &w.ev, NULL) == 0, "guard");
         w.pid = kt_spawn(w.cg, (const char *[]) { "churn", "56", file, "8", NULL });
         KT_CHECK(w.pid > 0, "spawn");
-        kt_run(s, 60 * SEC, stale_stop, stale_sample, &w);
-        int st = kt_wait(w.pid, 10 * SEC);
+        mgt_run(s, 60 * MG_USEC_PER_SEC, stale_stop, stale_sample, &w);
+        int st = kt_wait(w.pid, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
         unlink(file);
         kt_note("swings=%" PRIu64 " peak_current_mib=%" PRIu64 " stat_anon_above_current=%" PRIu64 " %s", w.swings,
-                w.peak / MIB, w.stat_over_current, kt_result(w.pid));
+                w.peak / MG_MIB, w.stat_over_current, kt_result(w.pid));
         KT_CHECK(w.ev.n[MG_EVENT_KILL] == 0, "false kill");
-        KT_CHECK(w.peak > LIMIT, "memory.current never passed the limit (%" PRIu64 " MiB)", w.peak / MIB);
+        KT_CHECK(w.peak > LIMIT, "memory.current never passed the limit (%" PRIu64 " MiB)", w.peak / MG_MIB);
         KT_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "workload status %d", st);
         return KT_PASS;
 }
@@ -294,16 +303,27 @@ struct thrash {
         uint64_t refaults, activates, restores, max_events, mem_some, io_some, oom_kills;
 };
 
+/* UINT64_MAX for what could not be read */
 static struct thrash thrash_counters(const char *cg) {
-        return (struct thrash) {
-                .refaults = kt_cg_key(cg, "memory.stat", "workingset_refault_file"),
-                .activates = kt_cg_key(cg, "memory.stat", "workingset_activate_file"),
-                .restores = kt_cg_key(cg, "memory.stat", "workingset_restore_file"),
-                .max_events = kt_cg_key(cg, "memory.events", "max"),
-                .mem_some = kt_cg_psi_total(cg, "memory.pressure", "some"),
-                .io_some = kt_cg_psi_total(cg, "io.pressure", "some"),
-                .oom_kills = kt_cg_key(cg, "memory.events", "oom_kill"),
-        };
+        struct thrash t = { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
+        struct mg_memstat st;
+        struct mg_mem_events e;
+        struct mg_psi mem, io;
+
+        if (mgt_cg_read_memstat(cg, &st) == 0) {
+                t.refaults = st.workingset_refault_file;
+                t.activates = st.workingset_activate_file;
+                t.restores = st.workingset_restore_file;
+        }
+        if (mgt_cg_read_events(cg, "memory.events", &e) == 0) {
+                t.max_events = e.max;
+                t.oom_kills = e.oom_kill;
+        }
+        if (mgt_cg_read_psi(cg, "memory.pressure", &mem) == 0)
+                t.mem_some = mem.some.total_usec;
+        if (mgt_cg_read_psi(cg, "io.pressure", &io) == 0)
+                t.io_some = io.some.total_usec;
+        return t;
 }
 
 static void thrash_note(const char *what, const char *cg, uint64_t ms) {
@@ -317,7 +337,7 @@ static void thrash_note(const char *what, const char *cg, uint64_t ms) {
 /* Every 100 ms: has the actor started losing its working set (the onset of
  * the thrash)?  Every 500 ms: what changed, to see how a stall builds up. */
 struct trace {
-        struct kt_events *ev;
+        struct mgt_events *ev;
         mg_guard *g; /* once it kills, the trace stops: every sample is from before the kill */
         const char *cg;
         uint64_t t0, last, last_print, onset;
@@ -329,11 +349,8 @@ struct trace {
 
 /* memory.pressure "full" avg10 in hundredths of a percent. */
 static uint64_t full_avg10(const char *cg) {
-        char buf[512];
-        if (kt_cg_read(cg, "memory.pressure", buf, sizeof(buf)) < 0)
-                return 0;
-        char *p = strstr(buf, "full avg10=");
-        return p ? (uint64_t) (strtod(p + 11, NULL) * 100 + 0.5) : 0;
+        struct mg_psi p;
+        return mgt_cg_read_psi(cg, "memory.pressure", &p) == 0 ? p.full.avg10_centipct : 0;
 }
 
 static void oomd_rule(struct trace *t, uint64_t now) {
@@ -342,17 +359,17 @@ static void oomd_rule(struct trace *t, uint64_t now) {
                 t->max_full_avg10 = a;
         t->above60_since = a > 6000 ? (t->above60_since ? t->above60_since : now) : 0;
         t->above20_since = a > 2000 ? (t->above20_since ? t->above20_since : now) : 0;
-        if (!t->oomd_fired && ((t->above60_since && now - t->above60_since >= 30 * SEC) ||
-                               (t->above20_since && now - t->above20_since >= 20 * SEC)))
+        if (!t->oomd_fired && ((t->above60_since && now - t->above60_since >= 30 * MG_USEC_PER_SEC) ||
+                               (t->above20_since && now - t->above20_since >= 20 * MG_USEC_PER_SEC)))
                 t->oomd_fired = now;
 }
 
 static void trace_sample(void *ud) {
         struct trace *t = ud;
-        uint64_t now = kt_now();
-        if (t->g && (mg_guard_is_killing(t->g) || killed_any(t->ev)))
+        uint64_t now = mg_mono_usec();
+        if (t->g && (mg_guard_is_killing(t->g) || mgt_events_killed(t->ev)))
                 return;
-        if (now - t->last < 100 * MS)
+        if (now - t->last < 100 * MG_USEC_PER_MSEC)
                 return;
         t->last = now;
         oomd_rule(t, now);
@@ -364,7 +381,7 @@ static void trace_sample(void *ud) {
         }
         if (!t->onset && c.restores > t->first.restores)
                 t->onset = now;
-        if (now - t->last_print < 500 * MS)
+        if (now - t->last_print < 500 * MG_USEC_PER_MSEC)
                 return;
         kt_note("t=%.1fs restore+%" PRIu64 " refault+%" PRIu64 " max+%" PRIu64 " mem_some+%" PRIu64 "ms io_some+%" PRIu64
                 "ms",
@@ -376,7 +393,7 @@ static void trace_sample(void *ud) {
 }
 
 static bool trace_killed(void *ud) {
-        return killed_any(((struct trace *) ud)->ev);
+        return mgt_events_killed(((struct trace *) ud)->ev);
 }
 
 /*
@@ -389,7 +406,7 @@ static bool trace_killed(void *ud) {
  */
 static int thrash(const char *name, uint64_t limit, const char *exe, const char *const control[],
                   const char *const guarded[], void (*reset)(void)) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         char ctl_name[64], g_name[64];
         snprintf(ctl_name, sizeof(ctl_name), "%s-control", name);
         snprintf(g_name, sizeof(g_name), "%s-guarded", name);
@@ -400,37 +417,39 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
                 return KT_SKIP;
         }
 
-        KT_CHECK(kt_cg_write(ctl, "memory.max", "%" PRIu64, limit) == 0, "memory.max");
-        uint64_t t0 = kt_now();
+        KT_CHECK(mgt_cg_writef(ctl, "memory.max", "%" PRIu64, limit) == 0, "memory.max");
+        uint64_t t0 = mg_mono_usec();
         pid_t pid = kt_spawn_exe(ctl, exe, control);
         KT_CHECK(pid > 0, "spawn");
         struct trace ct = { .cg = ctl, .t0 = t0 };
-        while (kt_wait(pid, 0) == -ETIMEDOUT && kt_now() - t0 < 60 * SEC) {
+        while (kt_wait(pid, 0) == -ETIMEDOUT && mg_mono_usec() - t0 < 60 * MG_USEC_PER_SEC) {
                 (void) poll(NULL, 0, 100); /* bounded by the workload's own 10 s */
-                oomd_rule(&ct, kt_now());
+                oomd_rule(&ct, mg_mono_usec());
         }
-        int st = kt_wait(pid, 1 * SEC);
+        int st = kt_wait(pid, 1 * MG_USEC_PER_SEC);
         kt_note("kernel alone: systemd-oomd rule %s (max memory full avg10 %.2f %%)",
                 ct.oomd_fired ? "would have fired" : "would not have fired", (double) ct.max_full_avg10 / 100);
-        thrash_note("kernel alone", ctl, (kt_now() - t0) / 1000);
+        thrash_note("kernel alone", ctl, (mg_mono_usec() - t0) / 1000);
         kt_note("control: %s", kt_result(pid));
         KT_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "kernel alone ended it: status %d", st);
-        KT_CHECK(kt_cg_key(ctl, "memory.events", "oom_kill") == 0, "kernel alone OOM-killed");
+        uint64_t ctl_oom = UINT64_MAX;
+        (void) mgt_cg_read_key(ctl, "memory.events", "oom_kill", &ctl_oom);
+        KT_CHECK(ctl_oom == 0, "kernel alone OOM-killed");
         reset();
 
         mg_set *s = kt_set_new();
         mg_guard *g;
         KT_CHECK(s, "set");
-        KT_CHECK(kt_cg_write(cg, "memory.max", "%" PRIu64, limit) == 0, "memory.max");
+        KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, limit) == 0, "memory.max");
         KT_CHECK(kt_guard(s, cg, limit, &ev, &g) == 0, "guard");
         uint64_t window = g->opt.stall_window_usec;
-        t0 = kt_now();
+        t0 = mg_mono_usec();
         pid = kt_spawn_exe(cg, exe, guarded);
         KT_CHECK(pid > 0, "spawn");
         struct trace tr = { .ev = &ev, .g = g, .cg = cg, .t0 = t0 };
-        bool k = kt_run(s, 60 * SEC, trace_killed, trace_sample, &tr);
-        uint64_t ms = (kt_now() - t0) / 1000;
-        st = kt_wait(pid, 10 * SEC);
+        bool k = mgt_run(s, 60 * MG_USEC_PER_SEC, trace_killed, trace_sample, &tr);
+        uint64_t ms = (mg_mono_usec() - t0) / 1000;
+        st = kt_wait(pid, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
         thrash_note("guarded", cg, ms);
         KT_CHECK(k, "not killed within 60 s");
@@ -457,7 +476,7 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
                 (ev.kill.kill_usec - t0) / 1000, (ev.kill.kill_usec - tr.onset) / 1000, window / 1000,
                 ev.kill.report.stall_usec / 1000, ev.kill.report.stall_signals & MG_STALL_MEMORY ? "memory " : "",
                 ev.kill.report.stall_signals & MG_STALL_IO ? "io" : "");
-        KT_CHECK(ev.kill.kill_usec - tr.onset <= window + 1 * SEC, "kill %" PRIu64 " ms after the onset",
+        KT_CHECK(ev.kill.kill_usec - tr.onset <= window + 1 * MG_USEC_PER_SEC, "kill %" PRIu64 " ms after the onset",
                  (ev.kill.kill_usec - tr.onset) / 1000);
         KT_CHECK(is_sigkill_status(st), "status %d", st);
         return KT_PASS;
@@ -466,23 +485,26 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
 static char hot_path[512], code_path[512];
 
 static void drop_hot(void) {
-        kt_drop_cache(hot_path);
+        mgt_drop_cache(hot_path);
 }
 
 /* A 96 MiB file read at random, 95 % of reads in its first 60 % (58 MiB,
- * more than the 48 MiB memory.max holds). */
+ * more than the 48 MiB memory.max holds): mgt_spec_thrash_hot_file, 10 s
+ * alone, up to 60 s guarded. */
 int t_thrash_hot_file(void) {
+        const struct mgt_actor_spec *a = &mgt_spec_thrash_hot_file;
+        const char *alone[16], *guarded[16];
         snprintf(hot_path, sizeof(hot_path), "%s/hot", kt_disk);
-        KT_CHECK(kt_make_file(hot_path, 96) == 0, "make file");
-        int r = thrash("thrash-file", 48 * MIB, kt_workload,
-                       (const char *[]) { "hotfile", hot_path, "10", "60", "95", NULL },
-                       (const char *[]) { "hotfile", hot_path, "60", "60", "95", NULL }, drop_hot);
+        KT_CHECK(mgt_make_file(hot_path, a->file_mib) == 0, "make file");
+        KT_CHECK(mgt_spec_args(a, hot_path, "10", alone, 16) == 0 && mgt_spec_args(a, hot_path, "60", guarded, 16) == 0,
+                 "args");
+        int r = thrash(a->name, a->limit, kt_workload, alone, guarded, drop_hot);
         unlink(hot_path);
         return r;
 }
 
 static void drop_code(void) {
-        kt_drop_cache(code_path);
+        mgt_drop_cache(code_path);
 }
 
 /* The workload's own binary, copied to the disk with 64 MiB of code (ret
@@ -504,8 +526,8 @@ int t_thrash_own_code(void) {
                 KT_CHECK(write(out, pad, sizeof(pad)) == (ssize_t) sizeof(pad), "pad");
         close(in);
         close(out);
-        kt_drop_cache(code_path);
-        int r = thrash("thrash-code", 48 * MIB, code_path,
+        mgt_drop_cache(code_path);
+        int r = thrash("thrash-code", 48 * MG_MIB, code_path,
                        (const char *[]) { "owncode", "16", "64", "10", "60", "95", NULL },
                        (const char *[]) { "owncode", "16", "64", "60", "60", "95", NULL }, drop_code);
         unlink(code_path);
@@ -536,23 +558,25 @@ int t_throttled_at_high(void) {
         mg_set *s = kt_set_new();
         const char *cg = kt_cg_new("throttle");
         KT_CHECK(s && cg, "setup");
-        KT_CHECK(kt_cg_write(cg, "memory.max", "%" PRIu64, LIMIT) == 0, "memory.max");
-        KT_CHECK(kt_cg_write(cg, "memory.high", "%" PRIu64, LIMIT * 9 / 10) == 0, "memory.high");
+        KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, LIMIT) == 0, "memory.max");
+        KT_CHECK(mgt_cg_writef(cg, "memory.high", "%" PRIu64, LIMIT * 9 / 10) == 0, "memory.high");
         KT_CHECK(kt_guard(s, cg, LIMIT, &w.ev, NULL) == 0, "guard");
-        uint64_t t0 = kt_now();
+        uint64_t t0 = mg_mono_usec();
         pid_t pid = kt_spawn(cg, (const char *[]) { "throttle", "62", "256", "12", NULL });
         KT_CHECK(pid > 0, "spawn");
         w.crossed_usec = (uint64_t) pid;
-        kt_run(s, 90 * SEC, throttled_or_exited, NULL, &w);
-        int st = kt_wait(pid, 30 * SEC);
+        mgt_run(s, 90 * MG_USEC_PER_SEC, throttled_or_exited, NULL, &w);
+        int st = kt_wait(pid, 30 * MG_USEC_PER_SEC);
         mg_set_free(s);
         const char *res = kt_result(pid);
         const char *p50 = strstr(res, "hold_p50_us=");
         uint64_t measured = p50 ? strtoull(p50 + 12, NULL, 10) : 0, est = w.ev.throttle.est_delay_usec;
+        uint64_t high_events = UINT64_MAX, oom_kill = UINT64_MAX;
+        (void) mgt_cg_read_key(cg, "memory.events", "high", &high_events);
+        (void) mgt_cg_read_key(cg, "memory.events", "oom_kill", &oom_kill);
         kt_note("ran_ms=%" PRIu64 " high_events=%" PRIu64 " oom_kill=%" PRIu64 " est_delay_ms=%" PRIu64
                 " measured_hold_p50_ms=%" PRIu64 " workload: %s",
-                (kt_now() - t0) / 1000, kt_cg_key(cg, "memory.events", "high"),
-                kt_cg_key(cg, "memory.events", "oom_kill"), est / 1000, measured / 1000, res);
+                (mg_mono_usec() - t0) / 1000, high_events, oom_kill, est / 1000, measured / 1000, res);
         KT_CHECK(w.ev.n[MG_EVENT_KILL] == 0, "guard killed a throttled actor: expected no kill");
         KT_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "workload status %d", st);
         KT_CHECK(w.ev.n[MG_EVENT_THROTTLED] == 1, "throttled reported %d times", w.ev.n[MG_EVENT_THROTTLED]);
@@ -564,7 +588,7 @@ int t_throttled_at_high(void) {
 /* ---- 7. lifecycle faults ------------------------------------------------- */
 
 static bool gone(void *ud) {
-        return ((struct kt_events *) ud)->gone > 0;
+        return ((struct mgt_events *) ud)->gone > 0;
 }
 
 /* (a) the cgroup removed while guarded: MG_EVENT_GONE, no error storm;
@@ -572,22 +596,22 @@ static bool gone(void *ud) {
  * (d) a 4-process actor over its limit is killed whole, by cgroup.kill and
  * again through the pidfd fallback. */
 int t_lifecycle(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         mg_set *s = kt_set_new();
         KT_CHECK(s, "set");
 
         const char *a = kt_cg_new("gone");
         KT_CHECK(a && kt_guard(s, a, LIMIT, &ev, NULL) == 0, "guard a");
-        kt_run(s, 300 * MS, NULL, NULL, NULL);
+        mgt_run(s, 300 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         KT_CHECK(rmdir(a) == 0, "rmdir: %s", strerror(errno));
-        uint64_t t0 = kt_now();
-        KT_CHECK(kt_run(s, 5 * SEC, gone, NULL, &ev), "no MG_EVENT_GONE after rmdir");
-        kt_note("rmdir_to_gone_ms=%" PRIu64 " errors=%d", (kt_now() - t0) / 1000, ev.n[MG_EVENT_ERROR]);
+        uint64_t t0 = mg_mono_usec();
+        KT_CHECK(mgt_run(s, 5 * MG_USEC_PER_SEC, gone, NULL, &ev), "no MG_EVENT_GONE after rmdir");
+        kt_note("rmdir_to_gone_ms=%" PRIu64 " errors=%d", (mg_mono_usec() - t0) / 1000, ev.n[MG_EVENT_ERROR]);
         KT_CHECK(ev.n[MG_EVENT_ERROR] == 0, "errors reported for a removed cgroup");
         mg_set_free(s);
 
         /* (b) and (c) */
-        struct kt_events eb = {}, ec = {};
+        struct mgt_events eb = {}, ec = {};
         s = kt_set_new();
         const char *b = kt_cg_new("exits"), *c = kt_cg_new("empty");
         KT_CHECK(s && b && c && kt_guard(s, b, LIMIT, &eb, NULL) == 0 && kt_guard(s, c, LIMIT, &ec, NULL) == 0,
@@ -596,9 +620,9 @@ int t_lifecycle(void) {
                 pid_t p = kt_spawn(b, (const char *[]) { "anon", "8", "256", "0", NULL });
                 KT_CHECK(p > 0, "spawn");
                 while (kt_wait(p, 0) == -ETIMEDOUT)
-                        kt_run(s, 20 * MS, NULL, NULL, NULL);
+                        mgt_run(s, 20 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         }
-        kt_run(s, 1 * SEC, NULL, NULL, NULL);
+        mgt_run(s, 1 * MG_USEC_PER_SEC, NULL, NULL, NULL);
         mg_set_free(s);
         KT_CHECK(eb.n[MG_EVENT_ERROR] == 0 && eb.n[MG_EVENT_KILL] == 0, "exiting processes: errors %d kills %d",
                  eb.n[MG_EVENT_ERROR], eb.n[MG_EVENT_KILL]);
@@ -607,7 +631,7 @@ int t_lifecycle(void) {
 
         /* (d) twice: cgroup.kill, then the pidfd fallback */
         for (int fallback = 0; fallback < 2; fallback++) {
-                struct kt_events ed = {};
+                struct mgt_events ed = {};
                 mg_guard *g;
                 s = kt_set_new();
                 const char *d = kt_cg_new(fallback ? "procs-pidfd" : "procs");
@@ -619,13 +643,14 @@ int t_lifecycle(void) {
                 }
                 pid_t p = kt_spawn(d, (const char *[]) { "procs", "4", "24", NULL });
                 KT_CHECK(p > 0, "spawn");
-                bool k = kt_run(s, 60 * SEC, killed_any, NULL, &ed);
-                int st = kt_wait(p, 10 * SEC);
+                bool k = mgt_run(s, 60 * MG_USEC_PER_SEC, mgt_events_killed, NULL, &ed);
+                int st = kt_wait(p, 10 * MG_USEC_PER_SEC);
                 mg_set_free(s);
                 KT_CHECK(k, "4-process actor not killed");
                 KT_CHECK(ed.kill.method == (fallback ? MG_KILL_PIDFD : MG_KILL_CGROUP_KILL), "method %d",
                          ed.kill.method);
-                KT_CHECK(!ed.kill.empty_timed_out && kt_cg_wait_populated(d, 0, 1 * SEC), "not empty");
+                KT_CHECK(!ed.kill.empty_timed_out && mgt_cg_wait_populated(d, 0, 1 * MG_USEC_PER_SEC) == 0,
+                         "not empty");
                 KT_CHECK(is_sigkill_status(st), "status %d", st);
                 kt_note("%s: kill_to_empty_ms=%" PRIu64, fallback ? "pidfd" : "cgroup.kill",
                         (ed.kill.empty_usec - ed.kill.kill_usec) / 1000);
@@ -647,57 +672,65 @@ int t_kernel_facts(void) {
         static const char *keys[] = { "anon", "file", "shmem", "sock", "file_dirty", "file_writeback",
                                       "workingset_refault_file", "pgscan", "pgsteal", "kernel_stack" };
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-                KT_CHECK(kt_cg_key(cg, "memory.stat", keys[i]) != UINT64_MAX, "memory.stat lacks %s", keys[i]);
-        kt_note("memory.stat kernel key: %s", kt_cg_key(cg, "memory.stat", "kernel") != UINT64_MAX ? "yes" : "derived");
+                KT_CHECK(mgt_cg_read_key(cg, "memory.stat", keys[i], &(uint64_t) { 0 }) == 0, "memory.stat lacks %s",
+                         keys[i]);
+        kt_note("memory.stat kernel key: %s",
+                mgt_cg_read_key(cg, "memory.stat", "kernel", &(uint64_t) { 0 }) == 0 ? "yes" : "derived");
         KT_CHECK(have_file(cg, "memory.events.local"), "no memory.events.local");
         KT_CHECK(have_file(cg, "cgroup.kill"), "no cgroup.kill");
         KT_CHECK(have_file(cg, "memory.reclaim"), "no memory.reclaim");
         KT_CHECK(have_file(cg, "memory.pressure"), "no memory.pressure (boot with psi=1)");
 
         /* memory.max kills an anon overshoot: max events, then oom_kill */
-        KT_CHECK(kt_cg_write(cg, "memory.max", "%" PRIu64, 32 * MIB) == 0, "memory.max");
-        uint64_t t0 = kt_now();
+        KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, 32 * MG_MIB) == 0, "memory.max");
+        uint64_t t0 = mg_mono_usec();
         pid_t p = kt_spawn(cg, (const char *[]) { "anon", "96", "256", "0", NULL });
-        int st = kt_wait(p, 30 * SEC);
-        uint64_t oom = kt_cg_key(cg, "memory.events", "oom_kill"), mx = kt_cg_key(cg, "memory.events", "max");
+        int st = kt_wait(p, 30 * MG_USEC_PER_SEC);
+        uint64_t oom = UINT64_MAX, mx = UINT64_MAX;
+        (void) mgt_cg_read_key(cg, "memory.events", "oom_kill", &oom);
+        (void) mgt_cg_read_key(cg, "memory.events", "max", &mx);
         kt_note("memory.max kill: after_ms=%" PRIu64 " max_events=%" PRIu64 " oom_kill=%" PRIu64,
-                (kt_now() - t0) / 1000, mx, oom);
+                (mg_mono_usec() - t0) / 1000, mx, oom);
         KT_CHECK(is_sigkill_status(st) && oom >= 1 && mx > 0, "memory.max did not kill: status %d", st);
 
         /* memory.high: throttled, counted in memory.events high, no kill */
         const char *h = kt_cg_new("facts-high");
-        KT_CHECK(h && kt_cg_write(h, "memory.high", "%" PRIu64, 16 * MIB) == 0, "memory.high");
+        KT_CHECK(h && mgt_cg_writef(h, "memory.high", "%" PRIu64, 16 * MG_MIB) == 0, "memory.high");
         p = kt_spawn(h, (const char *[]) { "anon", "20", "256", "0", NULL });
-        st = kt_wait(p, 60 * SEC);
-        uint64_t high = kt_cg_key(h, "memory.events", "high");
-        kt_note("memory.high: high_events=%" PRIu64 " oom_kill=%" PRIu64 " status=%d", high,
-                kt_cg_key(h, "memory.events", "oom_kill"), st);
+        st = kt_wait(p, 60 * MG_USEC_PER_SEC);
+        uint64_t high = UINT64_MAX, high_oom = UINT64_MAX;
+        (void) mgt_cg_read_key(h, "memory.events", "high", &high);
+        (void) mgt_cg_read_key(h, "memory.events", "oom_kill", &high_oom);
+        kt_note("memory.high: high_events=%" PRIu64 " oom_kill=%" PRIu64 " status=%d", high, high_oom, st);
         KT_CHECK(high > 0, "no high events");
-        KT_CHECK(kt_cg_key(h, "memory.events", "oom_kill") == 0, "memory.high killed");
+        KT_CHECK(high_oom == 0, "memory.high killed");
 
         /* memory.reclaim takes clean page cache back */
         char file[512];
         const char *r = kt_cg_new("facts-reclaim");
         snprintf(file, sizeof(file), "%s/reclaim", kt_disk);
-        KT_CHECK(r && kt_make_file(file, 48) == 0, "file");
+        KT_CHECK(r && mgt_make_file(file, 48) == 0, "file");
         p = kt_spawn(r, (const char *[]) { "read", file, "1", NULL });
-        kt_wait(p, 30 * SEC);
-        uint64_t before = kt_cg_u64(r, "memory.current");
-        int rc = kt_cg_write(r, "memory.reclaim", "%" PRIu64, 16 * MIB);
-        uint64_t after = kt_cg_u64(r, "memory.current");
-        kt_note("memory.reclaim 16M: rc=%d current %" PRIu64 " -> %" PRIu64 " MiB", rc, before / MIB, after / MIB);
+        kt_wait(p, 30 * MG_USEC_PER_SEC);
+        uint64_t before = UINT64_MAX;
+        (void) mgt_cg_read_u64(r, "memory.current", &before);
+        int rc = mgt_cg_writef(r, "memory.reclaim", "%" PRIu64, 16 * MG_MIB);
+        uint64_t after = UINT64_MAX;
+        (void) mgt_cg_read_u64(r, "memory.current", &after);
+        kt_note("memory.reclaim 16M: rc=%d current %" PRIu64 " -> %" PRIu64 " MiB", rc, before / MG_MIB,
+                after / MG_MIB);
         unlink(file);
-        KT_CHECK(before >= 32 * MIB, "read left only %" PRIu64 " MiB cached", before / MIB);
-        KT_CHECK((rc == 0 && before - after >= 15 * MIB) || rc == -EAGAIN, "memory.reclaim rc %d", rc);
+        KT_CHECK(before >= 32 * MG_MIB, "read left only %" PRIu64 " MiB cached", before / MG_MIB);
+        KT_CHECK((rc == 0 && before - after >= 15 * MG_MIB) || rc == -EAGAIN, "memory.reclaim rc %d", rc);
 
         /* cgroup.kill takes every member, and cgroup.events says so */
         const char *k = kt_cg_new("facts-kill");
         KT_CHECK(k, "cg");
         p = kt_spawn(k, (const char *[]) { "procs", "3", "4", NULL });
-        KT_CHECK(kt_cg_wait_populated(k, 1, 5 * SEC), "not populated");
+        KT_CHECK(mgt_cg_wait_populated(k, 1, 5 * MG_USEC_PER_SEC) == 0, "not populated");
         /* wait (bounded) for the forks to show up */
         char procs[256];
-        for (int i = 0; i < 200 && kt_cg_read(k, "cgroup.procs", procs, sizeof(procs)) > 0; i++) {
+        for (int i = 0; i < 200 && mgt_cg_read(k, "cgroup.procs", procs, sizeof(procs)) > 0; i++) {
                 int lines = 0;
                 for (char *c = procs; *c; c++)
                         lines += *c == '\n';
@@ -705,9 +738,9 @@ int t_kernel_facts(void) {
                         break;
                 (void) poll(NULL, 0, 10); /* bounded: at most 2 s in all */
         }
-        KT_CHECK(kt_cg_write(k, "cgroup.kill", "1") == 0, "cgroup.kill");
-        KT_CHECK(kt_cg_wait_populated(k, 0, 5 * SEC), "cgroup.kill left members");
-        KT_CHECK(is_sigkill_status(kt_wait(p, 5 * SEC)), "leader not SIGKILLed");
+        KT_CHECK(mgt_cg_writef(k, "cgroup.kill", "1") == 0, "cgroup.kill");
+        KT_CHECK(mgt_cg_wait_populated(k, 0, 5 * MG_USEC_PER_SEC) == 0, "cgroup.kill left members");
+        KT_CHECK(is_sigkill_status(kt_wait(p, 5 * MG_USEC_PER_SEC)), "leader not SIGKILLed");
         return KT_PASS;
 }
 
@@ -761,15 +794,15 @@ static int setup_base(const char *root, char *ret, size_t size) {
         char buf[256];
         if (statfs(root, &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC)
                 return -ENOTSUP;
-        if (kt_cg_read(root, "cgroup.controllers", buf, sizeof(buf)) < 0 || !strstr(buf, "memory"))
+        if (mgt_cg_read(root, "cgroup.controllers", buf, sizeof(buf)) < 0 || !strstr(buf, "memory"))
                 return -ENOTSUP;
-        (void) kt_cg_write(root, "cgroup.subtree_control", "+memory +io +cpu +pids");
+        (void) mgt_cg_writef(root, "cgroup.subtree_control", "+memory +io +cpu +pids");
         snprintf(ret, size, "%s/memguard-test-%d", root, getpid());
         if (mkdir(ret, 0755) < 0)
                 return -errno;
-        int r = kt_cg_write(ret, "cgroup.subtree_control", "+memory +io +cpu +pids");
+        int r = mgt_cg_writef(ret, "cgroup.subtree_control", "+memory +io +cpu +pids");
         if (r < 0)
-                r = kt_cg_write(ret, "cgroup.subtree_control", "+memory");
+                r = mgt_cg_writef(ret, "cgroup.subtree_control", "+memory");
         return r;
 }
 
@@ -812,10 +845,10 @@ int main(int argc, char **argv) {
                         continue;
                 kt_skip_reason[0] = '\0';
                 kt_note("--- %s", scenarios[i].name);
-                uint64_t t0 = kt_now();
+                uint64_t t0 = mg_mono_usec();
                 int res = scenarios[i].fn();
                 kt_cleanup_all();
-                kt_note("%s took %" PRIu64 " ms", scenarios[i].name, (kt_now() - t0) / 1000);
+                kt_note("%s took %" PRIu64 " ms", scenarios[i].name, (mg_mono_usec() - t0) / 1000);
                 k++;
                 if (res == KT_PASS)
                         printf("ok %d - %s\n", k, scenarios[i].name);

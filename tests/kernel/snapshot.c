@@ -38,10 +38,10 @@
 #include "memguard/snapshot.h"
 #include "scenarios.h"
 
-#define IMG (256 * MIB)
-#define LIMIT (256 * MIB)
-#define HIGH (230 * MIB)
-#define TOLERANCE (4 * MIB)
+#define IMG (256 * MG_MIB)
+#define LIMIT (256 * MG_MIB)
+#define HIGH (230 * MG_MIB)
+#define TOLERANCE (4 * MG_MIB)
 #define PAGE 4096
 
 /* ---- the guest image ----------------------------------------------------- */
@@ -50,17 +50,17 @@
 #define HOLES 8
 
 static int make_memfd(uint64_t len, uint64_t seed) {
-        static uint8_t buf[MIB] __attribute__((aligned(4096)));
+        static uint8_t buf[MG_MIB] __attribute__((aligned(4096)));
         int fd = memfd_create("guest-ram", MFD_CLOEXEC);
         if (fd < 0 || ftruncate(fd, (off_t) len) < 0)
                 return -1;
-        for (uint64_t b = 0; b < len / MIB; b++) {
-                uint64_t first = b * MIB / PAGE;
+        for (uint64_t b = 0; b < len / MG_MIB; b++) {
+                uint64_t first = b * MG_MIB / PAGE;
                 if (img_untouched(first, HOLES))
                         continue; /* a hole */
-                for (uint64_t i = 0; i < MIB / PAGE; i++)
+                for (uint64_t i = 0; i < MG_MIB / PAGE; i++)
                         img_expect(buf + i * PAGE, first + i, HOLES, seed);
-                if (pwrite(fd, buf, MIB, (off_t) (b * MIB)) != (ssize_t) MIB) {
+                if (pwrite(fd, buf, MG_MIB, (off_t) (b * MG_MIB)) != (ssize_t) MG_MIB) {
                         close(fd);
                         return -1;
                 }
@@ -70,15 +70,14 @@ static int make_memfd(uint64_t len, uint64_t seed) {
 
 /* ---- the actor ------------------------------------------------------------ */
 
-struct actor {
-        const char *cg;
-        char home[512];                 /* where this process came from */
-        bool inside;
-        mg_set *set;
-        mg_guard *g;
-        struct kt_events ev;            /* under tk.mu */
-        struct mgt_ticker tk;           /* ticks the set, samples dirty + writeback */
-};
+/* The scenario library's actor (tools/common/scenario.h): its cgroup (from
+ * kt_cg_new(), removed by kt_cleanup_all()), its set, whose events land in
+ * ev under tk.mu, and the ticker. */
+
+static void actor_note(struct mgt_actor *a, const struct mg_event *ev) {
+        (void) a;
+        kt_note_event(ev);
+}
 
 static void log_fn(int level, const char *msg, void *ud) {
         (void) ud;
@@ -86,58 +85,33 @@ static void log_fn(int level, const char *msg, void *ud) {
                 kt_note("library: %s", msg);
 }
 
-/* The cgroup this process is in: the root the test uses plus the path of
- * /proc/self/cgroup's "0::" line. */
-static int home_cgroup(char *ret, size_t size) {
-        char line[512], root[512];
-        FILE *f = fopen("/proc/self/cgroup", "re");
+/* The test's cgroup2 mount is the parent of kt_base. */
+static int enter(struct mgt_actor *a) {
         const char *slash = strrchr(kt_base, '/');
-        if (!f || !slash)
-                return -ENOENT;
-        snprintf(root, sizeof(root), "%.*s", (int) (slash - kt_base), kt_base);
-        while (fgets(line, sizeof(line), f)) {
-                if (strncmp(line, "0::", 3) == 0) {
-                        line[strcspn(line, "\n")] = '\0';
-                        const char *rel = strcmp(line + 3, "/") == 0 ? "" : line + 3;
-                        fclose(f);
-                        if ((size_t) snprintf(ret, size, "%s%s", root, rel) >= size)
-                                return -ENAMETOOLONG;
-                        return 0;
-                }
-        }
-        fclose(f);
-        return -ENOENT;
+        char root[512];
+
+        snprintf(root, sizeof(root), "%.*s", slash ? (int) (slash - kt_base) : 0, kt_base);
+        return mgt_actor_enter(a, root);
 }
 
-static int enter(struct actor *a) {
-        int r = kt_cg_write(a->cg, "cgroup.procs", "%d", getpid());
-        if (r == 0)
-                a->inside = true;
-        return r;
-}
-
-static int leave(struct actor *a) {
-        if (!a->inside)
-                return 0;
-        int r = kt_cg_write(a->home, "cgroup.procs", "%d", getpid());
-        if (r == 0)
-                a->inside = false;
-        else
+static int leave(struct mgt_actor *a) {
+        int r = mgt_actor_leave(a);
+        if (r < 0)
                 kt_note("cannot move back to %s: %s", a->home, strerror(-r));
         return r;
 }
 
-static int actor_start(struct actor *a, const char *name, bool guarded) {
-        memset(a, 0, sizeof(*a));
-        a->cg = kt_cg_new(name);
-        if (!a->cg || home_cgroup(a->home, sizeof(a->home)) < 0)
+static int actor_start(struct mgt_actor *a, const char *name, bool guarded) {
+        const char *cg = kt_cg_new(name);
+        int r = mgt_actor_adopt(a, cg ? cg : "");
+
+        if (!cg || r < 0)
                 return -ENOENT;
-        if (kt_cg_write(a->cg, "memory.max", "%" PRIu64, 2 * LIMIT) < 0 ||
-            kt_cg_write(a->cg, "memory.high", "%" PRIu64, HIGH) < 0)
+        if (mgt_actor_limit(a, "memory.max", 2 * LIMIT) < 0 || mgt_actor_limit(a, "memory.high", HIGH) < 0)
                 return -EIO;
         if (guarded) {
-                a->set = kt_set_new();
-                if (!a->set || kt_guard(a->set, a->cg, LIMIT, &a->ev, &a->g) < 0)
+                a->on_event = actor_note;
+                if (mgt_actor_guard(a, LIMIT, NULL) < 0)
                         return -EIO;
         }
         return mgt_ticker_start(&a->tk, a->cg, a->set);
@@ -145,12 +119,9 @@ static int actor_start(struct actor *a, const char *name, bool guarded) {
 
 /* Always run, whatever a scenario's checks said: out of the cgroup before
  * kt_cleanup_all() kills what is in it. */
-static void actor_stop(struct actor *a) {
-        leave(a);
-        mgt_ticker_stop(&a->tk);
-        if (a->set)
-                mg_set_free(a->set);
-        a->set = NULL;
+static void actor_stop(struct mgt_actor *a) {
+        (void) leave(a);
+        (void) mgt_actor_end(a); /* stops the ticker, frees the set */
 }
 
 struct result {
@@ -168,7 +139,7 @@ static void note_write(const struct result *x) {
         if (s->lend_bytes == MG_UNLIMITED)
                 snprintf(lend, sizeof(lend), "max");
         else
-                snprintf(lend, sizeof(lend), "%" PRIu64, s->lend_bytes / MIB);
+                snprintf(lend, sizeof(lend), "%" PRIu64, s->lend_bytes / MG_MIB);
         kt_note("%s: method=%s total_ms=%" PRIu64 " write_ms=%" PRIu64 " sync_ms=%" PRIu64 " lend_begin_ms=%" PRIu64
                 " lend_end_ms=%" PRIu64 " publish_ms=%" PRIu64 " image_MBps=%.1f data_MBps=%.1f",
                 x->what, mg_snapshot_method_to_string(s->method), s->total_usec / 1000, s->write_usec / 1000,
@@ -177,33 +148,36 @@ static void note_write(const struct result *x) {
         kt_note("%s: data_mib=%.1f zero_mib=%.1f hole_mib=%.1f ranges=%u allocated_mib=%.1f file_mib=%.1f "
                 "window_mib=%" PRIu64 " lend_mib=%s peak_dirty_writeback_mib=%.2f samples=%" PRIu64
                 " high_events=%" PRIu64 " memory.high %s -> %s",
-                x->what, (double) s->data_bytes / MIB, (double) s->zero_bytes / MIB, (double) s->hole_bytes / MIB,
-                s->ranges, (double) s->allocated_bytes / MIB, (double) s->file_bytes / MIB, s->window_bytes / MIB,
+                x->what, (double) s->data_bytes / MG_MIB, (double) s->zero_bytes / MG_MIB, (double) s->hole_bytes / MG_MIB,
+                s->ranges, (double) s->allocated_bytes / MG_MIB, (double) s->file_bytes / MG_MIB, s->window_bytes / MG_MIB,
                 lend,
-                (double) x->peak_dw / MIB, x->samples, x->high_events, x->high_before, x->high_after);
+                (double) x->peak_dw / MG_MIB, x->samples, x->high_events, x->high_before, x->high_after);
 }
 
 /* One write from inside the actor, measured. */
-static void do_write(struct actor *a, struct result *x, const struct mg_snapshot_source *src, const char *name,
+static void do_write(struct mgt_actor *a, struct result *x, const struct mg_snapshot_source *src, const char *name,
                      uint32_t method, uint64_t lend) {
         struct mg_snapshot_options o;
         int dfd = open(kt_disk, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        uint64_t high0 = kt_cg_key(a->cg, "memory.events", "high");
+        uint64_t high0 = UINT64_MAX;
+        (void) mgt_cg_read_key(a->cg, "memory.events", "high", &high0);
 
         mg_snapshot_options_init(&o);
         o.method = method;
-        o.guard = a->g;
+        o.guard = a->guard;
         o.lend_bytes = lend;
         o.lock = mgt_ticker_lock;
         o.lock_userdata = &a->tk;
         o.log = log_fn;
         x->st = (struct mg_snapshot_stats) { .size = sizeof(x->st) };
-        kt_cg_read(a->cg, "memory.high", x->high_before, sizeof(x->high_before));
+        mgt_cg_read(a->cg, "memory.high", x->high_before, sizeof(x->high_before));
         mgt_ticker_measure(&a->tk);
         x->r = mg_snapshot_write(src, dfd, name, &o, &x->st);
         mgt_ticker_measured(&a->tk, &x->peak_dw, &x->samples);
-        x->high_events = kt_cg_key(a->cg, "memory.events", "high") - high0;
-        kt_cg_read(a->cg, "memory.high", x->high_after, sizeof(x->high_after));
+        uint64_t high1 = UINT64_MAX;
+        (void) mgt_cg_read_key(a->cg, "memory.events", "high", &high1);
+        x->high_events = high1 - high0;
+        mgt_cg_read(a->cg, "memory.high", x->high_after, sizeof(x->high_after));
         x->high_before[strcspn(x->high_before, "\n")] = '\0';
         x->high_after[strcspn(x->high_after, "\n")] = '\0';
         close(dfd);
@@ -263,7 +237,7 @@ static int restore_check(const char *what, const char *name, bool to_fd, uint64_
         KT_CHECK(r == 0, "%s: restore: %s", what, strerror(-r));
         char shmem[64] = "";
         if (to_fd)
-                snprintf(shmem, sizeof(shmem), " target_shmem_mib=%.1f", (double) blocks / MIB);
+                snprintf(shmem, sizeof(shmem), " target_shmem_mib=%.1f", (double) blocks / MG_MIB);
         kt_note("%s: restore method=%s total_ms=%" PRIu64 " read_ms=%" PRIu64 " zero_ms=%" PRIu64 " MBps=%.1f%s",
                 what, mg_snapshot_method_to_string(st.method), st.total_usec / 1000, st.read_usec / 1000,
                 st.zero_usec / 1000, st.total_usec ? (double) st.image_bytes / (double) st.total_usec : 0, shmem);
@@ -282,47 +256,52 @@ static double plain_direct_mbps(uint64_t len, uint64_t *ret_usec) {
         char path[600];
         snprintf(path, sizeof(path), "%s/plain-direct", kt_disk);
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
-        uint8_t *buf = mmap(NULL, 4 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint8_t *buf = mmap(NULL, 4 * MG_MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (fd < 0 || buf == MAP_FAILED)
                 return 0;
-        for (uint64_t i = 0; i < 4 * MIB / PAGE; i++)
+        for (uint64_t i = 0; i < 4 * MG_MIB / PAGE; i++)
                 img_fill(buf + i * PAGE, i, 99);
-        uint64_t t0 = kt_now();
+        uint64_t t0 = mg_mono_usec();
         bool ok = true;
-        for (uint64_t off = 0; off < len && ok; off += 4 * MIB)
-                ok = pwrite(fd, buf, 4 * MIB, (off_t) off) == (ssize_t) (4 * MIB);
+        for (uint64_t off = 0; off < len && ok; off += 4 * MG_MIB)
+                ok = pwrite(fd, buf, 4 * MG_MIB, (off_t) off) == (ssize_t) (4 * MG_MIB);
         ok = ok && fdatasync(fd) == 0;
-        uint64_t us = kt_now() - t0;
+        uint64_t us = mg_mono_usec() - t0;
         close(fd);
         unlink(path);
-        munmap(buf, 4 * MIB);
+        munmap(buf, 4 * MG_MIB);
         *ret_usec = us;
         return ok && us ? (double) len / (double) us : 0;
 }
 
 /* ---- (a) + (c): lent writes of a 256 MiB guest, restored byte for byte --- */
 
-static int write_inner(struct actor *a) {
+static int write_inner(struct mgt_actor *a) {
         struct result x[4] = { { .what = "anon/auto" }, { .what = "anon/windowed" }, { .what = "anon/dontcache" },
                                { .what = "memfd/auto lend=max" } };
         KT_CHECK(actor_start(a, "snap", true) == 0, "setup");
         KT_CHECK(enter(a) == 0, "move into %s", a->cg);
-        uint64_t t0 = kt_now();
+        uint64_t t0 = mg_mono_usec();
         uint8_t *img = img_make_anon(IMG, HOLES, 1);
         KT_CHECK(img, "mmap");
+        uint64_t cur = UINT64_MAX;
+        (void) mgt_cg_read_u64(a->cg, "memory.current", &cur);
         kt_note("anon image built in %" PRIu64 " ms; actor memory.current %" PRIu64 " MiB, memory.high %" PRIu64
-                " MiB", (kt_now() - t0) / 1000, kt_cg_u64(a->cg, "memory.current") / MIB, HIGH / MIB);
+                " MiB", (mg_mono_usec() - t0) / 1000, cur / MG_MIB, HIGH / MG_MIB);
         struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = img, .length = IMG };
         do_write(a, &x[0], &src, "snap-anon-auto", MG_SNAPSHOT_AUTO, 0);
         do_write(a, &x[1], &src, "snap-anon-windowed", MG_SNAPSHOT_WINDOWED, 0);
         do_write(a, &x[2], &src, "snap-anon-dontcache", MG_SNAPSHOT_DONTCACHE, 0);
         munmap(img, IMG);
 
-        t0 = kt_now();
+        t0 = mg_mono_usec();
         int fd = make_memfd(IMG, 2);
         KT_CHECK(fd >= 0, "memfd");
-        kt_note("memfd image built in %" PRIu64 " ms; actor memory.current %" PRIu64 " MiB", (kt_now() - t0) / 1000,
-                kt_cg_u64(a->cg, "memory.current") / MIB);
+        cur = UINT64_MAX;
+        (void) mgt_cg_read_u64(a->cg, "memory.current", &cur);
+        kt_note("memfd image built in %" PRIu64 " ms; actor memory.current %" PRIu64 " MiB",
+                (mg_mono_usec() - t0) / 1000,
+                cur / MG_MIB);
         src = (struct mg_snapshot_source) { .kind = MG_SNAPSHOT_FD, .fd = fd, .length = IMG };
         do_write(a, &x[3], &src, "snap-memfd", MG_SNAPSHOT_AUTO, MG_UNLIMITED);
         close(fd);
@@ -339,8 +318,8 @@ static int write_inner(struct actor *a) {
         KT_CHECK(check_write(&x[0], true) == KT_PASS, "anon/auto");
         KT_CHECK(x[0].st.method == MG_SNAPSHOT_DIRECT, "ext4 should take O_DIRECT, took %s",
                  mg_snapshot_method_to_string(x[0].st.method));
-        KT_CHECK(x[0].st.allocated_bytes < IMG - 16 * MIB, "not sparse: %" PRIu64 " MiB allocated",
-                 x[0].st.allocated_bytes / MIB);
+        KT_CHECK(x[0].st.allocated_bytes < IMG - 16 * MG_MIB, "not sparse: %" PRIu64 " MiB allocated",
+                 x[0].st.allocated_bytes / MG_MIB);
         KT_CHECK(check_write(&x[1], true) == KT_PASS, "anon/windowed");
         if (x[2].r == -EOPNOTSUPP) {
                 kt_note("anon/dontcache: RWF_DONTCACHE not supported by this kernel or ext4 (6.14+)");
@@ -349,7 +328,7 @@ static int write_inner(struct actor *a) {
         } else
                 KT_CHECK(check_write(&x[2], true) == KT_PASS, "anon/dontcache");
         KT_CHECK(check_write(&x[3], true) == KT_PASS, "memfd");
-        KT_CHECK(x[3].st.hole_bytes == IMG / 8, "memfd holes %" PRIu64 " MiB", x[3].st.hole_bytes / MIB);
+        KT_CHECK(x[3].st.hole_bytes == IMG / 8, "memfd holes %" PRIu64 " MiB", x[3].st.hole_bytes / MG_MIB);
         KT_CHECK(kills == 0, "the guard killed the actor during or after a snapshot");
         KT_CHECK(begins == lends && ends == lends, "lends: %d begun, %d ended, %d writes", begins, ends, lends);
 
@@ -361,7 +340,7 @@ static int write_inner(struct actor *a) {
 }
 
 int t_snapshot_write(void) {
-        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
+        struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = write_inner(&a);
         actor_stop(&a);
         unlink_disk("snap-anon-auto");
@@ -373,7 +352,7 @@ int t_snapshot_write(void) {
 
 /* ---- (b): the buffered baseline, and the disk alone ---------------------- */
 
-static int baseline_inner(struct actor *a) {
+static int baseline_inner(struct mgt_actor *a) {
         struct result x = { .what = "anon/buffered" };
         KT_CHECK(actor_start(a, "snap-base", true) == 0, "setup");
         KT_CHECK(enter(a) == 0, "move into %s", a->cg);
@@ -383,23 +362,25 @@ static int baseline_inner(struct actor *a) {
         do_write(a, &x, &src, "snap-buffered", MG_SNAPSHOT_BUFFERED, 0);
         munmap(img, IMG);
         KT_CHECK(leave(a) == 0, "move out");
-        uint64_t dirty = kt_cg_key(a->cg, "memory.stat", "file_dirty");
-        uint64_t file = kt_cg_key(a->cg, "memory.stat", "file");
+        uint64_t dirty = UINT64_MAX;
+        (void) mgt_cg_read_key(a->cg, "memory.stat", "file_dirty", &dirty);
+        uint64_t file = UINT64_MAX;
+        (void) mgt_cg_read_key(a->cg, "memory.stat", "file", &file);
         kt_note("anon/buffered: after the write: file_mib=%" PRIu64 " file_dirty_mib=%" PRIu64
-                " (cache a plain write leaves charged to the actor)", file / MIB, dirty / MIB);
+                " (cache a plain write leaves charged to the actor)", file / MG_MIB, dirty / MG_MIB);
         KT_CHECK(check_write(&x, false) == KT_PASS, "buffered");
         KT_CHECK(a->ev.n[MG_EVENT_KILL] == 0, "killed");
         KT_CHECK(restore_check("anon/buffered", "snap-buffered", false, 3) == KT_PASS, "restore");
 
         uint64_t us = 0;
         double mbps = plain_direct_mbps(IMG, &us);
-        kt_note("plain O_DIRECT copy of %" PRIu64 " MiB: ms=%" PRIu64 " MBps=%.1f", IMG / MIB, us / 1000, mbps);
+        kt_note("plain O_DIRECT copy of %" PRIu64 " MiB: ms=%" PRIu64 " MBps=%.1f", IMG / MG_MIB, us / 1000, mbps);
         KT_CHECK(mbps > 0, "plain O_DIRECT copy failed");
         return KT_PASS;
 }
 
 int t_snapshot_baseline(void) {
-        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
+        struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = baseline_inner(&a);
         actor_stop(&a);
         unlink_disk("snap-buffered");
@@ -447,7 +428,7 @@ static uint64_t free_bytes(const char *dir) {
         return (uint64_t) s.f_bfree * (uint64_t) s.f_bsize;
 }
 
-static int faults_inner(struct actor *a) {
+static int faults_inner(struct mgt_actor *a) {
         const char *small = getenv("MEMGUARD_TEST_SMALL");
         if (!small)
                 small = "/mnt/small";
@@ -455,7 +436,7 @@ static int faults_inner(struct actor *a) {
 
         struct statfs sfs;
         if (statfs(small, &sfs) == 0 && access(small, W_OK) == 0) {
-                uint64_t len = 96 * MIB, free0 = free_bytes(small);
+                uint64_t len = 96 * MG_MIB, free0 = free_bytes(small);
                 int n0 = entries(small);
                 KT_CHECK(enter(a) == 0, "enter");
                 uint8_t *img = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -470,14 +451,14 @@ static int faults_inner(struct actor *a) {
                         char before[64] = "", after[64] = "";
                         mg_snapshot_options_init(&o);
                         o.method = m[i];
-                        o.guard = a->g;
+                        o.guard = a->guard;
                         o.lock = mgt_ticker_lock;
                         o.lock_userdata = &a->tk;
-                        kt_cg_read(a->cg, "memory.high", before, sizeof(before));
-                        uint64_t t0 = kt_now();
+                        mgt_cg_read(a->cg, "memory.high", before, sizeof(before));
+                        uint64_t t0 = mg_mono_usec();
                         int r = mg_snapshot_write(&src, sfd, "snap", &o, NULL);
-                        uint64_t ms = (kt_now() - t0) / 1000;
-                        kt_cg_read(a->cg, "memory.high", after, sizeof(after));
+                        uint64_t ms = (mg_mono_usec() - t0) / 1000;
+                        mgt_cg_read(a->cg, "memory.high", after, sizeof(after));
                         uint64_t free1 = free_bytes(small);
                         int n1 = entries(small), del = count_deleted_fds();
                         kt_note("ENOSPC %s: r=%s after_ms=%" PRIu64 " entries=%d->%d free_kib=%" PRIu64 "->%" PRIu64
@@ -499,7 +480,7 @@ static int faults_inner(struct actor *a) {
         }
 
         /* truncated, corrupt, wrong length */
-        uint64_t len = 8 * MIB;
+        uint64_t len = 8 * MG_MIB;
         uint8_t *img = img_make_anon(len, HOLES, 6), *back = mmap(NULL, len, PROT_READ | PROT_WRITE,
                                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         KT_CHECK(img && back != MAP_FAILED, "mmap");
@@ -543,7 +524,7 @@ static int faults_inner(struct actor *a) {
 }
 
 int t_snapshot_faults(void) {
-        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
+        struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = faults_inner(&a);
         actor_stop(&a);
         unlink_disk("snap-small");
@@ -555,9 +536,9 @@ int t_snapshot_faults(void) {
 /* 8 MiB images, half of each MiB zero, methods alternating, a lend each
  * time: no fd on a deleted file, the directory and the free space as they
  * were, memory.high as it was. */
-static int cycles_inner(struct actor *a) {
+static int cycles_inner(struct mgt_actor *a) {
         char dir[600], before[64] = "", after[64] = "";
-        uint64_t len = 8 * MIB;
+        uint64_t len = 8 * MG_MIB;
         snprintf(dir, sizeof(dir), "%s/cycles", kt_disk);
         KT_CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST, "mkdir");
         KT_CHECK(actor_start(a, "snap-cycles", true) == 0, "setup");
@@ -565,10 +546,10 @@ static int cycles_inner(struct actor *a) {
         uint8_t *img = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         uint8_t *back = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         KT_CHECK(dfd >= 0 && img != MAP_FAILED && back != MAP_FAILED, "setup");
-        kt_cg_read(a->cg, "memory.high", before, sizeof(before));
+        mgt_cg_read(a->cg, "memory.high", before, sizeof(before));
         uint64_t free0 = free_bytes(dir);
         int n0 = entries(dir), del0 = count_deleted_fds();
-        uint64_t t0 = kt_now(), wr = 0, rd = 0, worst = 0;
+        uint64_t t0 = mg_mono_usec(), wr = 0, rd = 0, worst = 0;
         static const uint32_t m[] = { MG_SNAPSHOT_AUTO, MG_SNAPSHOT_WINDOWED, MG_SNAPSHOT_BUFFERED };
         for (int i = 0; i < 100; i++) {
                 for (uint64_t p = 0; p < len / PAGE; p++) {
@@ -583,7 +564,7 @@ static int cycles_inner(struct actor *a) {
                 struct mg_snapshot_target dst = { .kind = MG_SNAPSHOT_MEMORY, .addr = back, .length = len };
                 mg_snapshot_options_init(&o);
                 o.method = m[i % 3];
-                o.guard = a->g;
+                o.guard = a->guard;
                 o.lock = mgt_ticker_lock;
                 o.lock_userdata = &a->tk;
                 o.log = log_fn;
@@ -602,10 +583,10 @@ static int cycles_inner(struct actor *a) {
         KT_CHECK(unlinkat(dfd, "snap", 0) == 0, "unlink");
         uint64_t free1 = free_bytes(dir);
         int n1 = entries(dir);
-        kt_cg_read(a->cg, "memory.high", after, sizeof(after));
+        mgt_cg_read(a->cg, "memory.high", after, sizeof(after));
         kt_note("100 cycles of %" PRIu64 " MiB (4 MiB data): ms=%" PRIu64 " write_avg_ms=%.1f write_max_ms=%" PRIu64
                 " restore_avg_ms=%.1f deleted_fds=%d->%d entries=%d->%d free_kib=%" PRIu64 "->%" PRIu64,
-                len / MIB, (kt_now() - t0) / 1000, (double) wr / 100 / 1000, worst / 1000, (double) rd / 100 / 1000,
+                len / MG_MIB, (mg_mono_usec() - t0) / 1000, (double) wr / 100 / 1000, worst / 1000, (double) rd / 100 / 1000,
                 del0, del, n0, n1, free0 / 1024, free1 / 1024);
         close(dfd);
         munmap(img, len);
@@ -623,7 +604,7 @@ static int cycles_inner(struct actor *a) {
 }
 
 int t_snapshot_cycles(void) {
-        struct actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
+        struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = cycles_inner(&a);
         actor_stop(&a);
         return r;

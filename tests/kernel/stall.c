@@ -17,7 +17,7 @@
 #include "scenarios.h"
 
 static bool oom_seen(void *ud) {
-        return ((struct kt_events *) ud)->n[MG_EVENT_KERNEL_OOM] > 0;
+        return ((struct mgt_events *) ud)->n[MG_EVENT_KERNEL_OOM] > 0;
 }
 
 /* Actor: no limit of its own, in a parent whose memory.max is 32 MiB; guard
@@ -28,28 +28,29 @@ static bool oom_seen(void *ud) {
  * the change of memory.events.local, reports MG_EVENT_KERNEL_OOM within a
  * second. */
 int t_kernel_oom_attributed(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         mg_set *s = kt_set_new();
         const char *parent = kt_cg_new("kernel-oom-parent"), *base = kt_base, *cg;
         KT_CHECK(s && parent, "setup");
-        KT_CHECK(kt_cg_write(parent, "memory.max", "%" PRIu64, 32 * MIB) == 0, "memory.max");
-        KT_CHECK(kt_cg_write(parent, "cgroup.subtree_control", "+memory") == 0, "subtree_control");
+        KT_CHECK(mgt_cg_writef(parent, "memory.max", "%" PRIu64, 32 * MG_MIB) == 0, "memory.max");
+        KT_CHECK(mgt_cg_writef(parent, "cgroup.subtree_control", "+memory") == 0, "subtree_control");
         kt_base = parent; /* the child is removed before the parent */
         cg = kt_cg_new("kernel-oom");
         kt_base = base;
         KT_CHECK(cg, "child");
-        KT_CHECK(kt_guard(s, cg, 256 * MIB, &ev, NULL) == 0, "guard");
+        KT_CHECK(kt_guard(s, cg, 256 * MG_MIB, &ev, NULL) == 0, "guard");
         pid_t pid = kt_spawn(cg, (const char *[]) { "anon", "96", "256", "-1", NULL });
         KT_CHECK(pid > 0, "spawn");
-        int st = kt_wait(pid, 30 * SEC);
-        uint64_t died = kt_now();
-        bool seen = kt_run(s, 5 * SEC, oom_seen, NULL, &ev);
+        int st = kt_wait(pid, 30 * MG_USEC_PER_SEC);
+        uint64_t died = mg_mono_usec();
+        bool seen = mgt_run(s, 5 * MG_USEC_PER_SEC, oom_seen, NULL, &ev);
         mg_set_free(s);
-        kt_note("oom_kill=%" PRIu64 " exit_to_event_ms=%" PRIu64, kt_cg_key(cg, "memory.events", "oom_kill"),
-                (kt_now() - died) / 1000);
+        uint64_t oom_kill = UINT64_MAX;
+        (void) mgt_cg_read_key(cg, "memory.events", "oom_kill", &oom_kill);
+        kt_note("oom_kill=%" PRIu64 " exit_to_event_ms=%" PRIu64, oom_kill, (mg_mono_usec() - died) / 1000);
         KT_CHECK(is_sigkill_status(st), "workload status %d", st);
         KT_CHECK(seen, "no MG_EVENT_KERNEL_OOM");
-        KT_CHECK(kt_now() - died < 1 * SEC, "reported late");
+        KT_CHECK(mg_mono_usec() - died < 1 * MG_USEC_PER_SEC, "reported late");
         KT_CHECK(ev.n[MG_EVENT_KILL] == 0, "the guard killed too");
         return KT_PASS;
 }
@@ -60,7 +61,7 @@ int t_kernel_oom_attributed(void) {
  * pressure files; expect the set's fd to become readable before the next
  * tick is due, at least once, and the thrash still killed as a stall. */
 int t_psi_trigger_wakes(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         struct mg_guard_options o;
         char file[512];
         mg_set *s = kt_set_new();
@@ -68,31 +69,31 @@ int t_psi_trigger_wakes(void) {
         const char *cg = kt_cg_new("trigger");
         KT_CHECK(s && cg, "setup");
         snprintf(file, sizeof(file), "%s/trigger-hot", kt_disk);
-        KT_CHECK(kt_make_file(file, 96) == 0, "file");
-        KT_CHECK(kt_cg_write(cg, "memory.max", "%" PRIu64, 48 * MIB) == 0, "memory.max");
-        mg_guard_options_init(&o, 48 * MIB);
-        o.tick_usec = 1500 * MS;
-        o.stall_window_usec = 3000 * MS;
+        KT_CHECK(mgt_make_file(file, 96) == 0, "file");
+        KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, 48 * MG_MIB) == 0, "memory.max");
+        mg_guard_options_init(&o, 48 * MG_MIB);
+        o.tick_usec = 1500 * MG_USEC_PER_MSEC;
+        o.stall_window_usec = 3000 * MG_USEC_PER_MSEC;
         KT_CHECK(kt_guard_opts(s, cg, &o, &ev, &g) == 0, "guard");
         pid_t pid = kt_spawn(cg, (const char *[]) { "hotfile", file, "60", "60", "95", NULL });
         KT_CHECK(pid > 0, "spawn");
         int early = 0;
         bool triggers = false;
         struct pollfd p = { .fd = mg_set_get_fd(s), .events = POLLIN };
-        uint64_t end = kt_now() + 60 * SEC;
-        while (ev.n[MG_EVENT_KILL] == 0 && kt_now() < end) {
-                uint64_t due, now = kt_now();
+        uint64_t end = mg_mono_usec() + 60 * MG_USEC_PER_SEC;
+        while (ev.n[MG_EVENT_KILL] == 0 && mg_mono_usec() < end) {
+                uint64_t due, now = mg_mono_usec();
                 mg_set_get_timeout(s, &due);
                 bool armed = g->trigger_fd[0] >= 0 || g->trigger_fd[1] >= 0;
                 triggers |= armed;
                 /* wake before the tick is due only for an fd event, and on
                  * the slow path only a trigger is watched */
-                int wait_ms = due > now + 20 * MS ? (int) ((due - now) / 1000) - 20 : 0;
-                if (poll(&p, 1, wait_ms) == 1 && armed && wait_ms > 0 && kt_now() + 20 * MS < due)
+                int wait_ms = due > now + 20 * MG_USEC_PER_MSEC ? (int) ((due - now) / 1000) - 20 : 0;
+                if (poll(&p, 1, wait_ms) == 1 && armed && wait_ms > 0 && mg_mono_usec() + 20 * MG_USEC_PER_MSEC < due)
                         early++;
                 mg_set_process(s);
         }
-        int st = kt_wait(pid, 10 * SEC);
+        int st = kt_wait(pid, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
         unlink(file);
         kt_note("triggers_registered=%d early_wakeups=%d killed=%d", triggers, early, ev.n[MG_EVENT_KILL]);
@@ -108,30 +109,29 @@ struct neighbour {
         const char *name, *cg, *want; /* want: how its final line starts */
         pid_t pid;
         mg_guard *g;
-        struct kt_events ev;
+        struct mgt_events ev;
 };
 
 struct neighbours {
-        struct kt_events *thrash;
+        struct mgt_events *thrash;
         const char *writer;
         uint64_t next_sample, peak_dirty_wb;
 };
 
 static bool thrash_killed(void *ud) {
-        return killed_any(((struct neighbours *) ud)->thrash);
+        return mgt_events_killed(((struct neighbours *) ud)->thrash);
 }
 
 /* How much of the writer's page cache was dirty or under writeback, at most:
  * what reclaim could not take from it at its limit. */
 static void writer_sample(void *ud) {
         struct neighbours *n = ud;
-        if (kt_now() < n->next_sample)
+        if (mg_mono_usec() < n->next_sample)
                 return;
-        n->next_sample = kt_now() + 250 * MS;
-        uint64_t dirty = kt_cg_key(n->writer, "memory.stat", "file_dirty"),
-                 wb = kt_cg_key(n->writer, "memory.stat", "file_writeback");
-        if (dirty != UINT64_MAX && wb != UINT64_MAX && dirty + wb > n->peak_dirty_wb)
-                n->peak_dirty_wb = dirty + wb;
+        n->next_sample = mg_mono_usec() + 250 * MG_USEC_PER_MSEC;
+        struct mg_memstat st;
+        if (mgt_cg_read_memstat(n->writer, &st) == 0 && st.file_dirty + st.file_writeback > n->peak_dirty_wb)
+                n->peak_dirty_wb = st.file_dirty + st.file_writeback;
 }
 
 static const char *status_text(int st, char *buf, size_t size) {
@@ -160,7 +160,7 @@ static const char *status_text(int st, char *buf, size_t size) {
  * setup, reported as such (memory.events oom_kill, the signal): it says
  * nothing about memguard, which must neither cause it nor be blamed. */
 int t_healthy_neighbours(void) {
-        struct kt_events ev_thrash = {};
+        struct mgt_events ev_thrash = {};
         struct neighbour nb[] = {
                 { .name = "cpu", .cg = kt_cg_new("n-cpu"), .want = "workload=cpu " },
                 { .name = "over-high", .cg = kt_cg_new("n-high"), .want = "workload=anon " },
@@ -174,14 +174,14 @@ int t_healthy_neighbours(void) {
         KT_CHECK(s && thrash && cpu->cg && high->cg && writer->cg, "setup");
         snprintf(hot, sizeof(hot), "%s/n-hot", kt_disk);
         snprintf(out, sizeof(out), "%s/n-out", kt_disk);
-        KT_CHECK(kt_make_file(hot, 96) == 0, "file");
-        KT_CHECK(kt_cg_write(thrash, "memory.max", "%" PRIu64, 48 * MIB) == 0, "max");
-        KT_CHECK(kt_cg_write(high->cg, "memory.high", "%" PRIu64, 24 * MIB) == 0, "high");
-        KT_CHECK(kt_cg_write(writer->cg, "memory.max", "%" PRIu64, 32 * MIB) == 0, "max");
-        KT_CHECK(kt_guard(s, thrash, 48 * MIB, &ev_thrash, &gt) == 0 &&
-                         kt_guard(s, cpu->cg, 64 * MIB, &cpu->ev, &cpu->g) == 0 &&
-                         kt_guard(s, high->cg, 32 * MIB, &high->ev, &high->g) == 0 &&
-                         kt_guard(s, writer->cg, 32 * MIB, &writer->ev, &writer->g) == 0,
+        KT_CHECK(mgt_make_file(hot, 96) == 0, "file");
+        KT_CHECK(mgt_cg_writef(thrash, "memory.max", "%" PRIu64, 48 * MG_MIB) == 0, "max");
+        KT_CHECK(mgt_cg_writef(high->cg, "memory.high", "%" PRIu64, 24 * MG_MIB) == 0, "high");
+        KT_CHECK(mgt_cg_writef(writer->cg, "memory.max", "%" PRIu64, 32 * MG_MIB) == 0, "max");
+        KT_CHECK(kt_guard(s, thrash, 48 * MG_MIB, &ev_thrash, &gt) == 0 &&
+                         kt_guard(s, cpu->cg, 64 * MG_MIB, &cpu->ev, &cpu->g) == 0 &&
+                         kt_guard(s, high->cg, 32 * MG_MIB, &high->ev, &high->g) == 0 &&
+                         kt_guard(s, writer->cg, 32 * MG_MIB, &writer->ev, &writer->g) == 0,
                  "guards");
         cpu->pid = kt_spawn(cpu->cg, (const char *[]) { "cpu", "20", NULL });
         high->pid = kt_spawn(high->cg, (const char *[]) { "anon", "28", "256", "0", NULL });
@@ -189,19 +189,20 @@ int t_healthy_neighbours(void) {
         pid_t pt = kt_spawn(thrash, (const char *[]) { "hotfile", hot, "60", "60", "95", NULL });
         KT_CHECK(cpu->pid > 0 && high->pid > 0 && writer->pid > 0 && pt > 0, "spawn");
         struct neighbours n = { .thrash = &ev_thrash, .writer = writer->cg };
-        kt_run(s, 60 * SEC, thrash_killed, writer_sample, &n);
+        mgt_run(s, 60 * MG_USEC_PER_SEC, thrash_killed, writer_sample, &n);
         /* the others go on to their end under the guard */
         while (kt_wait(cpu->pid, 0) == -ETIMEDOUT || kt_wait(writer->pid, 0) == -ETIMEDOUT ||
                kt_wait(high->pid, 0) == -ETIMEDOUT)
-                if (!kt_run(s, 200 * MS, NULL, writer_sample, &n) && kt_now() > ev_thrash.kill_time + 60 * SEC)
+                if (!mgt_run(s, 200 * MG_USEC_PER_MSEC, NULL, writer_sample,
+                            &n) && mg_mono_usec() > ev_thrash.kill_time + 60 * MG_USEC_PER_SEC)
                         break;
         /* A kill record is delivered once its cgroup is empty: run the set
          * until no guard waits for that, or a kill of a neighbour that ended
          * a moment ago would go unseen. */
-        uint64_t settle = kt_now() + 5 * SEC;
-        while (kt_now() < settle && (mg_guard_is_killing(gt) || mg_guard_is_killing(cpu->g) ||
+        uint64_t settle = mg_mono_usec() + 5 * MG_USEC_PER_SEC;
+        while (mg_mono_usec() < settle && (mg_guard_is_killing(gt) || mg_guard_is_killing(cpu->g) ||
                                      mg_guard_is_killing(high->g) || mg_guard_is_killing(writer->g)))
-                kt_run(s, 50 * MS, NULL, NULL, NULL);
+                mgt_run(s, 50 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
         mg_set_free(s);
         unlink(hot);
         unlink(out);
@@ -213,16 +214,20 @@ int t_healthy_neighbours(void) {
                 st[i] = kt_wait(nb[i].pid, 0);
                 snprintf(line[i], sizeof(line[i]), "%s", kt_result(nb[i].pid));
                 status_text(st[i], status[i], sizeof(status[i]));
-                oom_kill[i] = kt_cg_key(nb[i].cg, "memory.events", "oom_kill");
+                /* UINT64_MAX where memory.events could not be read */
+                struct mg_mem_events e = { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX };
+                (void) mgt_cg_read_events(nb[i].cg, "memory.events", &e);
+                oom_kill[i] = e.oom_kill;
                 kt_note("%s: %s; %s; memory.events max %" PRIu64 " high %" PRIu64 " oom %" PRIu64 " oom_kill %" PRIu64
                         "; memguard kills %d, kernel OOM kills reported %d",
                         nb[i].name, line[i][0] ? line[i] : "(no final line)", status[i],
-                        kt_cg_key(nb[i].cg, "memory.events", "max"), kt_cg_key(nb[i].cg, "memory.events", "high"),
-                        kt_cg_key(nb[i].cg, "memory.events", "oom"), oom_kill[i], nb[i].ev.n[MG_EVENT_KILL],
+                        e.max, e.high, e.oom, oom_kill[i], nb[i].ev.n[MG_EVENT_KILL],
                         nb[i].ev.n[MG_EVENT_KERNEL_OOM]);
         }
+        uint64_t writer_max = UINT64_MAX, over_high = UINT64_MAX, writer_at_max = UINT64_MAX;
+        (void) mgt_cg_read_u64(writer->cg, "memory.max", &writer_max);
         kt_note("writer: peak dirty+writeback %" PRIu64 " KiB, memory.max %" PRIu64 " KiB", n.peak_dirty_wb >> 10,
-                kt_cg_u64(writer->cg, "memory.max") >> 10);
+                writer_max >> 10);
 
         KT_CHECK(ev_thrash.n[MG_EVENT_KILL] == 1, "the thrashing actor was not killed");
         for (int i = 0; i < 3; i++)
@@ -238,8 +243,10 @@ int t_healthy_neighbours(void) {
                                  strncmp(line[i], nb[i].want, strlen(nb[i].want)) == 0,
                          "the healthy %s actor did not finish: %s, %s", nb[i].name, status[i],
                          line[i][0] ? line[i] : "no final line");
-        KT_CHECK(kt_cg_key(high->cg, "memory.events", "high") > 0, "the over-high actor never went over");
-        KT_CHECK(kt_cg_key(writer->cg, "memory.events", "max") > 0, "the writer never reached its memory.max");
+        (void) mgt_cg_read_key(high->cg, "memory.events", "high", &over_high);
+        (void) mgt_cg_read_key(writer->cg, "memory.events", "max", &writer_at_max);
+        KT_CHECK(over_high > 0, "the over-high actor never went over");
+        KT_CHECK(writer_at_max > 0, "the writer never reached its memory.max");
         return KT_PASS;
 }
 
@@ -252,7 +259,7 @@ int t_healthy_neighbours(void) {
  * the guard still guarding: anon grown to 160 MiB in the same cgroup is
  * killed as an overshoot. */
 int t_pressure_hidden(void) {
-        struct kt_events ev = {};
+        struct mgt_events ev = {};
         mg_set *s = kt_set_new();
         const char *cg = kt_cg_new("pressure-hidden");
         KT_CHECK(s && cg, "setup");
@@ -263,17 +270,19 @@ int t_pressure_hidden(void) {
                 mg_set_free(s);
                 return KT_SKIP;
         }
-        KT_CHECK(kt_guard(s, cg, 64 * MIB, &ev, NULL) == 0, "guard");
+        KT_CHECK(kt_guard(s, cg, 64 * MG_MIB, &ev, NULL) == 0, "guard");
         pid_t holder = kt_spawn(cg, (const char *[]) { "anon", "62", "256", "-1", NULL });
         KT_CHECK(holder > 0, "spawn");
         /* on the slow path, triggers held, for a few ticks */
-        kt_run(s, 3 * SEC, NULL, NULL, NULL);
-        KT_CHECK(kt_cg_u64(cg, "memory.current") >= 60 * MIB, "holder not at 62 MiB");
-        KT_CHECK(kt_cg_write(cg, "cgroup.pressure", "0") == 0, "cgroup.pressure 0");
+        mgt_run(s, 3 * MG_USEC_PER_SEC, NULL, NULL, NULL);
+        uint64_t held = UINT64_MAX;
+        (void) mgt_cg_read_u64(cg, "memory.current", &held);
+        KT_CHECK(held >= 60 * MG_MIB, "holder not at 62 MiB");
+        KT_CHECK(mgt_cg_writef(cg, "cgroup.pressure", "0") == 0, "cgroup.pressure 0");
         unsigned wakeups = 0;
         struct pollfd pfd = { .fd = mg_set_get_fd(s), .events = POLLIN };
-        for (uint64_t until = kt_now() + 3 * SEC; kt_now() < until;) {
-                uint64_t due, now = kt_now();
+        for (uint64_t until = mg_mono_usec() + 3 * MG_USEC_PER_SEC; mg_mono_usec() < until;) {
+                uint64_t due, now = mg_mono_usec();
                 mg_set_get_timeout(s, &due);
                 int ms = due > now ? (int) ((due - now + 999) / 1000) : 0;
                 if (poll(&pfd, 1, ms > 100 ? 100 : ms) == 1)
@@ -287,8 +296,8 @@ int t_pressure_hidden(void) {
         KT_CHECK(wakeups <= 3 * 4 * 2, "the set's fd woke %u times in 3 s: a hidden trigger spins it", wakeups);
         pid_t hog = kt_spawn(cg, (const char *[]) { "anon", "160", "256", "-1", NULL });
         KT_CHECK(hog > 0, "spawn");
-        bool killed = kt_run(s, 30 * SEC, killed_any, NULL, &ev);
-        (void) kt_wait(hog, 10 * SEC);
+        bool killed = mgt_run(s, 30 * MG_USEC_PER_SEC, mgt_events_killed, NULL, &ev);
+        (void) kt_wait(hog, 10 * MG_USEC_PER_SEC);
         mg_set_free(s);
         KT_CHECK(killed && ev.kill.reason == MG_KILL_OVERSHOOT, "the overshoot was not killed");
         return KT_PASS;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "util.h"
 
 /* Counters the seam bumps may be bumped on a set's restore worker too. */
 static void bump(unsigned *counter) {
@@ -125,14 +126,26 @@ int fixture_load(const int *counter) {
         return __atomic_load_n(counter, __ATOMIC_SEQ_CST);
 }
 
-void fixture_write(struct fixture *f, const char *file, const char *content) {
-        char path[512];
-        snprintf(path, sizeof(path), "%s/%s", f->dir, file);
-        FILE *fp = fopen(path, "w");
-        if (!fp)
-                abort();
+int fixture_tree_write(const char *dir, const char *name, const char *content) {
+        char path[4096];
+        size_t len = strlen(content);
+        int fd, r = 0;
+
+        if ((size_t) snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+                return -ENAMETOOLONG;
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
         /* a fixture file written short would make a test pass for nothing */
-        if (fputs(content, fp) < 0 || fclose(fp) != 0)
+        if (len && write(fd, content, len) != (ssize_t) len)
+                r = -EIO;
+        if (close(fd) < 0 && r == 0)
+                r = -errno;
+        return r;
+}
+
+void fixture_write(struct fixture *f, const char *file, const char *content) {
+        if (fixture_tree_write(f->dir, file, content) < 0)
                 abort();
 }
 
@@ -155,10 +168,11 @@ void fixture_remove(struct fixture *f, const char *file) {
         unlink(path);
 }
 
-void fixture_stat(struct fixture *f, uint64_t anon, uint64_t file, uint64_t kernel, uint64_t shmem, uint64_t sock,
-                  uint64_t dirty, uint64_t writeback) {
-        char buf[2048];
-        snprintf(buf, sizeof(buf),
+/* The unit suite's memory.stat: the decision's keys, some others as zeros. */
+static void memstat_format(char *buf, size_t size, uint64_t anon, uint64_t file, uint64_t kernel, uint64_t shmem,
+                           uint64_t sock, uint64_t dirty, uint64_t writeback, uint64_t mapped, uint64_t refault_file,
+                           uint64_t restore_file) {
+        snprintf(buf, size,
                  "anon %" PRIu64 "\nfile %" PRIu64 "\nkernel %" PRIu64 "\nkernel_stack 16384\npagetables 40960\n"
                  "sec_pagetables 0\npercpu 0\nsock %" PRIu64 "\nvmalloc 0\nshmem %" PRIu64 "\nzswap 0\n"
                  "file_mapped %" PRIu64 "\nfile_dirty %" PRIu64 "\nfile_writeback %" PRIu64 "\nswapcached 0\n"
@@ -167,17 +181,27 @@ void fixture_stat(struct fixture *f, uint64_t anon, uint64_t file, uint64_t kern
                  "workingset_refault_anon 0\nworkingset_refault_file %" PRIu64 "\nworkingset_restore_file %" PRIu64 "\n"
                  "pgscan 0\npgsteal 0\n"
                  "pgfault 0\npgmajfault 0\n",
-                 anon, file, kernel, sock, shmem, f->mapped, dirty, writeback, anon, file, f->refault_file,
-                 f->restore_file);
+                 anon, file, kernel, sock, shmem, mapped, dirty, writeback, anon, file, refault_file, restore_file);
+}
+
+void fixture_stat(struct fixture *f, uint64_t anon, uint64_t file, uint64_t kernel, uint64_t shmem, uint64_t sock,
+                  uint64_t dirty, uint64_t writeback) {
+        char buf[2048];
+        memstat_format(buf, sizeof(buf), anon, file, kernel, shmem, sock, dirty, writeback, f->mapped,
+                       f->refault_file, f->restore_file);
         fixture_write(f, "memory.stat", buf);
+}
+
+static void psi_format(char *buf, size_t size, uint64_t some_total_usec) {
+        snprintf(buf, size,
+                 "some avg10=0.00 avg60=0.00 avg300=0.00 total=%" PRIu64 "\n"
+                 "full avg10=0.00 avg60=0.00 avg300=0.00 total=%" PRIu64 "\n",
+                 some_total_usec, some_total_usec / 2);
 }
 
 void fixture_psi(struct fixture *f, const char *file, uint64_t some_total_usec) {
         char buf[256];
-        snprintf(buf, sizeof(buf),
-                 "some avg10=0.00 avg60=0.00 avg300=0.00 total=%" PRIu64 "\n"
-                 "full avg10=0.00 avg60=0.00 avg300=0.00 total=%" PRIu64 "\n",
-                 some_total_usec, some_total_usec / 2);
+        psi_format(buf, sizeof(buf), some_total_usec);
         fixture_write(f, file, buf);
 }
 
@@ -198,6 +222,39 @@ uint64_t fixture_clock(void *userdata) {
         return ((struct fixture *) userdata)->now_usec;
 }
 
+int fixture_tree_make(const char *dir, const struct fixture_tree *t) {
+        static const struct fixture_tree none;
+        char stat[2048], psi[256];
+        /* what fixture_events(f, 0, 0, 0) writes */
+        static const char events[] = "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n";
+        int r;
+
+        if (!t)
+                t = &none;
+        memstat_format(stat, sizeof(stat), 8 * MG_MIB, 6 * MG_MIB, 1 * MG_MIB, 0, 0, 0, 0, 0, 0, 0);
+        psi_format(psi, sizeof(psi), 0);
+        const char *const files[][2] = {
+                { "memory.current", t->memory_current ? t->memory_current : "16777216\n" },
+                { "memory.stat", t->memory_stat ? t->memory_stat : stat },
+                { "memory.pressure", t->memory_pressure ? t->memory_pressure : psi },
+                { "io.pressure", t->io_pressure ? t->io_pressure : psi },
+                { "memory.events.local", events },
+                { "memory.events", events },
+                { "memory.high", "max\n" },
+                { "memory.max", "max\n" },
+                { "cpu.stat", t->cpu_stat ? t->cpu_stat : "usage_usec 1000\nuser_usec 800\nsystem_usec 200\n" },
+                { "cgroup.kill", "" },
+                { "cgroup.procs", "" },
+                { "cgroup.events", "populated 1\nfrozen 0\n" },
+        };
+        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+                r = fixture_tree_write(dir, files[i][0], files[i][1]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 void fixture_init(struct fixture *f) {
         memset(f, 0, sizeof(*f));
         snprintf(f->dir, sizeof(f->dir), "%s/memguard-fixture-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -208,18 +265,8 @@ void fixture_init(struct fixture *f) {
         for (int i = 0; i < MG_CG_N; i++)
                 f->fd_of[i] = -1;
         f->now_usec = 1000000;
-        fixture_current(f, 16 << 20);
-        fixture_stat(f, 8 << 20, 6 << 20, 1 << 20, 0, 0, 0, 0);
-        fixture_psi(f, "memory.pressure", 0);
-        fixture_psi(f, "io.pressure", 0);
-        fixture_events(f, 0, 0, 0);
-        fixture_write(f, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n");
-        fixture_write(f, "memory.high", "max\n");
-        fixture_write(f, "memory.max", "max\n");
-        fixture_write(f, "cpu.stat", "usage_usec 1000\nuser_usec 800\nsystem_usec 200\n");
-        fixture_write(f, "cgroup.kill", "");
-        fixture_write(f, "cgroup.procs", "");
-        fixture_write(f, "cgroup.events", "populated 1\nfrozen 0\n");
+        if (fixture_tree_make(f->dir, NULL) < 0)
+                abort();
         note_high_ino(f);
 }
 

@@ -43,7 +43,22 @@ struct fixture {
         int high_writes;            /* writes of memory.high that reached the file */
 };
 
-/* Makes a cgroup dir with plausible files for a 256 MiB actor at rest. */
+/*
+ * A fake cgroup directory (dir exists) with every file a guard opens: for
+ * fixture_init() and for the benchmarks (tools/bench/, thousands of them).
+ * Each file of t left NULL (or t NULL) is that of a 256 MiB actor at rest:
+ * memory.current 16 MiB, a short memory.stat (anon 8 MiB, file 6 MiB,
+ * kernel 1 MiB), no pressure, no events, no limits, populated.  Returns 0
+ * or a negative errno.
+ */
+struct fixture_tree {
+        const char *memory_current, *memory_stat, *memory_pressure, *io_pressure, *cpu_stat;
+};
+int fixture_tree_make(const char *dir, const struct fixture_tree *t);
+/* Writes name in dir with content, replacing it: 0 or a negative errno. */
+int fixture_tree_write(const char *dir, const char *name, const char *content);
+
+/* Makes a temp dir by fixture_tree_make(): a 256 MiB actor at rest. */
 void fixture_init(struct fixture *f);
 void fixture_cleanup(struct fixture *f);
 /* rm -rf without a shell: 0 (also when dir is already gone), or -1 with errno. */

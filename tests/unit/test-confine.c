@@ -32,9 +32,8 @@
 #include "fixture.h"
 #include "guard.h"
 #include "set.h"
+#include "util.h"
 
-#define MIB (UINT64_C(1) << 20)
-#define MS UINT64_C(1000)
 
 enum {
         C_CONFINED = 1 << 0,
@@ -139,7 +138,7 @@ static unsigned child(struct fixture *fx, struct fixture *other) {
 
         if (pipe(thread_pipe) < 0 || pipe(thread_result) < 0 || pthread_create(&t, NULL, other_thread, NULL) != 0)
                 return 0;
-        mg_guard_options_init(&o, 256 * MIB);
+        mg_guard_options_init(&o, 256 * MG_MIB);
         if (mg_set_new(NULL, &s) < 0 || mg_guard_new_internal(fx->dir, &o, MG_CGROUP_ANY_FS, NULL, &g) < 0)
                 return 0;
         mg_guard_set_clock(g, fixture_clock, fx);
@@ -174,7 +173,7 @@ static unsigned child(struct fixture *fx, struct fixture *other) {
         /* ticks through the set, at rest */
         int r = 0;
         for (int i = 0; i < 4 && r >= 0; i++) {
-                fx->now_usec += 250 * MS;
+                fx->now_usec += 250 * MG_USEC_PER_MSEC;
                 r = mg_set_process(s);
         }
         if (r >= 0)
@@ -183,7 +182,7 @@ static unsigned child(struct fixture *fx, struct fixture *other) {
          * the plain overwrite reads back as kernfs would (the end of the
          * lend reads memory.high before it restores) */
         fixture_write(fx, "memory.high", "241172480\n");
-        if (mg_guard_lend_begin(g, 64 * MIB, 0, &lend) == 0 && mg_guard_lend_end(g, lend) == 1) {
+        if (mg_guard_lend_begin(g, 64 * MG_MIB, 0, &lend) == 0 && mg_guard_lend_end(g, lend) == 1) {
                 /* the worker writes, the set tells: up to 5 s */
                 for (int i = 0; i < 500 && mg_guard_is_lent(g); i++) {
                         (void) mg_set_process(s);
@@ -193,9 +192,9 @@ static unsigned child(struct fixture *fx, struct fixture *other) {
                         ok |= C_LEND;
         }
         /* a true overshoot is killed */
-        fixture_current(fx, 300 * MIB);
-        fixture_stat(fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
-        fx->now_usec += 250 * MS;
+        fixture_current(fx, 300 * MG_MIB);
+        fixture_stat(fx, 280 * MG_MIB, 10 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
+        fx->now_usec += 250 * MG_USEC_PER_MSEC;
         if (mg_set_process(s) == 1 && strcmp(fixture_read(fx, "cgroup.kill"), "1") == 0)
                 ok |= C_KILLED;
         /* a crashed lend ended (the parent left the record: setxattr by

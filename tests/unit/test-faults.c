@@ -46,10 +46,8 @@
 #include "fixture.h"
 #include "guard.h"
 #include "kill.h"
+#include "util.h"
 
-#define MIB (UINT64_C(1) << 20)
-#define MS UINT64_C(1000)
-#define SEC UINT64_C(1000000)
 
 static struct fixture fx;
 static struct {
@@ -321,7 +319,7 @@ static void teardown(void) {
 static mg_guard *new_guard(void) {
         struct mg_guard_options o;
         mg_guard *g = NULL;
-        cr_assert_eq(mg_guard_options_init(&o, 256 * MIB), 0);
+        cr_assert_eq(mg_guard_options_init(&o, 256 * MG_MIB), 0);
         o.on_event = on_event;
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g), 0);
         mg_guard_set_clock(g, fixture_clock, &fx);
@@ -347,21 +345,21 @@ static unsigned open_fds(void) {
 static uint64_t step;
 static void at_limit(void) {
         step++;
-        fixture_current(&fx, 250 * MIB);
+        fixture_current(&fx, 250 * MG_MIB);
         fx.restore_file = step * 10;
-        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_stat(&fx, 200 * MG_MIB, 40 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
         fixture_events(&fx, step * 17, 0, 0);
-        fixture_psi(&fx, "memory.pressure", step * 5 * MS); /* 2 %: no stall */
-        fixture_psi(&fx, "io.pressure", step * 5 * MS);
+        fixture_psi(&fx, "memory.pressure", step * 5 * MG_USEC_PER_MSEC); /* 2 %: no stall */
+        fixture_psi(&fx, "io.pressure", step * 5 * MG_USEC_PER_MSEC);
 }
 
 static void overshoot(void) {
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 280 * MG_MIB, 10 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
 }
 
 static int tick(mg_guard *g) {
-        fx.now_usec += 250 * MS;
+        fx.now_usec += 250 * MG_USEC_PER_MSEC;
         return mg_guard_tick(g);
 }
 
@@ -378,7 +376,7 @@ Test(paths, symlinked_file_refused) {
         struct mg_guard_options o;
         mg_guard *g = NULL;
         char target[512], link[512];
-        mg_guard_options_init(&o, 256 * MIB);
+        mg_guard_options_init(&o, 256 * MG_MIB);
 
         /* memory.current pointing elsewhere (here: a file the guard may read) */
         snprintf(target, sizeof(target), "%s/elsewhere", fx.dir);
@@ -400,7 +398,7 @@ Test(paths, symlinked_file_refused) {
 
         /* an optional file too: a symlink is refused, not taken as absent */
         cr_assert_eq(unlink(link), 0);
-        fixture_current(&fx, 16 * MIB);
+        fixture_current(&fx, 16 * MG_MIB);
         snprintf(link, sizeof(link), "%s/cgroup.kill", fx.dir);
         cr_assert_eq(unlink(link), 0);
         cr_assert_eq(symlink("/dev/null", link), 0);
@@ -415,7 +413,7 @@ Test(paths, symlinked_directory_refused) {
         struct mg_guard_options o;
         mg_guard *g = NULL;
         char link[512], slash[520];
-        mg_guard_options_init(&o, 256 * MIB);
+        mg_guard_options_init(&o, 256 * MG_MIB);
 
         snprintf(link, sizeof(link), "%s-link", fx.dir);
         cr_assert_eq(symlink(fx.dir, link), 0);
@@ -436,7 +434,7 @@ Test(paths, symlinked_directory_refused) {
 Test(paths, not_cgroup2_refused) {
         struct mg_guard_options o;
         mg_guard *g = NULL;
-        mg_guard_options_init(&o, 256 * MIB);
+        mg_guard_options_init(&o, 256 * MG_MIB);
         /* the fixture is ext4 or tmpfs, not cgroup2 */
         cr_expect_eq(mg_guard_new(fx.dir, &o, &g), -ENOTSUP);
         cr_expect_eq(mg_guard_recover(fx.dir, 0), -ENOTSUP);
@@ -446,7 +444,7 @@ Test(paths, not_cgroup2_refused) {
 Test(paths, every_open_goes_through_openat2) {
         mg_guard *g;
         struct mg_guard_options o;
-        mg_guard_options_init(&o, 256 * MIB);
+        mg_guard_options_init(&o, 256 * MG_MIB);
         fio.openat2 = ft_openat2;
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g), 0);
         /* the directory by path (openat), then the 11 files below it */
@@ -636,13 +634,13 @@ Test(faults, short_reads) {
 Test(faults, truncated_stat_is_not_a_working_set_loss) {
         mg_guard *g = new_guard();
         fx.restore_file = 1000; /* restores from long ago, none now */
-        fixture_current(&fx, 255 * MIB);
-        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_current(&fx, 255 * MG_MIB);
+        fixture_stat(&fx, 200 * MG_MIB, 40 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
         for (int i = 1; i <= 40; i++) {
                 /* limit events rise, so PSI is read from the second tick */
                 fixture_events(&fx, (uint64_t) i * 17, (uint64_t) i * 3, 0);
-                fixture_psi(&fx, "memory.pressure", (uint64_t) i * 150 * MS); /* 60 % */
-                fixture_psi(&fx, "io.pressure", (uint64_t) i * 150 * MS);
+                fixture_psi(&fx, "memory.pressure", (uint64_t) i * 150 * MG_USEC_PER_MSEC); /* 60 % */
+                fixture_psi(&fx, "io.pressure", (uint64_t) i * 150 * MG_USEC_PER_MSEC);
                 if (i == 3)
                         arm(FOP_READ, MG_CG_STAT, 0, 1, SHORT_LINE);
                 int r = tick(g);
@@ -660,8 +658,8 @@ Test(faults, truncated_events_are_not_kernel_ooms) {
         mg_guard *g;
         fixture_events(&fx, 0, 0, 4); /* four OOM kills before the guard */
         g = new_guard();
-        fixture_current(&fx, 250 * MIB);
-        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_current(&fx, 250 * MG_MIB);
+        fixture_stat(&fx, 200 * MG_MIB, 40 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
         arm(FOP_READ, MG_CG_EVENTS_LOCAL, 0, 1, SHORT_LINE);
         for (int i = 0; i < 4; i++)
                 cr_expect_geq(tick(g), -EBADMSG);
@@ -673,7 +671,7 @@ Test(faults, opens_fail_cleanly) {
         static const int files[] = { MG_CG_CURRENT, MG_CG_STAT, MG_CG_EVENTS, MG_CG_HIGH, MG_CG_KILL,
                                      MG_CG_EVENTS_LOCAL, MG_CG_PRESSURE };
         struct mg_guard_options o;
-        mg_guard_options_init(&o, 256 * MIB);
+        mg_guard_options_init(&o, 256 * MG_MIB);
         unsigned fds = open_fds();
         for (size_t f = 0; f < N(files); f++)
                 for (size_t e = 0; e < N(errnos); e++)
@@ -926,7 +924,7 @@ Test(faults, lend_begin_fails_cleanly) {
                         mg_guard *g = fresh();
                         fixture_write(&fx, "memory.high", "241172480\n");
                         arm((enum fop) op, MG_CG_HIGH, err, PERSISTENT, SHORT_NONE);
-                        int r = mg_guard_lend_begin(g, 64 * MIB, 0, &lend);
+                        int r = mg_guard_lend_begin(g, 64 * MG_MIB, 0, &lend);
                         const char *what = op == FOP_READ ? "read" : "write";
                         cr_expect_eq(r, gone_errno(err) ? -ENODEV : -err, "lend %s %s: %d", what, strerror(err), r);
                         cr_expect_not(mg_guard_is_lent(g));
@@ -937,7 +935,7 @@ Test(faults, lend_begin_fails_cleanly) {
                         cr_expect_eq(seen.n[MG_EVENT_GONE], gone_errno(err) ? 1 : 0);
                         disarm();
                         if (!gone_errno(err)) {
-                                cr_expect_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &lend), 0, "lend after the fault");
+                                cr_expect_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 0, &lend), 0, "lend after the fault");
                                 cr_expect_eq(mg_guard_lend_end(g, lend), 0);
                                 cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
                         }
@@ -952,7 +950,7 @@ Test(faults, lend_short_read_of_high) {
                 mg_guard *g = fresh();
                 fixture_write(&fx, "memory.high", "241172480\n");
                 arm(FOP_READ, MG_CG_HIGH, 0, 1, (enum shortmode) sm);
-                int r = mg_guard_lend_begin(g, 64 * MIB, 0, &lend);
+                int r = mg_guard_lend_begin(g, 64 * MG_MIB, 0, &lend);
                 cr_expect_eq(r, -EBADMSG, "cut %d: lend_begin %d", sm, r);
                 cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480\n");
                 if (r == 0) {
@@ -1018,7 +1016,7 @@ Test(faults, lend_end_read_fails) {
 Test(faults, lend_deadline_restore_fails) {
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS, NULL), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MG_USEC_PER_MSEC, NULL), 0);
         arm(FOP_WRITE, MG_CG_HIGH, EIO, PERSISTENT, SHORT_NONE);
         overshoot();
         for (int i = 0; i < 12; i++)
@@ -1072,7 +1070,7 @@ static void lend_and_crash(uint64_t extra_bytes, uint64_t deadline_usec) {
         if (pid == 0) {
                 struct mg_guard_options o;
                 mg_guard *g;
-                int r = mg_guard_options_init(&o, 256 * MIB);
+                int r = mg_guard_options_init(&o, 256 * MG_MIB);
                 if (r == 0)
                         r = mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g);
                 if (r == 0)
@@ -1097,7 +1095,7 @@ Test(lend, record_before_raise_removed_after_restore) {
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
         uint64_t bt = mg_boottime_usec();
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * SEC, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 60 * MG_USEC_PER_SEC, &lend), 0);
         cr_expect(record_at_raise, "memory.high was raised before the record existed");
         cr_assert_gt(get_record(), 0);
         struct mg_lend_record rec;
@@ -1105,14 +1103,14 @@ Test(lend, record_before_raise_removed_after_restore) {
         cr_expect_str_eq(rec.old_high, "241172480");
         cr_expect_eq(rec.old_high_bytes, 241172480);
         cr_expect_eq(rec.pid, (uint64_t) getpid());
-        cr_expect_geq(rec.deadline_boottime_usec, bt + 60 * SEC);
-        cr_expect_leq(rec.deadline_boottime_usec, mg_boottime_usec() + 60 * SEC);
+        cr_expect_geq(rec.deadline_boottime_usec, bt + 60 * MG_USEC_PER_SEC);
+        cr_expect_leq(rec.deadline_boottime_usec, mg_boottime_usec() + 60 * MG_USEC_PER_SEC);
         cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_lt(get_record(), 0, "record left after the lend: %s", record);
         cr_expect_eq(errno, ENODATA);
         /* the deadline's restore removes it too */
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 1000 * MG_USEC_PER_MSEC, &lend), 0);
         cr_expect_gt(get_record(), 0);
         cr_expect_eq(tick(g), 0);
         cr_expect_eq(tick(g), 0);
@@ -1204,7 +1202,7 @@ Test(lend, new_guard_takes_the_lend_over) {
         need_user_xattrs();
         char text[MG_LEND_RECORD_MAX + 1];
         struct mg_lend_record rec = { .old_high = "241172480", .old_high_bytes = 241172480, .pid = 4242 };
-        rec.deadline_boottime_usec = mg_boottime_usec() + 3600 * SEC; /* an hour */
+        rec.deadline_boottime_usec = mg_boottime_usec() + 3600 * MG_USEC_PER_SEC; /* an hour */
         cr_assert_gt(mg_lend_record_format(&rec, text, sizeof(text)), 0);
         cr_assert_eq(setxattr(fx.dir, MG_LEND_XATTR, text, strlen(text), 0), 0);
         fixture_write(&fx, "memory.high", "max\n");
@@ -1213,7 +1211,7 @@ Test(lend, new_guard_takes_the_lend_over) {
         cr_assert(mg_guard_is_lent(g));
         /* cut to 15 s (less the moment between mg_guard_new and the clock switch) */
         cr_expect_leq(g->lend.deadline_usec - fx.now_usec, g->opt.lend_deadline_usec);
-        cr_expect_gt(g->lend.deadline_usec - fx.now_usec, g->opt.lend_deadline_usec - 200 * MS);
+        cr_expect_gt(g->lend.deadline_usec - fx.now_usec, g->opt.lend_deadline_usec - 200 * MG_USEC_PER_MSEC);
         cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -EBUSY);
         overshoot();
         for (int i = 0; i < 59; i++)
@@ -1250,7 +1248,7 @@ Test(lend, new_guard_takes_the_lend_over) {
 Test(lend, taken_over_lend_keeps_an_outside_change) {
         need_user_xattrs();
         fixture_write(&fx, "memory.high", "241172480\n");
-        lend_and_crash(MG_UNLIMITED, 60 * SEC);
+        lend_and_crash(MG_UNLIMITED, 60 * MG_USEC_PER_SEC);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
         mg_guard *g = new_guard();
         cr_assert(mg_guard_is_lent(g));
@@ -1264,7 +1262,7 @@ Test(lend, taken_over_lend_keeps_an_outside_change) {
 
         /* at its deadline likewise */
         fixture_write(&fx, "memory.high", "241172480\n");
-        lend_and_crash(MG_UNLIMITED, 1 * SEC);
+        lend_and_crash(MG_UNLIMITED, 1 * MG_USEC_PER_SEC);
         g = new_guard();
         cr_assert(mg_guard_is_lent(g));
         fixture_write(&fx, "memory.high", "268435456\n");
@@ -1303,7 +1301,7 @@ Test(lend, free_ends_its_own_lend) {
         cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), 1);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
 
-        lend_and_crash(MG_UNLIMITED, 60 * SEC);
+        lend_and_crash(MG_UNLIMITED, 60 * MG_USEC_PER_SEC);
         g = new_guard();
         cr_assert(mg_guard_is_lent(g));
         mg_guard_free(g);
@@ -1317,11 +1315,11 @@ Test(lend, one_lend_per_cgroup) {
         uint64_t lend_a = 0, lend_b = 0;
         need_user_xattrs();
         mg_guard *a = new_guard(), *b = new_guard();
-        cr_assert_eq(mg_guard_lend_begin(a, 64 * MIB, 0, &lend_a), 0);
-        cr_expect_eq(mg_guard_lend_begin(b, 64 * MIB, 0, NULL), -EBUSY);
+        cr_assert_eq(mg_guard_lend_begin(a, 64 * MG_MIB, 0, &lend_a), 0);
+        cr_expect_eq(mg_guard_lend_begin(b, 64 * MG_MIB, 0, NULL), -EBUSY);
         cr_expect_not(mg_guard_is_lent(b));
         cr_assert_eq(mg_guard_lend_end(a, lend_a), 0);
-        cr_expect_eq(mg_guard_lend_begin(b, 64 * MIB, 0, &lend_b), 0);
+        cr_expect_eq(mg_guard_lend_begin(b, 64 * MG_MIB, 0, &lend_b), 0);
         cr_expect_eq(mg_guard_lend_end(b, lend_b), 0);
         mg_guard_free(a);
         mg_guard_free(b);

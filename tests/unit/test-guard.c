@@ -15,9 +15,8 @@
 #include "fixture.h"
 #include "guard.h"
 #include "set.h"
+#include "util.h"
 
-#define MIB (UINT64_C(1) << 20)
-#define MS UINT64_C(1000)
 
 static struct fixture fx;
 static struct {
@@ -77,7 +76,7 @@ static void teardown(void) {
 static mg_guard *new_guard(void) {
         struct mg_guard_options o;
         mg_guard *g = NULL;
-        cr_assert_eq(mg_guard_options_init(&o, 256 * MIB), 0);
+        cr_assert_eq(mg_guard_options_init(&o, 256 * MG_MIB), 0);
         o.on_event = on_event;
         o.log = on_log;
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
@@ -97,7 +96,7 @@ TestSuite(guard, .init = setup, .fini = teardown);
 Test(guard, refuses_non_cgroup2_dir) {
         struct mg_guard_options o;
         mg_guard *g = NULL;
-        mg_guard_options_init(&o, 256 * MIB);
+        mg_guard_options_init(&o, 256 * MG_MIB);
         cr_expect_eq(mg_guard_new(fx.dir, &o, &g), -ENOTSUP);
         cr_expect_null(g);
         cr_expect_eq(mg_guard_new("/nonexistent/memguard", &o, &g), -ENOENT);
@@ -106,7 +105,7 @@ Test(guard, refuses_non_cgroup2_dir) {
 Test(guard, required_and_optional_files) {
         struct mg_guard_options o;
         mg_guard *g = NULL;
-        mg_guard_options_init(&o, 256 * MIB);
+        mg_guard_options_init(&o, 256 * MG_MIB);
         /* older kernels: no cgroup.kill, no memory.events.local, no PSI */
         fixture_remove(&fx, "cgroup.kill");
         fixture_remove(&fx, "memory.events.local");
@@ -126,19 +125,19 @@ Test(guard, options_abi) {
                 uint64_t future;
         } big = {};
         mg_guard *g = NULL;
-        mg_guard_options_init(&big.o, 256 * MIB);
+        mg_guard_options_init(&big.o, 256 * MG_MIB);
         big.o.size = sizeof(big);
         big.future = 1;
         cr_expect_eq(mg_guard_new_internal(fx.dir, &big.o, MG_CGROUP_ANY_FS, &fx.io, &g), -E2BIG);
         big.future = 0;
         cr_expect_eq(mg_guard_new_internal(fx.dir, &big.o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
-        cr_expect_eq(g->opt.margin_bytes, 16 * MIB);
-        cr_expect_eq(g->opt.tick_usec, 250 * MS);
+        cr_expect_eq(g->opt.margin_bytes, 16 * MG_MIB);
+        cr_expect_eq(g->opt.tick_usec, 250 * MG_USEC_PER_MSEC);
         mg_guard_free(g);
 
-        struct mg_guard_options o = { .size = sizeof(o), .limit_bytes = 256 * MIB };
+        struct mg_guard_options o = { .size = sizeof(o), .limit_bytes = 256 * MG_MIB };
         cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0, "zeros take defaults");
-        cr_expect_eq(g->opt.stall_window_usec, 3000 * MS);
+        cr_expect_eq(g->opt.stall_window_usec, 3000 * MG_USEC_PER_MSEC);
         mg_guard_free(g);
         o.margin_bytes = o.limit_bytes;
         cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -EINVAL);
@@ -165,12 +164,12 @@ Test(guard, options_of_an_older_caller_are_read_to_their_size) {
         size_t cut = offsetof(struct mg_guard_options, on_event);
         struct mg_guard_options full;
         mg_guard *g = NULL;
-        mg_guard_options_init(&full, 256 * MIB);
+        mg_guard_options_init(&full, 256 * MG_MIB);
         full.size = cut;
         void *old = at_page_end(cut);
         memcpy(old, &full, cut);
         cr_assert_eq(mg_guard_new_internal(fx.dir, old, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
-        cr_expect_eq(g->opt.tick_usec, 250 * MS);
+        cr_expect_eq(g->opt.tick_usec, 250 * MG_USEC_PER_MSEC);
         cr_expect_null(g->opt.on_event);
         mg_guard_free(g);
 }
@@ -188,9 +187,9 @@ Test(guard, get_options_fills_what_fits) {
         u.o.size = cut;
         cr_assert_eq(mg_guard_get_options(g, &u.o), 0);
         cr_expect_eq(u.o.size, cut, "the caller's .size is kept");
-        cr_expect_eq(u.o.limit_bytes, 256 * MIB);
-        cr_expect_eq(u.o.tick_usec, 250 * MS);
-        cr_expect_eq(u.o.post_kill_holdoff_usec, 2250 * MS);
+        cr_expect_eq(u.o.limit_bytes, 256 * MG_MIB);
+        cr_expect_eq(u.o.tick_usec, 250 * MG_USEC_PER_MSEC);
+        cr_expect_eq(u.o.post_kill_holdoff_usec, 2250 * MG_USEC_PER_MSEC);
         for (size_t i = cut; i < sizeof(u); i++)
                 cr_assert_eq(u.b[i], 0xa5, "byte %zu written past the caller's %zu", i, cut);
 
@@ -248,9 +247,9 @@ Test(guard, set_options_abi) {
 
 Test(guard, fast_path_reads_only_memory_current) {
         mg_guard *g = new_guard();
-        fixture_current(&fx, 100 * MIB);
+        fixture_current(&fx, 100 * MG_MIB);
         for (int i = 0; i < 10; i++)
-                cr_expect_eq(tick_at(g, 250 * MS), 0);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_eq(fx.reads, 10, "one read per fast tick");
         cr_expect_eq(fx.reads_of[MG_CG_CURRENT], 10);
         cr_expect_eq(fx.opens, 0, "no open after mg_guard_new");
@@ -259,9 +258,9 @@ Test(guard, fast_path_reads_only_memory_current) {
 
 Test(guard, slow_path_read_counts) {
         mg_guard *g = new_guard();
-        fixture_current(&fx, 250 * MIB);
-        fixture_stat(&fx, 100 * MIB, 140 * MIB, 2 * MIB, 0, 0, 0, 0);
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        fixture_current(&fx, 250 * MG_MIB);
+        fixture_stat(&fx, 100 * MG_MIB, 140 * MG_MIB, 2 * MG_MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         /* current, stat, events.local, and both pressure files: the stall
          * rules need PSI at both ends of their windows, from the start */
         cr_expect_eq(fx.reads, 5);
@@ -270,7 +269,7 @@ Test(guard, slow_path_read_counts) {
         cr_expect_eq(fx.reads_of[MG_CG_IO_PRESSURE], 1);
         fixture_reset_counts(&fx);
         for (int i = 0; i < 13; i++)
-                tick_at(g, 250 * MS);
+                tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_expect_eq(fx.reads, 13 * 5, "the same five on every slow tick");
         cr_expect_eq(fx.opens, 0);
         mg_guard_free(g);
@@ -280,29 +279,29 @@ Test(guard, line_follows_kernel_limits) {
         /* memory.high at 90 % of the limit (kubelet MemoryQoS), read at
          * mg_guard_new(): the line is 230.4 MiB less a sixteenth of it */
         char high[32];
-        snprintf(high, sizeof(high), "%" PRIu64 "\n", 256 * MIB * 9 / 10);
+        snprintf(high, sizeof(high), "%" PRIu64 "\n", 256 * MG_MIB * 9 / 10);
         fixture_write(&fx, "memory.high", high);
         mg_guard *g = new_guard();
-        cr_expect_eq(g->params.line_bytes, 256 * MIB * 9 / 10 - 256 * MIB * 9 / 160);
-        fixture_current(&fx, 230 * MIB);
-        fixture_stat(&fx, 100 * MIB, 120 * MIB, 2 * MIB, 0, 0, 0, 0);
-        tick_at(g, 250 * MS);
+        cr_expect_eq(g->params.line_bytes, 256 * MG_MIB * 9 / 10 - 256 * MG_MIB * 9 / 160);
+        fixture_current(&fx, 230 * MG_MIB);
+        fixture_stat(&fx, 100 * MG_MIB, 120 * MG_MIB, 2 * MG_MIB, 0, 0, 0, 0);
+        tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_expect_eq(fx.reads_of[MG_CG_STAT], 1, "pressed against memory.high below limit - margin: slow path");
 
         /* raised from outside: seen at the next re-read, MG_LIMITS_REREAD_USEC
          * after mg_guard_new() (the first tick above was one of its ticks) */
-        const int period = (int) (MG_LIMITS_REREAD_USEC / (250 * MS));
+        const int period = (int) (MG_LIMITS_REREAD_USEC / (250 * MG_USEC_PER_MSEC));
         fixture_write(&fx, "memory.high", "max\n");
         fixture_reset_counts(&fx);
         for (int i = 0; i < period - 2; i++)
-                tick_at(g, 250 * MS);
+                tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_expect_eq(fx.reads_of[MG_CG_MAX], 0, "not re-read before the period");
         cr_expect_eq(fx.reads_of[MG_CG_STAT], (unsigned) period - 2);
         fixture_reset_counts(&fx);
-        tick_at(g, 250 * MS);
+        tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_expect_eq(fx.reads_of[MG_CG_HIGH], 1);
         cr_expect_eq(fx.reads_of[MG_CG_MAX], 1);
-        cr_expect_eq(g->params.line_bytes, 240 * MIB);
+        cr_expect_eq(g->params.line_bytes, 240 * MG_MIB);
         cr_expect_eq(fx.reads, 4, "memory.high, memory.max, memory.current, and memory.events.local once "
                                   "on leaving the slow path (a kernel OOM kill there is not missed)");
         cr_expect_eq(fx.reads_of[MG_CG_EVENTS_LOCAL], 1);
@@ -312,10 +311,10 @@ Test(guard, line_follows_kernel_limits) {
         fixture_write(&fx, "memory.max", "209715200\n");
         fixture_reset_counts(&fx);
         for (int i = 0; i < period - 1; i++)
-                tick_at(g, 250 * MS);
+                tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_expect_eq(fx.reads, (unsigned) period - 1, "one read per fast tick");
-        tick_at(g, 250 * MS);
-        cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16);
+        tick_at(g, 250 * MG_USEC_PER_MSEC);
+        cr_expect_eq(g->params.line_bytes, 200 * MG_MIB - 200 * MG_MIB / 16);
         cr_expect_eq(fx.reads_of[MG_CG_STAT], 1, "230 MiB is at a 200 MiB memory.max");
         mg_guard_free(g);
 }
@@ -324,11 +323,11 @@ Test(guard, lend_moves_the_line) {
         uint64_t lend = 0;
         fixture_write(&fx, "memory.high", "209715200\n");
         mg_guard *g = new_guard();
-        cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16);
+        cr_expect_eq(g->params.line_bytes, 200 * MG_MIB - 200 * MG_MIB / 16);
         cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
-        cr_expect_eq(g->params.line_bytes, 240 * MIB, "memory.high lent to max");
+        cr_expect_eq(g->params.line_bytes, 240 * MG_MIB, "memory.high lent to max");
         cr_assert_eq(mg_guard_lend_end(g, lend), 0);
-        cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16, "back with memory.high");
+        cr_expect_eq(g->params.line_bytes, 200 * MG_MIB - 200 * MG_MIB / 16, "back with memory.high");
         mg_guard_free(g);
 }
 
@@ -336,11 +335,11 @@ Test(guard, page_cache_at_the_limit_never_kills) {
         mg_guard *g = new_guard();
         /* memory.max unset: page cache, half of it dirty, takes current far
          * past the limit; used stays at 60 MiB. */
-        fixture_current(&fx, 600 * MIB);
-        fixture_stat(&fx, 50 * MIB, 540 * MIB, 8 * MIB, 2 * MIB, 0, 270 * MIB, 64 * MIB);
+        fixture_current(&fx, 600 * MG_MIB);
+        fixture_stat(&fx, 50 * MG_MIB, 540 * MG_MIB, 8 * MG_MIB, 2 * MG_MIB, 0, 270 * MG_MIB, 64 * MG_MIB);
         for (int i = 0; i < 100; i++) {
                 fixture_events(&fx, (uint64_t) i * 17, 0, 0);
-                cr_expect_eq(tick_at(g, 250 * MS), 0);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         }
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
         cr_expect_eq(fx.writes, 0, "nothing written, cgroup.kill untouched");
@@ -351,10 +350,10 @@ Test(guard, stale_stat_cannot_kill) {
         mg_guard *g = new_guard();
         /* memory.current exact at 250 MiB; memory.stat not yet flushed
          * still says 300 MiB of anon. */
-        fixture_current(&fx, 250 * MIB);
-        fixture_stat(&fx, 300 * MIB, 0, 2 * MIB, 0, 0, 0, 0);
+        fixture_current(&fx, 250 * MG_MIB);
+        fixture_stat(&fx, 300 * MG_MIB, 0, 2 * MG_MIB, 0, 0, 0, 0);
         for (int i = 0; i < 20; i++)
-                cr_expect_eq(tick_at(g, 250 * MS), 0);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         mg_guard_free(g);
@@ -362,22 +361,22 @@ Test(guard, stale_stat_cannot_kill) {
 
 Test(guard, overshoot_kills_and_reports) {
         mg_guard *g = new_guard();
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 1 * MIB, 4096, 1 * MIB, 0);
-        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 280 * MG_MIB, 10 * MG_MIB, 3 * MG_MIB, 1 * MG_MIB, 4096, 1 * MG_MIB, 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1);
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0, "the record comes once the cgroup is empty");
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
         cr_expect_eq(seen.kill.reason, MG_KILL_OVERSHOOT);
         cr_expect_eq(seen.kill.method, MG_KILL_CGROUP_KILL);
-        cr_expect_eq(seen.kill.report.used_bytes, 280 * MIB + 3 * MIB + 1 * MIB + 4096);
+        cr_expect_eq(seen.kill.report.used_bytes, 280 * MG_MIB + 3 * MG_MIB + 1 * MG_MIB + 4096);
         cr_expect_gt(seen.kill.report.used_bytes, seen.kill.report.limit_bytes);
-        cr_expect_eq(seen.kill.report.current_bytes, 300 * MIB);
-        cr_expect_eq(seen.kill.report.stat.file_dirty, 1 * MIB);
-        cr_expect_eq(seen.kill.empty_usec - seen.kill.kill_usec, 500 * MS);
+        cr_expect_eq(seen.kill.report.current_bytes, 300 * MG_MIB);
+        cr_expect_eq(seen.kill.report.stat.file_dirty, 1 * MG_MIB);
+        cr_expect_eq(seen.kill.empty_usec - seen.kill.kill_usec, 500 * MG_USEC_PER_MSEC);
         cr_expect_not(seen.kill.empty_timed_out);
         char buf[1024];
         mg_kill_record_format(&seen.kill, buf, sizeof(buf));
@@ -387,9 +386,9 @@ Test(guard, overshoot_kills_and_reports) {
         /* hold-off: no second kill while counters settle, then watching again */
         fixture_write(&fx, "cgroup.kill", "");
         fixture_write(&fx, "cgroup.events", "populated 1\nfrozen 0\n");
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
-        cr_expect_eq(tick_at(g, 3000 * MS), 1, "after the hold-off a new overshoot is acted on");
+        cr_expect_eq(tick_at(g, 3000 * MG_USEC_PER_MSEC), 1, "after the hold-off a new overshoot is acted on");
         mg_guard_free(g);
 }
 
@@ -401,35 +400,35 @@ Test(guard, overshoot_kills_and_reports) {
 Test(guard, empty_cgroup_over_limit_is_reported_not_killed) {
         mg_guard *g = new_guard();
         fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 0, 4 * MIB, 2 * MIB, 290 * MIB, 0, 0, 0);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 0, 4 * MG_MIB, 2 * MG_MIB, 290 * MG_MIB, 0, 0, 0);
         for (int i = 0; i < 240; i++) /* 60 s */
-                cr_expect_eq(tick_at(g, 250 * MS), 0, "tick %d", i);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0, "tick %d", i);
         cr_expect_eq(fx.writes, 0, "cgroup.kill written %u times for an empty cgroup", fx.writes);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
         cr_assert_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 1, "once per episode, not %d times",
                      seen.n[MG_EVENT_EMPTY_OVER_LIMIT]);
-        cr_expect_eq(seen.empty.limit_bytes, 256 * MIB);
-        cr_expect_eq(seen.empty.used_bytes, 292 * MIB);
-        cr_expect_eq(seen.empty.current_bytes, 300 * MIB);
-        cr_expect_eq(seen.empty.stat.shmem, 290 * MIB, "what holds it");
-        cr_expect_eq(seen.empty.stat.kernel, 2 * MIB);
+        cr_expect_eq(seen.empty.limit_bytes, 256 * MG_MIB);
+        cr_expect_eq(seen.empty.used_bytes, 292 * MG_MIB);
+        cr_expect_eq(seen.empty.current_bytes, 300 * MG_MIB);
+        cr_expect_eq(seen.empty.stat.shmem, 290 * MG_MIB, "what holds it");
+        cr_expect_eq(seen.empty.stat.kernel, 2 * MG_MIB);
         cr_expect_eq(seen.empty.stat.anon, 0);
-        cr_expect_eq(seen.empty.stat.file, 4 * MIB, "memory.stat whole");
+        cr_expect_eq(seen.empty.stat.file, 4 * MG_MIB, "memory.stat whole");
         cr_expect_eq(seen.empty.verdict, MG_VERDICT_OVERSHOOT);
 
         /* used back at the limit (still on the slow path) ends the episode;
          * over it again is a second one */
-        fixture_current(&fx, 250 * MIB);
-        fixture_stat(&fx, 0, 4 * MIB, 2 * MIB, 240 * MIB, 0, 0, 0);
+        fixture_current(&fx, 250 * MG_MIB);
+        fixture_stat(&fx, 0, 4 * MG_MIB, 2 * MG_MIB, 240 * MG_MIB, 0, 0, 0);
         for (int i = 0; i < 8; i++)
-                cr_expect_eq(tick_at(g, 250 * MS), 0);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 1);
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 0, 4 * MIB, 2 * MIB, 290 * MIB, 0, 0, 0);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 0, 4 * MG_MIB, 2 * MG_MIB, 290 * MG_MIB, 0, 0, 0);
         for (int i = 0; i < 40; i++)
-                cr_expect_eq(tick_at(g, 250 * MS), 0);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 2, "a second episode: %d reports",
                      seen.n[MG_EVENT_EMPTY_OVER_LIMIT]);
         cr_expect_eq(fx.writes, 0);
@@ -437,13 +436,13 @@ Test(guard, empty_cgroup_over_limit_is_reported_not_killed) {
         /* a process appears in a cgroup still over its limit: an overshoot
          * with a member, killed as usual, detected when it became one */
         fixture_write(&fx, "cgroup.events", "populated 1\nfrozen 0\n");
-        cr_expect_eq(tick_at(g, 250 * MS), 1, "a member over the limit is killed");
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1, "a member over the limit is killed");
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
         fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
         cr_expect_eq(seen.kill.reason, MG_KILL_OVERSHOOT);
-        cr_expect_leq(seen.kill.kill_usec - seen.kill.detect_usec, 250 * MS,
+        cr_expect_leq(seen.kill.kill_usec - seen.kill.detect_usec, 250 * MG_USEC_PER_MSEC,
                       "detected %" PRIu64 " ms before the kill: the empty episode counted",
                       (seen.kill.kill_usec - seen.kill.detect_usec) / 1000);
         cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 2);
@@ -452,13 +451,13 @@ Test(guard, empty_cgroup_over_limit_is_reported_not_killed) {
 
 Test(guard, kill_waits_and_times_out) {
         mg_guard *g = new_guard();
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
-        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 280 * MG_MIB, 10 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1);
         for (int i = 0; i < 7; i++)
-                tick_at(g, 250 * MS);
+                tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
-        tick_at(g, 1000 * MS); /* 2 s + 1 s/GiB for 256 MiB = 2 s */
+        tick_at(g, 1000 * MG_USEC_PER_MSEC); /* 2 s + 1 s/GiB for 256 MiB = 2 s */
         cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
         cr_expect(seen.kill.empty_timed_out);
         mg_guard_free(g);
@@ -477,15 +476,15 @@ Test(guard, unkillable_members_reported_once) {
         uint64_t wait = g->opt.kill_wait_usec;
         snprintf(procs, sizeof(procs), "%d\n99999999\n", (int) getpid());
         fixture_write(&fx, "cgroup.procs", procs);
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
-        cr_assert_eq(tick_at(g, 250 * MS), 1);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 280 * MG_MIB, 10 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
+        cr_assert_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1);
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
         uint64_t killed_at = fx.now_usec;
         fixture_write(&fx, "cgroup.kill", "");
         fixture_reset_counts(&fx);
         while (fx.now_usec - killed_at < wait)
-                tick_at(g, 250 * MS);
+                tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
         cr_expect(seen.kill.empty_timed_out, "the first record, timed out as before");
         cr_assert_eq(seen.n[MG_EVENT_UNKILLABLE], 1, "reported at the end of the kill wait");
@@ -503,7 +502,7 @@ Test(guard, unkillable_members_reported_once) {
 
         /* 60 s of the same members, over the limit: no kill, no report */
         for (int i = 0; i < 240; i++)
-                cr_expect_eq(tick_at(g, 250 * MS), 0, "tick %d", i);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0, "tick %d", i);
         cr_expect_eq(fx.writes, 0, "cgroup.kill written %u times after the report", fx.writes);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         cr_expect_eq(seen.n[MG_EVENT_KILL], 1, "%d kill records", seen.n[MG_EVENT_KILL]);
@@ -513,12 +512,12 @@ Test(guard, unkillable_members_reported_once) {
         /* a new pid: the usual rules, a kill (and its own report) */
         snprintf(more, sizeof(more), "%s12345\n", procs);
         fixture_write(&fx, "cgroup.procs", more);
-        cr_expect_eq(tick_at(g, 250 * MS), 1, "new members are killed");
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1, "new members are killed");
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
         fixture_write(&fx, "cgroup.kill", "");
         fixture_write(&fx, "cgroup.procs", procs); /* 12345 died, the old ones did not */
         for (uint64_t t0 = fx.now_usec; fx.now_usec - t0 < wait;)
-                tick_at(g, 250 * MS);
+                tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_expect_eq(seen.n[MG_EVENT_KILL], 2);
         cr_expect_eq(seen.n[MG_EVENT_UNKILLABLE], 2, "one report per kill that did not take");
         cr_expect_eq(seen.unkillable.n_members, 2);
@@ -528,38 +527,38 @@ Test(guard, unkillable_members_reported_once) {
         fixture_write(&fx, "cgroup.procs", "");
         fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
         for (int i = 0; i < 20; i++)
-                cr_expect_eq(tick_at(g, 250 * MS), 0);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         fixture_write(&fx, "cgroup.procs", procs);
         fixture_write(&fx, "cgroup.events", "populated 1\nfrozen 0\n");
-        cr_expect_eq(tick_at(g, 250 * MS), 1, "a cgroup that emptied starts over");
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1, "a cgroup that emptied starts over");
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
         mg_guard_free(g);
 }
 
 Test(guard, stall_kills_after_window) {
         mg_guard *g = new_guard();
-        fixture_current(&fx, 255 * MIB);
+        fixture_current(&fx, 255 * MG_MIB);
         uint64_t t0 = fx.now_usec;
         int acted = 0, i;
         for (i = 1; i <= 40 && !acted; i++) {
                 fx.restore_file = (uint64_t) i * 100;
-                fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
+                fixture_stat(&fx, 200 * MG_MIB, 40 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
                 fixture_events(&fx, 0, (uint64_t) i * 3, 0);
-                fixture_psi(&fx, "memory.pressure", (uint64_t) i * 150 * MS);
-                acted = tick_at(g, 250 * MS);
+                fixture_psi(&fx, "memory.pressure", (uint64_t) i * 150 * MG_USEC_PER_MSEC);
+                acted = tick_at(g, 250 * MG_USEC_PER_MSEC);
         }
         cr_assert_eq(acted, 1);
         /* PSI is read from the first slow tick on: the kill comes when the
          * 3 s window from that tick is covered */
-        cr_expect_eq(fx.now_usec - t0, 3250 * MS);
+        cr_expect_eq(fx.now_usec - t0, 3250 * MG_USEC_PER_MSEC);
         fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
-        tick_at(g, 250 * MS);
+        tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
         cr_expect_eq(seen.kill.reason, MG_KILL_STALL);
-        cr_expect_geq(seen.kill.report.stall_usec, 3000 * MS);
-        cr_expect_eq(seen.kill.report.stat.file, 40 * MIB, "the record has memory.stat whole");
-        cr_expect_eq(seen.kill.report.stat.inactive_file, 40 * MIB);
+        cr_expect_geq(seen.kill.report.stall_usec, 3000 * MG_USEC_PER_MSEC);
+        cr_expect_eq(seen.kill.report.stat.file, 40 * MG_MIB, "the record has memory.stat whole");
+        cr_expect_eq(seen.kill.report.stat.inactive_file, 40 * MG_MIB);
         mg_guard_free(g);
 }
 
@@ -567,13 +566,13 @@ Test(guard, stall_kills_after_window) {
  * restores, 190 of 200 MiB of cache mapped and re-read at 40 MiB/s, max
  * events +5 and io some +30 % per tick, memory.current as given. */
 static int tick_refault_thrash(mg_guard *g, int i, uint64_t current) {
-        fx.mapped = 190 * MIB;
-        fx.refault_file = (uint64_t) i * 10 * MIB / 4096;
+        fx.mapped = 190 * MG_MIB;
+        fx.refault_file = (uint64_t) i * 10 * MG_MIB / 4096;
         fixture_current(&fx, current);
-        fixture_stat(&fx, 40 * MIB, 200 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_stat(&fx, 40 * MG_MIB, 200 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
         fixture_events(&fx, 0, (uint64_t) i * 5, 0);
-        fixture_psi(&fx, "io.pressure", (uint64_t) i * 75 * MS);
-        return tick_at(g, 250 * MS);
+        fixture_psi(&fx, "io.pressure", (uint64_t) i * 75 * MG_USEC_PER_MSEC);
+        return tick_at(g, 250 * MG_USEC_PER_MSEC);
 }
 
 Test(guard, refault_thrash_killed_through_dips) {
@@ -583,17 +582,17 @@ Test(guard, refault_thrash_killed_through_dips) {
         uint64_t t0 = fx.now_usec;
         int acted = 0;
         for (int i = 1; i <= 100 && !acted; i++)
-                acted = tick_refault_thrash(g, i, i % 12 == 0 ? 200 * MIB : 255 * MIB);
+                acted = tick_refault_thrash(g, i, i % 12 == 0 ? 200 * MG_MIB : 255 * MG_MIB);
         cr_assert_eq(acted, 1);
         /* first slow tick at 0.25 s; the streak starts there, 12 s mapped */
-        cr_expect_eq(fx.now_usec - t0, 12250 * MS);
+        cr_expect_eq(fx.now_usec - t0, 12250 * MG_USEC_PER_MSEC);
         fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
-        tick_at(g, 250 * MS);
+        tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
         cr_expect_eq(seen.kill.reason, MG_KILL_STALL);
         cr_expect_eq(seen.kill.report.stall_signals, MG_STALL_REFAULT | MG_STALL_IO);
-        cr_expect_eq(seen.kill.report.stall_usec, 12000 * MS);
-        cr_expect_eq(seen.kill.report.stall_refault_bytes, UINT64_C(12) * 4 * 10 * MIB);
+        cr_expect_eq(seen.kill.report.stall_usec, 12000 * MG_USEC_PER_MSEC);
+        cr_expect_eq(seen.kill.report.stall_refault_bytes, UINT64_C(12) * 4 * 10 * MG_MIB);
         char buf[1024];
         mg_kill_record_format(&seen.kill, buf, sizeof(buf));
         cr_expect(strstr(buf, "re-read 491520kB of file pages in 12000ms (2x its page cache, 95% of it mapped)"),
@@ -608,9 +607,9 @@ Test(guard, leaving_the_limit_clears_the_windows) {
         uint64_t t0 = fx.now_usec;
         int acted = 0;
         for (int i = 1; i <= 100 && !acted; i++)
-                acted = tick_refault_thrash(g, i, i >= 24 && i < 32 ? 200 * MIB : 255 * MIB);
+                acted = tick_refault_thrash(g, i, i >= 24 && i < 32 ? 200 * MG_MIB : 255 * MG_MIB);
         cr_assert_eq(acted, 1);
-        cr_expect_eq(fx.now_usec - t0, 8000 * MS + 12000 * MS, "12 s from the first slow tick after the stay below, not %" PRIu64 " ms", (fx.now_usec - t0) / 1000);
+        cr_expect_eq(fx.now_usec - t0, 8000 * MG_USEC_PER_MSEC + 12000 * MG_USEC_PER_MSEC, "12 s from the first slow tick after the stay below, not %" PRIu64 " ms", (fx.now_usec - t0) / 1000);
         mg_guard_free(g);
 }
 
@@ -620,14 +619,14 @@ Test(guard, memory_stat_layout_change_is_followed) {
         /* at the limit, then the kernel's memory.stat gains a line above
          * anon (the tick finds other keys on its learnt lines and parses in
          * full again), then an overshoot */
-        fixture_current(&fx, 250 * MIB);
-        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 290 * MIB, 0, 3 * MIB, 0, 0, 0, 0);
+        fixture_current(&fx, 250 * MG_MIB);
+        fixture_stat(&fx, 200 * MG_MIB, 40 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 290 * MG_MIB, 0, 3 * MG_MIB, 0, 0, 0, 0);
         snprintf(buf, sizeof(buf), "new_counter 1\n%s", fixture_read(&fx, "memory.stat"));
         fixture_write(&fx, "memory.stat", buf);
-        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1);
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
         cr_expect_eq(seen.n[MG_EVENT_ERROR], 0);
         mg_guard_free(g);
@@ -637,29 +636,29 @@ Test(guard, lend_restores_exact_value) {
         uint64_t lend = 0;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 0, &lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
         cr_expect(mg_guard_is_lent(g));
         cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -EBUSY);
         cr_expect_eq(seen.n[MG_EVENT_LEND_BEGIN], 1);
 
         /* kills paused: a true overshoot during the lend is left alone */
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 280 * MG_MIB, 10 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
         for (int i = 0; i < 8; i++)
-                cr_expect_eq(tick_at(g, 250 * MS), 0);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
 
         /* the snapshot left dirty page cache behind: no kill after the lend */
-        fixture_current(&fx, 256 * MIB);
-        fixture_stat(&fx, 100 * MIB, 150 * MIB, 3 * MIB, 0, 0, 120 * MIB, 20 * MIB);
+        fixture_current(&fx, 256 * MG_MIB);
+        fixture_stat(&fx, 100 * MG_MIB, 150 * MG_MIB, 3 * MG_MIB, 0, 0, 120 * MG_MIB, 20 * MG_MIB);
         cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_not(mg_guard_is_lent(g));
         cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
         cr_expect_eq(mg_guard_lend_end(g, lend), -ENOENT);
         for (int i = 0; i < 8; i++)
-                cr_expect_eq(tick_at(g, 250 * MS), 0);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
         mg_guard_free(g);
 }
@@ -674,7 +673,7 @@ Test(guard, lend_all_writes_max_and_back) {
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         /* an actor with no memory.high gets "max" back */
         fixture_write(&fx, "memory.high", "max\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 32 * MIB, 0, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 32 * MG_MIB, 0, &lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
         cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
@@ -685,10 +684,10 @@ Test(guard, lend_deadline_restores) {
         uint64_t lend = 0;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS, &lend), 0);
-        cr_expect_eq(tick_at(g, 750 * MS), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MG_USEC_PER_MSEC, &lend), 0);
+        cr_expect_eq(tick_at(g, 750 * MG_USEC_PER_MSEC), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
-        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
         cr_expect(seen.lend.restored);
@@ -705,11 +704,11 @@ Test(guard, late_end_of_an_expired_lend_leaves_the_next_one) {
         uint64_t a = 0, b = 0, c = 0, none = 4242;
         struct mg_lend_info last = {};
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS, &a), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 1000 * MG_USEC_PER_MSEC, &a), 0);
         cr_expect_neq(a, 0);
         cr_expect_eq(g->lend.id, a, "the lend's events carry its id");
         cr_expect_eq(mg_guard_get_lend_id(g), a);
-        cr_expect_eq(tick_at(g, 1000 * MS), 1);
+        cr_expect_eq(tick_at(g, 1000 * MG_USEC_PER_MSEC), 1);
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_eq(mg_guard_get_lend_id(g), 0, "no lend open");
@@ -732,9 +731,9 @@ Test(guard, late_end_of_an_expired_lend_leaves_the_next_one) {
         cr_expect_eq(seen.n[MG_EVENT_LEND_END], 0);
 
         /* kills stay paused under B: a true overshoot is left alone */
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 280 * MG_MIB, 10 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
 
         cr_expect_eq(mg_guard_lend_end(g, b), 0);
@@ -744,7 +743,7 @@ Test(guard, late_end_of_an_expired_lend_leaves_the_next_one) {
         cr_expect_eq(mg_guard_lend_end(g, b), -ENOENT);
 
         /* the next lend gets a new id again */
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &c), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 0, &c), 0);
         cr_expect(c != a && c != b && c != 0);
         cr_expect_eq(mg_guard_lend_end(g, b), -ESTALE);
         cr_expect_eq(mg_guard_lend_end(g, c), 0);
@@ -759,7 +758,7 @@ Test(guard, lend_end_keeps_an_outside_change) {
         mg_guard *g = new_guard();
         uint64_t lend = 0;
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 0, &lend), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
         fixture_write(&fx, "memory.high", "209715200\n"); /* resized to 200 MiB */
         seen.warnings = 0;
@@ -768,7 +767,7 @@ Test(guard, lend_end_keeps_an_outside_change) {
         cr_expect_not(mg_guard_is_lent(g));
         cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
         cr_expect_not(seen.lend.restored, "the event says restored");
-        cr_expect_eq(seen.lend.found_high_bytes, 200 * MIB);
+        cr_expect_eq(seen.lend.found_high_bytes, 200 * MG_MIB);
         cr_expect_eq(seen.lend.new_high_bytes, 308281344);
         cr_expect_eq(seen.lend.old_high_bytes, 241172480);
         cr_expect_eq(seen.lend.id, lend);
@@ -776,11 +775,11 @@ Test(guard, lend_end_keeps_an_outside_change) {
         cr_expect(strstr(seen.warning_log, "memory.high changed during the lend (209715200") != NULL, "%s",
                   seen.warning_log);
         cr_expect_eq(mg_guard_lend_end(g, lend), -ENOENT, "the lend is over");
-        cr_expect_eq(g->params.line_bytes, 200 * MIB - 200 * MIB / 16, "the line follows the resize");
+        cr_expect_eq(g->params.line_bytes, 200 * MG_MIB - 200 * MG_MIB / 16, "the line follows the resize");
         /* kills resume */
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
-        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 280 * MG_MIB, 10 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1);
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
         mg_guard_free(g);
 
@@ -788,7 +787,7 @@ Test(guard, lend_end_keeps_an_outside_change) {
          * is restored, and says so */
         g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 0, &lend), 0);
         cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect(seen.lend.restored);
         cr_expect_eq(seen.lend.found_high_bytes, 308281344);
@@ -798,7 +797,7 @@ Test(guard, lend_end_keeps_an_outside_change) {
         mg_guard_free(g);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "134217728\n");
         cr_expect_not(seen.lend.restored);
-        cr_expect_eq(seen.lend.found_high_bytes, 128 * MIB);
+        cr_expect_eq(seen.lend.found_high_bytes, 128 * MG_MIB);
 }
 
 /* The kernel keeps memory.high in whole pages: a lend of part of a page
@@ -825,18 +824,18 @@ Test(guard, lend_of_part_of_a_page_is_still_ours) {
 Test(guard, lend_expiry_keeps_an_outside_change) {
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MS, NULL), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 1000 * MG_USEC_PER_MSEC, NULL), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
         fixture_write(&fx, "memory.high", "268435456\n");
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
-        cr_expect_eq(tick_at(g, 750 * MS), 0, "kills paused during the lend");
-        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 280 * MG_MIB, 10 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 750 * MG_USEC_PER_MSEC), 0, "kills paused during the lend");
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "268435456\n", "the resize was overwritten");
         cr_expect_not(mg_guard_is_lent(g));
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
         cr_expect_not(seen.lend.restored, "the event says restored");
-        cr_expect_eq(seen.lend.found_high_bytes, 256 * MIB);
+        cr_expect_eq(seen.lend.found_high_bytes, 256 * MG_MIB);
         cr_expect_eq(seen.lend.new_high_bytes, MG_UNLIMITED);
         cr_expect(strstr(seen.warning_log, "lend deadline passed, memory.high left as found") != NULL, "%s",
                   seen.warning_log);
@@ -848,7 +847,7 @@ Test(guard, lend_default_deadline_scales) {
         mg_guard *g = new_guard();
         cr_assert_eq(mg_guard_lend_begin(g, 1, 0, NULL), 0);
         /* 10 s + 256 MiB at 50 MiB/s (5 s, rounded down) */
-        cr_expect_eq(g->lend.deadline_usec - fx.now_usec, 15000 * MS);
+        cr_expect_eq(g->lend.deadline_usec - fx.now_usec, 15000 * MG_USEC_PER_MSEC);
         mg_guard_free(g);
 }
 
@@ -864,16 +863,16 @@ Test(guard, lend_never_expires) {
         uint64_t lend = 0;
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, UINT64_MAX, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, UINT64_MAX, &lend), 0);
         cr_expect_eq(g->lend.deadline_usec, UINT64_MAX);
         for (int i = 0; i < 1000; i++)
-                cr_expect_eq(tick_at(g, 250 * MS), 0, "tick %d", i);
-        cr_expect_eq(tick_at(g, UINT64_C(3600) * 1000 * MS), 0);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0, "tick %d", i);
+        cr_expect_eq(tick_at(g, UINT64_C(3600) * 1000 * MG_USEC_PER_MSEC), 0);
         mg_guard_set_clock(g, clock_far_ahead, NULL);
         cr_expect_eq(g->lend.deadline_usec, UINT64_MAX, "the clock swap moved a deadline of never");
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         mg_guard_set_clock(g, fixture_clock, &fx);
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect(mg_guard_is_lent(g));
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
@@ -881,30 +880,30 @@ Test(guard, lend_never_expires) {
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
 
         /* a finite deadline keeps the time it had left across a clock swap */
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 1000 * MS, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 1000 * MG_USEC_PER_MSEC, &lend), 0);
         mg_guard_set_clock(g, clock_far_ahead, NULL);
-        cr_expect_eq(g->lend.deadline_usec, clock_far_ahead(NULL) + 1000 * MS);
-        cr_expect_eq(tick_at(g, 750 * MS), 0);
-        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        cr_expect_eq(g->lend.deadline_usec, clock_far_ahead(NULL) + 1000 * MG_USEC_PER_MSEC);
+        cr_expect_eq(tick_at(g, 750 * MG_USEC_PER_MSEC), 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1);
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
         mg_guard_free(g);
 }
 
 /* tick_usec is bounded (10 ms to 1 h): the set adds it to its heap's times. */
 Test(guard, tick_usec_bounded) {
-        static const uint64_t bad[] = { UINT64_MAX, UINT64_MAX / 2, UINT64_C(3600) * 1000 * MS + 1, 9 * MS };
+        static const uint64_t bad[] = { UINT64_MAX, UINT64_MAX / 2, UINT64_C(3600) * 1000 * MG_USEC_PER_MSEC + 1, 9 * MG_USEC_PER_MSEC };
         struct mg_guard_options o;
         mg_guard *g = NULL;
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                mg_guard_options_init(&o, 256 * MIB);
+                mg_guard_options_init(&o, 256 * MG_MIB);
                 o.tick_usec = bad[i];
                 cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -EINVAL,
                              "tick_usec %llu", (unsigned long long) bad[i]);
         }
-        mg_guard_options_init(&o, 256 * MIB);
-        o.tick_usec = UINT64_C(3600) * 1000 * MS;
+        mg_guard_options_init(&o, 256 * MG_MIB);
+        o.tick_usec = UINT64_C(3600) * 1000 * MG_USEC_PER_MSEC;
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
-        cr_expect_eq(mg_guard_get_tick_usec(g), UINT64_C(3600) * 1000 * MS);
+        cr_expect_eq(mg_guard_get_tick_usec(g), UINT64_C(3600) * 1000 * MG_USEC_PER_MSEC);
         mg_guard_free(g);
 }
 
@@ -926,7 +925,7 @@ static int count_fds(void) {
 Test(guard, free_ends_the_lend) {
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_lend_begin(g, 64 * MIB, 0, NULL), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 0, NULL), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "308281344");
         mg_guard_free(g);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
@@ -960,7 +959,7 @@ Test(guard, free_ends_the_lend) {
 Test(guard, lend_without_memory_high) {
         struct mg_guard_options o;
         mg_guard *g;
-        mg_guard_options_init(&o, 256 * MIB);
+        mg_guard_options_init(&o, 256 * MG_MIB);
         fixture_remove(&fx, "memory.high");
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
         cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -EOPNOTSUPP);
@@ -970,27 +969,27 @@ Test(guard, lend_without_memory_high) {
 
 Test(guard, read_errors_never_kill_and_recover) {
         mg_guard *g = new_guard();
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 280 * MG_MIB, 10 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
         fx.fail_errno = EIO;
         for (int i = 0; i < 5; i++)
-                cr_expect_eq(tick_at(g, 250 * MS), -EIO);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), -EIO);
         cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "one report per streak");
         cr_expect_eq(seen.last_error, -EIO);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         fx.fail_errno = 0;
-        cr_expect_eq(tick_at(g, 250 * MS), 1, "recovers when the fault clears");
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1, "recovers when the fault clears");
         mg_guard_free(g);
 }
 
 Test(guard, malformed_stat_is_an_error_not_a_kill) {
         mg_guard *g = new_guard();
-        fixture_current(&fx, 300 * MIB);
+        fixture_current(&fx, 300 * MG_MIB);
         fixture_write(&fx, "memory.stat", "anon 99999999999\nanon 1\n");
-        cr_expect_eq(tick_at(g, 250 * MS), -EBADMSG);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), -EBADMSG);
         cr_expect_eq(seen.n[MG_EVENT_ERROR], 1);
         fixture_write(&fx, "memory.stat", "anon 1");
-        cr_expect_eq(tick_at(g, 250 * MS), -EBADMSG);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), -EBADMSG);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         mg_guard_free(g);
 }
@@ -998,10 +997,10 @@ Test(guard, malformed_stat_is_an_error_not_a_kill) {
 Test(guard, vanished_cgroup) {
         mg_guard *g = new_guard();
         fx.fail_errno = ENODEV;
-        cr_expect_eq(tick_at(g, 250 * MS), -ENODEV);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), -ENODEV);
         cr_expect_eq(seen.n[MG_EVENT_GONE], 1);
         fx.fail_errno = 0;
-        cr_expect_eq(tick_at(g, 250 * MS), -ENODEV, "a gone guard stays gone");
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), -ENODEV, "a gone guard stays gone");
         cr_expect_eq(seen.n[MG_EVENT_GONE], 1);
         cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -ENODEV);
         mg_guard_free(g);
@@ -1009,12 +1008,12 @@ Test(guard, vanished_cgroup) {
 
 Test(guard, kernel_oom_attributed) {
         mg_guard *g = new_guard();
-        fixture_current(&fx, 250 * MIB);
-        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_current(&fx, 250 * MG_MIB);
+        fixture_stat(&fx, 200 * MG_MIB, 40 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
         fixture_events(&fx, 0, 35, 0);
-        tick_at(g, 250 * MS);
+        tick_at(g, 250 * MG_USEC_PER_MSEC);
         fixture_events(&fx, 0, 40, 1);
-        tick_at(g, 250 * MS);
+        tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_expect_eq(seen.n[MG_EVENT_KERNEL_OOM], 1);
         cr_expect_eq(seen.oom_count, 1);
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
@@ -1024,15 +1023,15 @@ Test(guard, kernel_oom_attributed) {
 Test(guard, throttled_reported_once_never_killed) {
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n"); /* 230 MiB */
-        fixture_current(&fx, 246 * MIB);
-        fixture_stat(&fx, 240 * MIB, 2 * MIB, 3 * MIB, 0, 0, 0, 0);
+        fixture_current(&fx, 246 * MG_MIB);
+        fixture_stat(&fx, 240 * MG_MIB, 2 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
         for (int i = 1; i <= 40; i++) {
                 char cpu[64];
                 fixture_events(&fx, (uint64_t) i * 17, 0, 0);
-                fixture_psi(&fx, "memory.pressure", (uint64_t) i * 240 * MS);
+                fixture_psi(&fx, "memory.pressure", (uint64_t) i * 240 * MG_USEC_PER_MSEC);
                 snprintf(cpu, sizeof(cpu), "usage_usec %d\n", i * 2000);
                 fixture_write(&fx, "cpu.stat", cpu);
-                cr_expect_eq(tick_at(g, 250 * MS), 0);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         }
         cr_expect_eq(seen.n[MG_EVENT_THROTTLED], 1, "once per episode");
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0, "a throttle is not a kill");
@@ -1044,8 +1043,8 @@ Test(guard, report_does_not_feed_the_window) {
         mg_guard *g = new_guard();
         struct mg_report rep = { .size = sizeof(rep) };
         uint64_t line = g->params.line_bytes, high_events = g->last_high_events;
-        fixture_current(&fx, 255 * MIB);
-        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 1 * MIB, 0, 2 * MIB, 0);
+        fixture_current(&fx, 255 * MG_MIB);
+        fixture_stat(&fx, 200 * MG_MIB, 40 * MG_MIB, 3 * MG_MIB, 1 * MG_MIB, 0, 2 * MG_MIB, 0);
         fixture_write(&fx, "memory.high", "241172480\n");
         fixture_events(&fx, 5, 0, 0);
         cr_assert_eq(mg_guard_report(g, &rep), 0);
@@ -1055,7 +1054,7 @@ Test(guard, report_does_not_feed_the_window) {
         cr_expect_eq(g->last_high_events, high_events);
         cr_expect_eq(g->throttle_until_usec, 0);
         cr_expect_eq(rep.verdict, MG_VERDICT_NEAR);
-        cr_expect_eq(rep.used_bytes, 204 * MIB);
+        cr_expect_eq(rep.used_bytes, 204 * MG_MIB);
         cr_expect_eq(rep.high_bytes, 241172480);
         cr_expect_eq(rep.max_bytes, MG_UNLIMITED);
         cr_expect(!g->slow_state || g->slow_state->policy.count == 0);
@@ -1067,19 +1066,19 @@ Test(guard, report_does_not_feed_the_window) {
  * has stayed below the line for half a stall window; a dip keeps it. */
 Test(guard, slow_state_only_at_the_limit) {
         mg_guard *g = new_guard();
-        fixture_current(&fx, 100 * MIB);
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        fixture_current(&fx, 100 * MG_MIB);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_null(g->slow_state, "a guard far from its limit holds none");
-        fixture_current(&fx, 250 * MIB);
-        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 1 * MIB, 0, 2 * MIB, 0);
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        fixture_current(&fx, 250 * MG_MIB);
+        fixture_stat(&fx, 200 * MG_MIB, 40 * MG_MIB, 3 * MG_MIB, 1 * MG_MIB, 0, 2 * MG_MIB, 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_assert_not_null(g->slow_state);
         cr_expect_eq(g->slow_state->policy.count, 1);
-        fixture_current(&fx, 100 * MIB);
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        fixture_current(&fx, 100 * MG_MIB);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_not_null(g->slow_state, "a dip below the line keeps the window");
         for (int i = 0; i < 6; i++)
-                cr_expect_eq(tick_at(g, 250 * MS), 0);
+                cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_null(g->slow_state, "given back after half a stall window (1.5 s) below");
         mg_guard_free(g);
 }
@@ -1092,17 +1091,17 @@ Test(guard, slow_states_come_from_the_set_pool) {
         struct mg_slow *first;
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         cr_assert_eq(mg_set_add_guard(s, g), 0);
-        fixture_current(&fx, 250 * MIB);
-        fixture_stat(&fx, 200 * MIB, 40 * MIB, 3 * MIB, 1 * MIB, 0, 2 * MIB, 0);
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        fixture_current(&fx, 250 * MG_MIB);
+        fixture_stat(&fx, 200 * MG_MIB, 40 * MG_MIB, 3 * MG_MIB, 1 * MG_MIB, 0, 2 * MG_MIB, 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         first = g->slow_state;
         cr_assert_not_null(first);
-        fixture_current(&fx, 100 * MIB);
+        fixture_current(&fx, 100 * MG_MIB);
         for (int i = 0; i < 8; i++)
-                (void) tick_at(g, 250 * MS);
+                (void) tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_assert_null(g->slow_state);
-        fixture_current(&fx, 250 * MIB);
-        cr_expect_eq(tick_at(g, 250 * MS), 0);
+        fixture_current(&fx, 250 * MG_MIB);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         cr_expect_eq(g->slow_state, first, "the pool's");
         cr_expect_eq(g->slow_state->policy.count, 1, "zeroed: one sample, this tick's");
         mg_set_free(s);
@@ -1117,7 +1116,7 @@ Test(guard, report_of_an_older_caller_is_filled_to_its_size) {
         } u;
         size_t cut = offsetof(struct mg_report, stat);
         mg_guard *g = new_guard();
-        fixture_current(&fx, 100 * MIB);
+        fixture_current(&fx, 100 * MG_MIB);
         memset(&u, 0xa5, sizeof(u));
         u.r.size = cut;
         cr_assert_eq(mg_guard_report(g, &u.r), 0);
@@ -1125,8 +1124,8 @@ Test(guard, report_of_an_older_caller_is_filled_to_its_size) {
         for (size_t i = cut; i < sizeof(u); i++)
                 cr_assert_eq(u.b[i], 0xa5, "byte %zu written past the caller's %zu", i, cut);
         cr_expect_eq(u.r.time_usec, fx.now_usec);
-        cr_expect_eq(u.r.limit_bytes, 256 * MIB);
-        cr_expect_eq(u.r.current_bytes, 100 * MIB);
+        cr_expect_eq(u.r.limit_bytes, 256 * MG_MIB);
+        cr_expect_eq(u.r.current_bytes, 100 * MG_MIB);
         cr_expect_eq(u.r.max_bytes, MG_UNLIMITED);
 
         /* at the end of a page: a byte past it would be a SIGSEGV */
@@ -1170,11 +1169,11 @@ Test(guard, report_of_an_older_caller_is_filled_to_its_size) {
  * formatter reads a record no further than they say. */
 Test(guard, kill_record_records_its_size) {
         mg_guard *g = new_guard();
-        fixture_current(&fx, 300 * MIB);
-        fixture_stat(&fx, 280 * MIB, 10 * MIB, 3 * MIB, 0, 0, 0, 0);
-        cr_expect_eq(tick_at(g, 250 * MS), 1);
+        fixture_current(&fx, 300 * MG_MIB);
+        fixture_stat(&fx, 280 * MG_MIB, 10 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1);
         fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
-        tick_at(g, 250 * MS);
+        tick_at(g, 250 * MG_USEC_PER_MSEC);
         cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
         cr_expect_eq(seen.kill.size, sizeof(struct mg_kill_record));
         cr_expect_eq(seen.kill.report.size, sizeof(struct mg_report));
@@ -1222,7 +1221,7 @@ Test(guard, set_schedules_and_kills) {
         cr_expect_geq(mg_set_get_fd(s), 0);
         cr_expect_eq(mg_set_get_timeout(s, &t), 0);
         cr_expect_eq(t, UINT64_MAX);
-        mg_guard_options_init(&o, 256 * MIB);
+        mg_guard_options_init(&o, 256 * MG_MIB);
         o.on_event = remove_on_kill;
         for (int i = 0; i < 3; i++) {
                 struct fixture *f = i == 0 ? &fx : &other[i - 1];
@@ -1236,24 +1235,24 @@ Test(guard, set_schedules_and_kills) {
         cb_set = s;
         cr_expect_eq(mg_set_size(s), 3);
         cr_expect_eq(mg_set_get_timeout(s, &t), 0);
-        cr_expect_leq(t, fx.now_usec + 250 * MS);
+        cr_expect_leq(t, fx.now_usec + 250 * MG_USEC_PER_MSEC);
 
         /* every guard ticks once per period */
         for (int k = 0; k < 4; k++) {
-                fx.now_usec += 250 * MS;
+                fx.now_usec += 250 * MG_USEC_PER_MSEC;
                 cr_expect_geq(mg_set_process(s), 0);
         }
         cr_expect_eq(mg_set_get_timeout(s, &t), 0);
         cr_expect_gt(t, fx.now_usec);
-        cr_expect_leq(t, fx.now_usec + 250 * MS);
+        cr_expect_leq(t, fx.now_usec + 250 * MG_USEC_PER_MSEC);
 
         /* guard 1 overshoots, empties, and is removed from its own callback */
-        fixture_current(&other[0], 300 * MIB);
-        fixture_stat(&other[0], 290 * MIB, 0, 3 * MIB, 0, 0, 0, 0);
-        fx.now_usec += 250 * MS;
+        fixture_current(&other[0], 300 * MG_MIB);
+        fixture_stat(&other[0], 290 * MG_MIB, 0, 3 * MG_MIB, 0, 0, 0, 0);
+        fx.now_usec += 250 * MG_USEC_PER_MSEC;
         cr_expect_eq(mg_set_process(s), 1);
         fixture_write(&other[0], "cgroup.events", "populated 0\nfrozen 0\n");
-        fx.now_usec += 250 * MS;
+        fx.now_usec += 250 * MG_USEC_PER_MSEC;
         cr_expect_geq(mg_set_process(s), 0);
         cr_expect_eq(seen.n[MG_EVENT_KILL], 1);
         cr_expect_eq(removed_in_callback, 1);
@@ -1272,9 +1271,9 @@ Test(guard, set_fd_wakes_poll) {
         mg_set *s;
         mg_guard *g;
         struct mg_guard_options o;
-        mg_guard_options_init(&o, 256 * MIB);
-        o.tick_usec = 20 * MS;
-        o.stall_window_usec = 1000 * MS;
+        mg_guard_options_init(&o, 256 * MG_MIB);
+        o.tick_usec = 20 * MG_USEC_PER_MSEC;
+        o.stall_window_usec = 1000 * MG_USEC_PER_MSEC;
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
         fixture_map_fds(&fx, &g->cg);
@@ -1298,7 +1297,7 @@ Test(guard, set_at_the_end_of_the_clock) {
         mg_set *s;
         mg_guard *g = new_guard();
         uint64_t t;
-        fx.now_usec = UINT64_MAX - 10 * MS;
+        fx.now_usec = UINT64_MAX - 10 * MG_USEC_PER_MSEC;
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         cr_assert_eq(mg_set_add_guard(s, g), 0);
         cr_expect_geq(mg_set_process(s), 0);
@@ -1332,7 +1331,7 @@ static void on_restore_event(mg_guard *g, const struct mg_event *ev, void *ud) {
 static mg_guard *set_guard(mg_set *s, struct fixture *f) {
         struct mg_guard_options o;
         mg_guard *g = NULL;
-        cr_assert_eq(mg_guard_options_init(&o, 256 * MIB), 0);
+        cr_assert_eq(mg_guard_options_init(&o, 256 * MG_MIB), 0);
         o.on_event = on_restore_event;
         o.userdata = f;
         o.log = on_log;
@@ -1349,9 +1348,9 @@ static mg_guard *set_guard(mg_set *s, struct fixture *f) {
 static int step(mg_set *s) {
         uint64_t t0 = mg_mono_usec();
         int r;
-        fx.now_usec += 250 * MS;
+        fx.now_usec += 250 * MG_USEC_PER_MSEC;
         r = mg_set_process(s);
-        cr_assert_lt(mg_mono_usec() - t0, 1000 * MS, "mg_set_process() took %" PRIu64 " ms",
+        cr_assert_lt(mg_mono_usec() - t0, 1000 * MG_USEC_PER_MSEC, "mg_set_process() took %" PRIu64 " ms",
                      (mg_mono_usec() - t0) / 1000);
         return r;
 }
@@ -1369,8 +1368,8 @@ static void settle(mg_set *s, mg_guard *g) {
 
 /* The actor of f overshoots: 300 of 256 MiB, all anon. */
 static void overshoot(struct fixture *f) {
-        fixture_current(f, 300 * MIB);
-        fixture_stat(f, 290 * MIB, 0, 3 * MIB, 0, 0, 0, 0);
+        fixture_current(f, 300 * MG_MIB);
+        fixture_stat(f, 290 * MG_MIB, 0, 3 * MG_MIB, 0, 0, 0, 0);
 }
 
 /* Guard A's lend expires; its restore blocks (the gate) on the worker.
@@ -1386,7 +1385,7 @@ Test(guard, set_expiry_restore_blocks_no_other_guard) {
         fixture_write(&fx, "memory.high", "241172480\n");
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         mg_guard *a = set_guard(s, &fx), *gb = set_guard(s, &b);
-        cr_assert_eq(mg_guard_lend_begin(a, MG_UNLIMITED, 1000 * MS, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(a, MG_UNLIMITED, 1000 * MG_USEC_PER_MSEC, &lend), 0);
         fixture_gate(&fx);
         for (int k = 0; k < 4; k++)
                 cr_expect_geq(step(s), 0);
@@ -1450,7 +1449,7 @@ Test(guard, set_remove_of_a_lent_guard_frees_it_after_its_restore) {
         fixture_gate(&fx);
         uint64_t t0 = mg_mono_usec();
         cr_assert_eq(mg_set_remove(s, a), 0);
-        cr_expect_lt(mg_mono_usec() - t0, 1000 * MS, "mg_set_remove() waited for the restore");
+        cr_expect_lt(mg_mono_usec() - t0, 1000 * MG_USEC_PER_MSEC, "mg_set_remove() waited for the restore");
         cr_expect_eq(mg_set_size(s), 1);
         cr_assert(fixture_gate_wait(&fx, 1, 5000), "the removed guard's restore never reached memory.high");
         overshoot(&b);
@@ -1493,7 +1492,7 @@ Test(guard, set_free_waits_for_its_restores) {
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         mg_guard *a = set_guard(s, &fx), *gb = set_guard(s, &b);
         cr_assert_eq(mg_guard_lend_begin(a, MG_UNLIMITED, 0, NULL), 0);
-        cr_assert_eq(mg_guard_lend_begin(gb, 64 * MIB, 0, NULL), 0);
+        cr_assert_eq(mg_guard_lend_begin(gb, 64 * MG_MIB, 0, NULL), 0);
         fixture_gate(&fx);
         fixture_gate(&b);
         cr_assert_eq(mg_set_remove(s, gb), 0);
@@ -1505,7 +1504,7 @@ Test(guard, set_free_waits_for_its_restores) {
         mg_set_free(s);
         uint64_t took = mg_mono_usec() - t0;
         pthread_join(t, NULL);
-        cr_expect_geq(took, 250 * MS, "mg_set_free() returned before the restore was written (%" PRIu64 " ms)",
+        cr_expect_geq(took, 250 * MG_USEC_PER_MSEC, "mg_set_free() returned before the restore was written (%" PRIu64 " ms)",
                       took / 1000);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_str_eq(fixture_read(&b, "memory.high"), "241172480");
@@ -1525,11 +1524,11 @@ Test(guard, set_lend_end_is_queued) {
         fixture_write(&fx, "memory.high", "241172480\n");
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         mg_guard *a = set_guard(s, &fx);
-        cr_assert_eq(mg_guard_lend_begin(a, 64 * MIB, 0, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(a, 64 * MG_MIB, 0, &lend), 0);
         fixture_gate(&fx);
         uint64_t t0 = mg_mono_usec();
         cr_expect_eq(mg_guard_lend_end(a, lend), 1, "queued");
-        cr_expect_lt(mg_mono_usec() - t0, 1000 * MS);
+        cr_expect_lt(mg_mono_usec() - t0, 1000 * MG_USEC_PER_MSEC);
         cr_expect(mg_guard_is_lent(a));
         cr_expect_eq(mg_guard_get_lend_id(a), lend);
         cr_expect_eq(mg_guard_lend_begin(a, 1, 0, NULL), -EBUSY);
@@ -1551,14 +1550,14 @@ Test(guard, set_lend_end_is_queued) {
 
         /* resized from outside during the lend: left as found, no write */
         fixture_gate_open(&fx, 1); /* the lend's own write */
-        cr_assert_eq(mg_guard_lend_begin(a, 64 * MIB, 0, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(a, 64 * MG_MIB, 0, &lend), 0);
         fixture_write(&fx, "memory.high", "209715200\n");
         int writes = fixture_load(&fx.high_writes);
         cr_expect_eq(mg_guard_lend_end(a, lend), 1);
         settle(s, a);
         cr_expect_eq(seen.n[MG_EVENT_LEND_END], 2);
         cr_expect_not(seen.lend.restored);
-        cr_expect_eq(seen.lend.found_high_bytes, 200 * MIB);
+        cr_expect_eq(seen.lend.found_high_bytes, 200 * MG_MIB);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "209715200\n");
         cr_expect_eq(fixture_load(&fx.high_writes), writes, "memory.high written");
         cr_expect(strstr(seen.warning_log, "memory.high changed during the lend (209715200") != NULL, "%s",
@@ -1576,7 +1575,7 @@ Test(guard, set_restore_failure_is_reported_once_and_retried) {
         fixture_write(&fx, "memory.high", "241172480\n");
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         mg_guard *a = set_guard(s, &fx);
-        cr_assert_eq(mg_guard_lend_begin(a, MG_UNLIMITED, 1000 * MS, NULL), 0);
+        cr_assert_eq(mg_guard_lend_begin(a, MG_UNLIMITED, 1000 * MG_USEC_PER_MSEC, NULL), 0);
         __atomic_store_n(&fx.fail_high_write_errno, EIO, __ATOMIC_SEQ_CST);
         overshoot(&fx);
         for (int k = 0; k < 8; k++) {

@@ -4,20 +4,19 @@
 #include <inttypes.h>
 
 #include "policy.h"
+#include "util.h"
 
-#define MIB (UINT64_C(1) << 20)
-#define MS UINT64_C(1000)
 
 /* A 256 MiB actor, 16 MiB margin, 3 s window, 10 % memory some; the
  * refault rule's windows as tuned for 256 MiB (20 s, mapped 12 s). */
 static const struct mg_policy_params P = {
-        .limit_bytes = 256 * MIB,
-        .margin_bytes = 16 * MIB,
-        .line_bytes = 240 * MIB,
-        .stall_window_usec = 3000 * MS,
+        .limit_bytes = 256 * MG_MIB,
+        .margin_bytes = 16 * MG_MIB,
+        .line_bytes = 240 * MG_MIB,
+        .stall_window_usec = 3000 * MG_USEC_PER_MSEC,
         .stall_pressure_permyriad = 1000,
-        .refault_window_usec = 20000 * MS,
-        .refault_mapped_window_usec = 12000 * MS,
+        .refault_window_usec = 20000 * MG_USEC_PER_MSEC,
+        .refault_mapped_window_usec = 12000 * MG_USEC_PER_MSEC,
 };
 
 Test(policy, used_excludes_page_cache) {
@@ -27,18 +26,18 @@ Test(policy, used_excludes_page_cache) {
 }
 
 Test(policy, fast_path_boundary) {
-        cr_expect(mg_policy_fast(&P, 240 * MIB - 1));
-        cr_expect_not(mg_policy_fast(&P, 240 * MIB));
+        cr_expect(mg_policy_fast(&P, 240 * MG_MIB - 1));
+        cr_expect_not(mg_policy_fast(&P, 240 * MG_MIB));
 }
 
 Test(policy, overshoot_needs_both) {
-        cr_expect(mg_policy_overshoot(&P, 257 * MIB, 256 * MIB + 1));
-        cr_expect_not(mg_policy_overshoot(&P, 257 * MIB, 256 * MIB), "used at the limit is not above it");
+        cr_expect(mg_policy_overshoot(&P, 257 * MG_MIB, 256 * MG_MIB + 1));
+        cr_expect_not(mg_policy_overshoot(&P, 257 * MG_MIB, 256 * MG_MIB), "used at the limit is not above it");
         /* Stale memory.stat still shows anon the actor has freed, while
          * memory.current (exact) is below the limit: no overshoot. */
-        cr_expect_not(mg_policy_overshoot(&P, 250 * MIB, 300 * MIB));
+        cr_expect_not(mg_policy_overshoot(&P, 250 * MG_MIB, 300 * MG_MIB));
         /* Page cache takes current over the limit; used is below it. */
-        cr_expect_not(mg_policy_overshoot(&P, 400 * MIB, 100 * MIB));
+        cr_expect_not(mg_policy_overshoot(&P, 400 * MG_MIB, 100 * MG_MIB));
 }
 
 /* Feeds samples every 250 ms from t0; returns the last verdict and the
@@ -50,7 +49,7 @@ static enum mg_verdict feed(struct mg_policy_state *s, int n, uint64_t t0, uint6
                 *ret_kill_t = 0;
         for (int i = 0; i < n; i++) {
                 struct mg_sample x = {
-                        .time_usec = t0 + (uint64_t) i * 250 * MS,
+                        .time_usec = t0 + (uint64_t) i * 250 * MG_USEC_PER_MSEC,
                         .current_bytes = current,
                         .used_bytes = used,
                         .limit_events = (uint64_t) i * events_per_tick,
@@ -70,37 +69,37 @@ Test(policy, page_cache_at_limit_never_kills) {
         struct mg_policy_state s = {};
         uint64_t t;
         /* current at the limit through page cache, no events, no pressure */
-        cr_expect_eq(feed(&s, 400, 1000 * MS, 50 * MIB, 256 * MIB, 0, 0, &t), MG_VERDICT_NEAR);
+        cr_expect_eq(feed(&s, 400, 1000 * MG_USEC_PER_MSEC, 50 * MG_MIB, 256 * MG_MIB, 0, 0, &t), MG_VERDICT_NEAR);
         cr_expect_eq(t, 0);
         /* even with limit events (reclaim of clean cache) and light pressure */
         mg_policy_reset(&s);
-        cr_expect_eq(feed(&s, 400, 1000 * MS, 50 * MIB, 256 * MIB, 3, 5 * MS, &t), MG_VERDICT_NEAR);
+        cr_expect_eq(feed(&s, 400, 1000 * MG_USEC_PER_MSEC, 50 * MG_MIB, 256 * MG_MIB, 3, 5 * MG_USEC_PER_MSEC, &t), MG_VERDICT_NEAR);
         cr_expect_eq(t, 0);
 }
 
 Test(policy, stall_after_full_window) {
         struct mg_policy_state s = {};
-        uint64_t t0 = 1000 * MS, t;
+        uint64_t t0 = 1000 * MG_USEC_PER_MSEC, t;
         /* 40 % of each tick stalled, max events rising: stall once the
          * window (3 s = 12 ticks) is covered. */
-        cr_expect_eq(feed(&s, 20, t0, 200 * MIB, 255 * MIB, 2, 100 * MS, &t), MG_VERDICT_STALL);
-        cr_expect_eq(t - t0, 3000 * MS);
+        cr_expect_eq(feed(&s, 20, t0, 200 * MG_MIB, 255 * MG_MIB, 2, 100 * MG_USEC_PER_MSEC, &t), MG_VERDICT_STALL);
+        cr_expect_eq(t - t0, 3000 * MG_USEC_PER_MSEC);
 }
 
 Test(policy, stalling_before_window) {
         struct mg_policy_state s = {};
         uint64_t stall;
-        feed(&s, 6, 1000 * MS, 200 * MIB, 255 * MIB, 2, 100 * MS, NULL);
-        struct mg_sample x = { .time_usec = 2500 * MS, .current_bytes = 255 * MIB, .used_bytes = 200 * MIB,
-                               .limit_events = 12, .mem_some_usec = 600 * MS, .restores = 600,
+        feed(&s, 6, 1000 * MG_USEC_PER_MSEC, 200 * MG_MIB, 255 * MG_MIB, 2, 100 * MG_USEC_PER_MSEC, NULL);
+        struct mg_sample x = { .time_usec = 2500 * MG_USEC_PER_MSEC, .current_bytes = 255 * MG_MIB, .used_bytes = 200 * MG_MIB,
+                               .limit_events = 12, .mem_some_usec = 600 * MG_USEC_PER_MSEC, .restores = 600,
                                .have_events = true, .have_pressure = true };
         cr_expect_eq(mg_policy_decide(&P, &s, &x, &stall, NULL), MG_VERDICT_STALLING);
-        cr_expect_eq(stall, 1500 * MS);
+        cr_expect_eq(stall, 1500 * MG_USEC_PER_MSEC);
 }
 
 Test(policy, pressure_without_limit_events_is_not_a_stall) {
         struct mg_policy_state s = {};
-        cr_expect_eq(feed(&s, 40, 1000 * MS, 200 * MIB, 255 * MIB, 0, 200 * MS, NULL), MG_VERDICT_NEAR);
+        cr_expect_eq(feed(&s, 40, 1000 * MG_USEC_PER_MSEC, 200 * MG_MIB, 255 * MG_MIB, 0, 200 * MG_USEC_PER_MSEC, NULL), MG_VERDICT_NEAR);
 }
 
 Test(policy, io_pressure_alone_decides) {
@@ -109,9 +108,9 @@ Test(policy, io_pressure_alone_decides) {
         enum mg_verdict v = MG_VERDICT_NEAR;
         unsigned sig = 0;
         for (int i = 0; i < 20 && v != MG_VERDICT_STALL; i++) {
-                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
-                                       .used_bytes = 10 * MIB, .limit_events = (uint64_t) i * 40,
-                                       .mem_some_usec = (uint64_t) i * 5 * MS, .io_some_usec = (uint64_t) i * 200 * MS,
+                struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC, .current_bytes = 255 * MG_MIB,
+                                       .used_bytes = 10 * MG_MIB, .limit_events = (uint64_t) i * 40,
+                                       .mem_some_usec = (uint64_t) i * 5 * MG_USEC_PER_MSEC, .io_some_usec = (uint64_t) i * 200 * MG_USEC_PER_MSEC,
                                        .restores = (uint64_t) i * 300, .have_events = true, .have_pressure = true };
                 v = mg_policy_decide(&P, &s, &x, NULL, &sig);
         }
@@ -126,9 +125,9 @@ Test(policy, no_workingset_loss_is_not_a_stall) {
         struct mg_policy_state s = {};
         enum mg_verdict v = MG_VERDICT_NEAR;
         for (int i = 0; i < 40; i++) {
-                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 256 * MIB,
-                                       .used_bytes = 20 * MIB, .limit_events = (uint64_t) i * 5,
-                                       .mem_some_usec = (uint64_t) i * 200 * MS, .restores = 7,
+                struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC, .current_bytes = 256 * MG_MIB,
+                                       .used_bytes = 20 * MG_MIB, .limit_events = (uint64_t) i * 5,
+                                       .mem_some_usec = (uint64_t) i * 200 * MG_USEC_PER_MSEC, .restores = 7,
                                        .have_events = true, .have_pressure = true };
                 v = mg_policy_decide(&P, &s, &x, NULL, NULL);
                 cr_expect_lt(v, MG_VERDICT_STALLING);
@@ -141,9 +140,9 @@ Test(policy, pressure_in_first_half_only_is_not_a_stall) {
         struct mg_policy_state s = {};
         enum mg_verdict v = MG_VERDICT_NEAR;
         for (int i = 0; i < 13; i++) {
-                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
-                                       .used_bytes = 200 * MIB, .limit_events = (uint64_t) i * 3,
-                                       .mem_some_usec = (i < 5 ? (uint64_t) i : 5) * 200 * MS,
+                struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC, .current_bytes = 255 * MG_MIB,
+                                       .used_bytes = 200 * MG_MIB, .limit_events = (uint64_t) i * 3,
+                                       .mem_some_usec = (i < 5 ? (uint64_t) i : 5) * 200 * MG_USEC_PER_MSEC,
                                        .restores = (uint64_t) i * 50, .have_events = true, .have_pressure = true };
                 v = mg_policy_decide(&P, &s, &x, NULL, NULL);
         }
@@ -157,24 +156,24 @@ Test(policy, restores_in_bursts_still_a_stall) {
         enum mg_verdict v = MG_VERDICT_NEAR;
         t = 0;
         for (int i = 0; i < 13 && v != MG_VERDICT_STALL; i++) {
-                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
-                                       .used_bytes = 2 * MIB, .limit_events = (uint64_t) i * 40,
-                                       .io_some_usec = (uint64_t) i * 120 * MS, .restores = i < 2 ? 0 : 80,
+                struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC, .current_bytes = 255 * MG_MIB,
+                                       .used_bytes = 2 * MG_MIB, .limit_events = (uint64_t) i * 40,
+                                       .io_some_usec = (uint64_t) i * 120 * MG_USEC_PER_MSEC, .restores = i < 2 ? 0 : 80,
                                        .have_events = true, .have_pressure = true };
                 v = mg_policy_decide(&P, &s, &x, NULL, NULL);
                 t = x.time_usec;
         }
         cr_expect_eq(v, MG_VERDICT_STALL);
-        cr_expect_eq(t, 4000 * MS);
+        cr_expect_eq(t, 4000 * MG_USEC_PER_MSEC);
 }
 
 Test(policy, no_limit_events_in_window_is_not_a_stall) {
         struct mg_policy_state s = {};
         enum mg_verdict v = MG_VERDICT_NEAR;
         for (int i = 0; i < 30; i++) {
-                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
-                                       .used_bytes = 200 * MIB, .limit_events = i < 2 ? (uint64_t) i : 1,
-                                       .io_some_usec = (uint64_t) i * 200 * MS, .restores = (uint64_t) i * 50,
+                struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC, .current_bytes = 255 * MG_MIB,
+                                       .used_bytes = 200 * MG_MIB, .limit_events = i < 2 ? (uint64_t) i : 1,
+                                       .io_some_usec = (uint64_t) i * 200 * MG_USEC_PER_MSEC, .restores = (uint64_t) i * 50,
                                        .have_events = true, .have_pressure = true };
                 v = mg_policy_decide(&P, &s, &x, NULL, NULL);
         }
@@ -184,14 +183,14 @@ Test(policy, no_limit_events_in_window_is_not_a_stall) {
 Test(policy, low_pressure_is_not_a_stall) {
         struct mg_policy_state s = {};
         /* 5 % stalled: below the 10 % threshold */
-        cr_expect_eq(feed(&s, 40, 1000 * MS, 200 * MIB, 255 * MIB, 5, 12500, NULL), MG_VERDICT_NEAR);
+        cr_expect_eq(feed(&s, 40, 1000 * MG_USEC_PER_MSEC, 200 * MG_MIB, 255 * MG_MIB, 5, 12500, NULL), MG_VERDICT_NEAR);
 }
 
 Test(policy, missing_psi_never_stalls) {
         struct mg_policy_state s = {};
         for (int i = 0; i < 40; i++) {
-                struct mg_sample x = { .time_usec = (uint64_t) (i + 1) * 250 * MS, .current_bytes = 255 * MIB,
-                                       .used_bytes = 200 * MIB, .limit_events = (uint64_t) i * 10,
+                struct mg_sample x = { .time_usec = (uint64_t) (i + 1) * 250 * MG_USEC_PER_MSEC, .current_bytes = 255 * MG_MIB,
+                                       .used_bytes = 200 * MG_MIB, .limit_events = (uint64_t) i * 10,
                                        .have_events = true };
                 cr_expect_lt(mg_policy_decide(&P, &s, &x, NULL, NULL), MG_VERDICT_STALLING);
         }
@@ -199,10 +198,10 @@ Test(policy, missing_psi_never_stalls) {
 
 Test(policy, reset_restarts_window) {
         struct mg_policy_state s = {};
-        feed(&s, 10, 1000 * MS, 200 * MIB, 255 * MIB, 2, 100 * MS, NULL);
+        feed(&s, 10, 1000 * MG_USEC_PER_MSEC, 200 * MG_MIB, 255 * MG_MIB, 2, 100 * MG_USEC_PER_MSEC, NULL);
         mg_policy_reset(&s);
         uint64_t t;
-        feed(&s, 12, 5000 * MS, 200 * MIB, 255 * MIB, 2, 100 * MS, &t);
+        feed(&s, 12, 5000 * MG_USEC_PER_MSEC, 200 * MG_MIB, 255 * MG_MIB, 2, 100 * MG_USEC_PER_MSEC, &t);
         cr_expect_eq(t, 0, "11 intervals after a reset do not cover 3 s");
 }
 
@@ -210,8 +209,8 @@ Test(policy, counter_going_back_is_not_progress) {
         struct mg_policy_state s = {};
         enum mg_verdict v = MG_VERDICT_NEAR;
         for (int i = 0; i < 20; i++) {
-                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
-                                       .used_bytes = 200 * MIB, .limit_events = 1000 - (uint64_t) i,
+                struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC, .current_bytes = 255 * MG_MIB,
+                                       .used_bytes = 200 * MG_MIB, .limit_events = 1000 - (uint64_t) i,
                                        .mem_some_usec = 1000000000 - (uint64_t) i, .have_events = true,
                                        .have_pressure = true };
                 v = mg_policy_decide(&P, &s, &x, NULL, NULL);
@@ -221,7 +220,7 @@ Test(policy, counter_going_back_is_not_progress) {
 
 Test(policy, overshoot_immediate) {
         struct mg_policy_state s = {};
-        struct mg_sample x = { .time_usec = 1, .current_bytes = 300 * MIB, .used_bytes = 290 * MIB };
+        struct mg_sample x = { .time_usec = 1, .current_bytes = 300 * MG_MIB, .used_bytes = 290 * MG_MIB };
         cr_expect_eq(mg_policy_decide(&P, &s, &x, NULL, NULL), MG_VERDICT_OVERSHOOT);
 }
 
@@ -229,19 +228,19 @@ Test(policy, ring_wraps) {
         struct mg_policy_state s = {};
         uint64_t t;
         /* more samples than the ring holds: still decides on the window */
-        cr_expect_eq(feed(&s, 3 * MG_POLICY_RING, 1000 * MS, 200 * MIB, 255 * MIB, 1, 50 * MS, &t), MG_VERDICT_STALL);
-        cr_expect_eq(t, 4000 * MS);
+        cr_expect_eq(feed(&s, 3 * MG_POLICY_RING, 1000 * MG_USEC_PER_MSEC, 200 * MG_MIB, 255 * MG_MIB, 1, 50 * MG_USEC_PER_MSEC, &t), MG_VERDICT_STALL);
+        cr_expect_eq(t, 4000 * MG_USEC_PER_MSEC);
 }
 
 Test(policy, line_follows_the_lower_kernel_limit) {
         /* no kernel limit below the guard's: limit - margin */
-        cr_expect_eq(mg_policy_line(256 * MIB, 16 * MIB, MG_UNLIMITED), 240 * MIB);
-        cr_expect_eq(mg_policy_line(256 * MIB, 16 * MIB, 300 * MIB), 240 * MIB);
-        cr_expect_eq(mg_policy_line(256 * MIB, 16 * MIB, 256 * MIB), 240 * MIB);
+        cr_expect_eq(mg_policy_line(256 * MG_MIB, 16 * MG_MIB, MG_UNLIMITED), 240 * MG_MIB);
+        cr_expect_eq(mg_policy_line(256 * MG_MIB, 16 * MG_MIB, 300 * MG_MIB), 240 * MG_MIB);
+        cr_expect_eq(mg_policy_line(256 * MG_MIB, 16 * MG_MIB, 256 * MG_MIB), 240 * MG_MIB);
         /* memory.high at 90 % (kubelet MemoryQoS): 230.4 MiB less a sixteenth */
-        cr_expect_eq(mg_policy_line(256 * MIB, 16 * MIB, 256 * MIB * 9 / 10), 256 * MIB * 9 / 10 - 256 * MIB * 9 / 160);
-        cr_expect_eq(mg_policy_line(64 * MIB, 4 * MIB, 48 * MIB), 45 * MIB);
-        cr_expect_eq(mg_policy_line(64 * MIB, 4 * MIB, 0), 0, "memory.max 0: always at the limit");
+        cr_expect_eq(mg_policy_line(256 * MG_MIB, 16 * MG_MIB, 256 * MG_MIB * 9 / 10), 256 * MG_MIB * 9 / 10 - 256 * MG_MIB * 9 / 160);
+        cr_expect_eq(mg_policy_line(64 * MG_MIB, 4 * MG_MIB, 48 * MG_MIB), 45 * MG_MIB);
+        cr_expect_eq(mg_policy_line(64 * MG_MIB, 4 * MG_MIB, 0), 0, "memory.max 0: always at the limit");
         /* no overflow at the top of the range */
         cr_expect_eq(mg_policy_line(UINT64_MAX - 1, (UINT64_MAX - 1) / 2, UINT64_MAX - 2), (UINT64_C(1) << 63) - 1);
 }
@@ -266,17 +265,17 @@ static enum mg_verdict feed_refaults(struct mg_policy_state *s, struct refault_f
         uint64_t refault = 0;
         for (int i = 0; i < f->n; i++) {
                 if (!f->stop_after || i < f->stop_after)
-                        refault += f->refault_mib_per_s * MIB / 4;
-                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
-                                       .used_bytes = 50 * MIB, .limit_events = (uint64_t) i * f->events_per_tick,
+                        refault += f->refault_mib_per_s * MG_MIB / 4;
+                struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC, .current_bytes = 255 * MG_MIB,
+                                       .used_bytes = 50 * MG_MIB, .limit_events = (uint64_t) i * f->events_per_tick,
                                        .io_some_usec = (uint64_t) i * f->io_per_tick, .refault_bytes = refault,
-                                       .file_bytes = 200 * MIB, .mapped_bytes = f->mapped_mib * MIB,
+                                       .file_bytes = 200 * MG_MIB, .mapped_bytes = f->mapped_mib * MG_MIB,
                                        .have_events = true, .have_pressure = true };
                 uint64_t stall;
                 unsigned sig;
                 v = mg_policy_decide(&P, s, &x, &stall, &sig);
                 if (v == MG_VERDICT_STALL && !f->kill_t) {
-                        f->kill_t = x.time_usec - 1000 * MS;
+                        f->kill_t = x.time_usec - 1000 * MG_USEC_PER_MSEC;
                         f->signals = sig;
                         f->stall_usec = stall;
                         f->refault_bytes = s->stall_refault_bytes;
@@ -290,27 +289,27 @@ Test(refault, mapped_hot_set_larger_than_the_cache) {
          * 40 MiB/s, memory and restores silent, io some 30 % */
         struct mg_policy_state s = {};
         struct refault_feed f = { .n = 80, .refault_mib_per_s = 40, .mapped_mib = 190, .events_per_tick = 5,
-                                  .io_per_tick = 75 * MS };
+                                  .io_per_tick = 75 * MG_USEC_PER_MSEC };
         cr_expect_eq(feed_refaults(&s, &f), MG_VERDICT_STALL);
         /* the first segment ends at 1.5 s; the streak begins at its start
          * (0 s) and the mapped window is 12 s */
-        cr_expect_eq(f.kill_t, 12000 * MS);
+        cr_expect_eq(f.kill_t, 12000 * MG_USEC_PER_MSEC);
         cr_expect_eq(f.signals, MG_STALL_REFAULT | MG_STALL_IO);
-        cr_expect_eq(f.stall_usec, 12000 * MS);
-        cr_expect_eq(f.refault_bytes, UINT64_C(12) * 40 * MIB);
+        cr_expect_eq(f.stall_usec, 12000 * MG_USEC_PER_MSEC);
+        cr_expect_eq(f.refault_bytes, UINT64_C(12) * 40 * MG_MIB);
 }
 
 Test(refault, unmapped_rereads_need_the_long_window) {
         /* a table scanned with read() that never fits: 20 s, not 12 */
         struct mg_policy_state s = {};
         struct refault_feed f = { .n = 49, .refault_mib_per_s = 40, .mapped_mib = 2, .events_per_tick = 5,
-                                  .io_per_tick = 75 * MS };
+                                  .io_per_tick = 75 * MG_USEC_PER_MSEC };
         cr_expect_eq(feed_refaults(&s, &f), MG_VERDICT_STALLING, "12 s in: still stalling");
         cr_expect_eq(f.kill_t, 0);
         mg_policy_reset(&s);
         f.n = 100;
         cr_expect_eq(feed_refaults(&s, &f), MG_VERDICT_STALL);
-        cr_expect_eq(f.kill_t, 20000 * MS, "20 s after the start of the first qualifying segment");
+        cr_expect_eq(f.kill_t, 20000 * MG_USEC_PER_MSEC, "20 s after the start of the first qualifying segment");
         cr_expect_eq(f.signals, MG_STALL_REFAULT | MG_STALL_IO);
 }
 
@@ -319,7 +318,7 @@ Test(refault, finite_rereader_survives) {
          * then it is done and the refaults stop */
         struct mg_policy_state s = {};
         struct refault_feed f = { .n = 160, .refault_mib_per_s = 40, .mapped_mib = 0, .events_per_tick = 5,
-                                  .io_per_tick = 75 * MS, .stop_after = 56 };
+                                  .io_per_tick = 75 * MG_USEC_PER_MSEC, .stop_after = 56 };
         cr_expect_lt(feed_refaults(&s, &f), MG_VERDICT_STALLING);
         cr_expect_eq(f.kill_t, 0);
 }
@@ -330,7 +329,7 @@ Test(refault, a_trickle_is_not_a_thrash) {
          * 200 s, not once per window */
         struct mg_policy_state s = {};
         struct refault_feed f = { .n = 400, .refault_mib_per_s = 1, .mapped_mib = 190, .events_per_tick = 5,
-                                  .io_per_tick = 200 * MS };
+                                  .io_per_tick = 200 * MG_USEC_PER_MSEC };
         cr_expect_lt(feed_refaults(&s, &f), MG_VERDICT_STALLING);
         cr_expect_eq(f.kill_t, 0);
 }
@@ -338,7 +337,7 @@ Test(refault, a_trickle_is_not_a_thrash) {
 Test(refault, needs_the_limit_and_lost_time) {
         struct mg_policy_state s = {};
         struct refault_feed f = { .n = 200, .refault_mib_per_s = 40, .mapped_mib = 190, .events_per_tick = 0,
-                                  .io_per_tick = 75 * MS };
+                                  .io_per_tick = 75 * MG_USEC_PER_MSEC };
         cr_expect_lt(feed_refaults(&s, &f), MG_VERDICT_STALLING, "no limit events: the cache is not squeezed");
         mg_policy_reset(&s);
         f = (struct refault_feed) { .n = 200, .refault_mib_per_s = 40, .mapped_mib = 190, .events_per_tick = 5,
@@ -355,18 +354,18 @@ Test(refault, a_quiet_segment_ends_the_streak) {
          * the second start */
         for (int i = 0; i < 120 && !kill_t; i++) {
                 if (i < 40 || i >= 48)
-                        refault += 10 * MIB;
-                struct mg_sample x = { .time_usec = (uint64_t) i * 250 * MS, .current_bytes = 255 * MIB,
-                                       .used_bytes = 50 * MIB, .limit_events = (uint64_t) i * 5,
-                                       .io_some_usec = (uint64_t) i * 75 * MS, .refault_bytes = refault,
-                                       .file_bytes = 200 * MIB, .mapped_bytes = 190 * MIB,
+                        refault += 10 * MG_MIB;
+                struct mg_sample x = { .time_usec = (uint64_t) i * 250 * MG_USEC_PER_MSEC, .current_bytes = 255 * MG_MIB,
+                                       .used_bytes = 50 * MG_MIB, .limit_events = (uint64_t) i * 5,
+                                       .io_some_usec = (uint64_t) i * 75 * MG_USEC_PER_MSEC, .refault_bytes = refault,
+                                       .file_bytes = 200 * MG_MIB, .mapped_bytes = 190 * MG_MIB,
                                        .have_events = true, .have_pressure = true };
                 v = mg_policy_decide(&P, &s, &x, NULL, NULL);
                 if (v == MG_VERDICT_STALL)
                         kill_t = x.time_usec;
         }
         cr_expect_eq(v, MG_VERDICT_STALL);
-        cr_expect_geq(kill_t, 12000 * MS + 12000 * MS, "killed at %" PRIu64 " ms", kill_t / 1000);
+        cr_expect_geq(kill_t, 12000 * MG_USEC_PER_MSEC + 12000 * MG_USEC_PER_MSEC, "killed at %" PRIu64 " ms", kill_t / 1000);
 }
 
 /* docs/tuning.md prints this table; these rows pin it. */
@@ -374,20 +373,20 @@ Test(tuning, table_rows) {
         static const struct {
                 uint64_t limit, window_ms, deadline_s, kill_wait_s, refault_s, mapped_s;
         } rows[] = {
-                { 64 * MIB, 2000, 11, 2, 20, 8 },     { 256 * MIB, 3000, 15, 2, 20, 12 },
-                { 1024 * MIB, 4000, 30, 3, 24, 16 },  { 4096 * MIB, 5000, 91, 6, 28, 20 },
-                { 65536 * MIB, 7000, 1320, 30, 30, 20 },
+                { 64 * MG_MIB, 2000, 11, 2, 20, 8 },     { 256 * MG_MIB, 3000, 15, 2, 20, 12 },
+                { 1024 * MG_MIB, 4000, 30, 3, 24, 16 },  { 4096 * MG_MIB, 5000, 91, 6, 28, 20 },
+                { 65536 * MG_MIB, 7000, 1320, 30, 30, 20 },
         };
         for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
                 struct mg_guard_options o;
                 cr_assert_eq(mg_guard_options_init(&o, rows[i].limit), 0);
                 cr_expect_eq(o.margin_bytes, rows[i].limit / 16);
-                cr_expect_eq(o.tick_usec, 250 * MS);
-                cr_expect_eq(o.stall_window_usec, rows[i].window_ms * MS, "row %zu", i);
+                cr_expect_eq(o.tick_usec, 250 * MG_USEC_PER_MSEC);
+                cr_expect_eq(o.stall_window_usec, rows[i].window_ms * MG_USEC_PER_MSEC, "row %zu", i);
                 cr_expect_eq(o.stall_pressure_permyriad, 1000);
                 cr_expect_eq(o.lend_deadline_usec / 1000000, rows[i].deadline_s, "row %zu", i);
                 cr_expect_eq(o.kill_wait_usec / 1000000, rows[i].kill_wait_s, "row %zu", i);
-                cr_expect_eq(o.post_kill_holdoff_usec, 2250 * MS);
+                cr_expect_eq(o.post_kill_holdoff_usec, 2250 * MG_USEC_PER_MSEC);
                 cr_expect_eq(o.refault_window_usec / 1000000, rows[i].refault_s, "row %zu", i);
                 cr_expect_eq(o.refault_mapped_window_usec / 1000000, rows[i].mapped_s, "row %zu", i);
         }
@@ -395,20 +394,20 @@ Test(tuning, table_rows) {
 
 Test(throttle, kernel_formula) {
         /* 64 s x o^2: o = 10 % gives 640 ms, 5 % 160 ms */
-        cr_expect_eq(mg_high_delay_usec(110 * MIB, 100 * MIB), 640000);
-        cr_expect_eq(mg_high_delay_usec(105 * MIB, 100 * MIB), 160000);
-        cr_expect_eq(mg_high_delay_usec(101 * MIB, 100 * MIB), 0, "6.4 ms: not worth a sleep");
-        cr_expect_eq(mg_high_delay_usec(130 * MIB, 100 * MIB), 2000000, "capped at 2 s");
-        cr_expect_eq(mg_high_delay_usec(90 * MIB, 100 * MIB), 0);
-        cr_expect_eq(mg_high_delay_usec(110 * MIB, MG_UNLIMITED), 0);
+        cr_expect_eq(mg_high_delay_usec(110 * MG_MIB, 100 * MG_MIB), 640000);
+        cr_expect_eq(mg_high_delay_usec(105 * MG_MIB, 100 * MG_MIB), 160000);
+        cr_expect_eq(mg_high_delay_usec(101 * MG_MIB, 100 * MG_MIB), 0, "6.4 ms: not worth a sleep");
+        cr_expect_eq(mg_high_delay_usec(130 * MG_MIB, 100 * MG_MIB), 2000000, "capped at 2 s");
+        cr_expect_eq(mg_high_delay_usec(90 * MG_MIB, 100 * MG_MIB), 0);
+        cr_expect_eq(mg_high_delay_usec(110 * MG_MIB, MG_UNLIMITED), 0);
 }
 
 static void feed_throttle(struct mg_policy_state *s, int n, uint64_t some_per_tick, uint64_t cpu_per_tick,
                           uint64_t high_per_tick) {
         for (int i = 0; i < n; i++) {
-                struct mg_sample x = { .time_usec = 1000 * MS + (uint64_t) i * 250 * MS, .current_bytes = 246 * MIB,
-                                       .used_bytes = 240 * MIB, .limit_events = (uint64_t) i * high_per_tick,
-                                       .high_events = (uint64_t) i * high_per_tick, .high_bytes = 230 * MIB,
+                struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC, .current_bytes = 246 * MG_MIB,
+                                       .used_bytes = 240 * MG_MIB, .limit_events = (uint64_t) i * high_per_tick,
+                                       .high_events = (uint64_t) i * high_per_tick, .high_bytes = 230 * MG_MIB,
                                        .mem_some_usec = (uint64_t) i * some_per_tick,
                                        .cpu_usec = (uint64_t) i * cpu_per_tick, .have_events = true,
                                        .have_pressure = true, .have_throttle = true };
@@ -421,11 +420,11 @@ Test(throttle, field_case_239_of_256_at_high) {
          * time, high events +17 per sleep, no CPU to speak of */
         struct mg_policy_state s = {};
         struct mg_throttle_info t;
-        feed_throttle(&s, 20, 240 * MS, 2 * MS, 17);
+        feed_throttle(&s, 20, 240 * MG_USEC_PER_MSEC, 2 * MG_USEC_PER_MSEC, 17);
         cr_assert(mg_policy_throttled(&P, &s, &t));
-        cr_expect_eq(t.high_bytes, 230 * MIB);
+        cr_expect_eq(t.high_bytes, 230 * MG_MIB);
         cr_expect_eq(t.overage_permyriad, 695); /* 16 MiB over 230 MiB */
-        cr_expect_eq(t.est_delay_usec, mg_high_delay_usec(246 * MIB, 230 * MIB));
+        cr_expect_eq(t.est_delay_usec, mg_high_delay_usec(246 * MG_MIB, 230 * MG_MIB));
         cr_expect_eq(t.high_events_per_sec, 68);
         cr_expect_eq(t.memory_some_permyriad, 9600);
         cr_expect_eq(t.cpu_permyriad, 80);
@@ -433,15 +432,15 @@ Test(throttle, field_case_239_of_256_at_high) {
 
 Test(throttle, busy_or_unstalled_is_not_throttled) {
         struct mg_policy_state s = {};
-        feed_throttle(&s, 20, 240 * MS, 200 * MS, 17);
+        feed_throttle(&s, 20, 240 * MG_USEC_PER_MSEC, 200 * MG_USEC_PER_MSEC, 17);
         cr_expect_not(mg_policy_throttled(&P, &s, NULL), "using 80 % of a CPU");
         mg_policy_reset(&s);
-        feed_throttle(&s, 20, 50 * MS, 2 * MS, 17);
+        feed_throttle(&s, 20, 50 * MG_USEC_PER_MSEC, 2 * MG_USEC_PER_MSEC, 17);
         cr_expect_not(mg_policy_throttled(&P, &s, NULL), "20 % stalled");
         mg_policy_reset(&s);
-        feed_throttle(&s, 20, 240 * MS, 2 * MS, 0);
+        feed_throttle(&s, 20, 240 * MG_USEC_PER_MSEC, 2 * MG_USEC_PER_MSEC, 0);
         cr_expect_not(mg_policy_throttled(&P, &s, NULL), "no high events");
         mg_policy_reset(&s);
-        feed_throttle(&s, 5, 240 * MS, 2 * MS, 17);
+        feed_throttle(&s, 5, 240 * MG_USEC_PER_MSEC, 2 * MG_USEC_PER_MSEC, 17);
         cr_expect_not(mg_policy_throttled(&P, &s, NULL), "window not covered yet");
 }

@@ -36,9 +36,8 @@
 #include "crc32c.h"
 #include "format.h"
 #include "internal.h"
+#include "util.h"
 
-#define MIB (UINT64_C(1) << 20)
-#define KIB (UINT64_C(1) << 10)
 
 static char dir[256];
 static int dfd = -1;
@@ -93,8 +92,8 @@ static uint64_t rng(uint64_t *s) {
 /* Page i of an image: zero for i % 8 in {2, 5}, and for whole 128 KiB runs
  * every 1 MiB; pseudo-random otherwise. */
 static bool page_zero(size_t i) {
-        size_t per_mib = (size_t) MIB / page;
-        return i % 8 == 2 || i % 8 == 5 || (i % per_mib >= per_mib / 2 && i % per_mib < per_mib / 2 + 128 * KIB / page);
+        size_t per_mib = (size_t) MG_MIB / page;
+        return i % 8 == 2 || i % 8 == 5 || (i % per_mib >= per_mib / 2 && i % per_mib < per_mib / 2 + 128 * MG_KIB / page);
 }
 
 static void fill_page(uint8_t *p, size_t i, uint64_t seed) {
@@ -130,7 +129,7 @@ static int make_memfd(size_t len, uint64_t seed, uint8_t *expect) {
         cr_assert_eq(ftruncate(fd, (off_t) len), 0);
         memset(expect, 0, len);
         for (size_t i = 0; i < len / page; i++) {
-                if ((i * page / (256 * KIB)) % 4 == 1)
+                if ((i * page / (256 * MG_KIB)) % 4 == 1)
                         continue;
                 if (page_zero(i))
                         memset(buf, 0, page);
@@ -301,9 +300,9 @@ static struct mg_snap_header good_header(void) {
                 .version = MG_SNAP_VERSION,
                 .page_size = 4096,
                 .chunk_bytes = 1 << 20,
-                .image_bytes = 8 * MIB,
+                .image_bytes = 8 * MG_MIB,
                 .data_offset = 4096,
-                .index_offset = 4096 + 8 * MIB,
+                .index_offset = 4096 + 8 * MG_MIB,
                 .n_ranges = 2,
                 .data_bytes = 3 * UINT64_C(4096),
         };
@@ -384,16 +383,16 @@ Test(snapformat, header_hostile_fields) {
         BAD(h.chunk_bytes = 0, "chunk");
         BAD(h.flags = 1, "flags");
         BAD(h.image_bytes = 0, "image length");
-        BAD(h.image_bytes = 8 * MIB + 1, "image length");
+        BAD(h.image_bytes = 8 * MG_MIB + 1, "image length");
         BAD((h.image_bytes = UINT64_MAX - 4095, h.index_offset = 4096), "index offset");
         BAD(h.data_offset = 64, "data offset");
         BAD(h.data_offset = 4097, "data offset");
-        BAD((h.data_offset = 1ull << 40, h.index_offset = (1ull << 40) + 8 * MIB), "data offset");
+        BAD((h.data_offset = 1ull << 40, h.index_offset = (1ull << 40) + 8 * MG_MIB), "data offset");
         BAD(h.index_offset = 4096, "index offset");
         BAD(h.index_offset += 4096, "index offset");
-        BAD(h.n_ranges = 8 * MIB / 4096 + 1, "more ranges than pages");
+        BAD(h.n_ranges = 8 * MG_MIB / 4096 + 1, "more ranges than pages");
         BAD(h.n_ranges = UINT64_MAX / 8, "more ranges than pages");
-        BAD(h.data_bytes = 9 * MIB, "data length");
+        BAD(h.data_bytes = 9 * MG_MIB, "data length");
         BAD(h.data_bytes = 4096, "data length"); /* 2 ranges need 2 pages */
         BAD(h.data_bytes = 100, "data length");
         BAD(h.n_ranges = 0, "data length");
@@ -451,7 +450,7 @@ Test(snapformat, index_good_and_hostile) {
         cr_expect(strstr(why, "overlapping"), "%s", why);
         cr_expect_eq(parse_index(&h, (struct mg_snap_range[]) { { 100, 4096 }, { 8192, 8192 } }, &why), -EBADMSG);
         cr_expect_eq(parse_index(&h, (struct mg_snap_range[]) { { 0, 0 }, { 8192, 12288 } }, &why), -EBADMSG);
-        cr_expect_eq(parse_index(&h, (struct mg_snap_range[]) { { 0, 4096 }, { 8 * MIB, 8192 } }, &why), -EBADMSG);
+        cr_expect_eq(parse_index(&h, (struct mg_snap_range[]) { { 0, 4096 }, { 8 * MG_MIB, 8192 } }, &why), -EBADMSG);
         cr_expect(strstr(why, "outside"), "%s", why);
         cr_expect_eq(parse_index(&h, (struct mg_snap_range[]) { { 0, 4096 }, { UINT64_MAX - 4095, 8192 } }, &why),
                      -EBADMSG);
@@ -481,12 +480,12 @@ static const uint32_t methods[] = { MG_SNAPSHOT_AUTO, MG_SNAPSHOT_DIRECT, MG_SNA
                                     MG_SNAPSHOT_WINDOWED, MG_SNAPSHOT_BUFFERED };
 
 Test(snapshot, round_trip_memory_every_method) {
-        size_t len = 8 * MIB;
+        size_t len = 8 * MG_MIB;
         uint8_t *img = make_image(len, 1), *back = map(len);
         for (size_t m = 0; m < sizeof(methods) / sizeof(methods[0]); m++) {
                 struct mg_snapshot_options o = opts(methods[m]);
                 struct mg_snapshot_stats st, rs;
-                o.window_bytes = 1 * MIB; /* several windows in 8 MiB */
+                o.window_bytes = 1 * MG_MIB; /* several windows in 8 MiB */
                 int r = write_mem("snap", img, len, &o, &st);
                 if (r == -EOPNOTSUPP) {
                         cr_log_info("%s: not supported here", mg_snapshot_method_to_string(methods[m]));
@@ -521,7 +520,7 @@ Test(snapshot, round_trip_memory_every_method) {
 /* Direct I/O one call at a time, as where io_setup fails: memory and fd,
  * aligned and not. */
 Test(snapshot, round_trip_without_aio) {
-        size_t len = 4 * MIB;
+        size_t len = 4 * MG_MIB;
         uint8_t *img = make_image(len + page, 16), *back = map(len + page), *expect = malloc(len);
         int fd = make_memfd(len, 17, expect);
         struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_FD, .fd = fd, .length = len };
@@ -542,7 +541,7 @@ Test(snapshot, round_trip_without_aio) {
 }
 
 Test(snapshot, every_zero_page_skipped_with_page_holes) {
-        size_t len = 2 * MIB;
+        size_t len = 2 * MG_MIB;
         uint8_t *img = make_image(len, 2), *back = map(len);
         struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
         struct mg_snapshot_stats st;
@@ -560,7 +559,7 @@ Test(snapshot, every_zero_page_skipped_with_page_holes) {
 }
 
 Test(snapshot, round_trip_memfd_with_holes) {
-        size_t len = 8 * MIB;
+        size_t len = 8 * MG_MIB;
         uint8_t *expect = malloc(len), *back = map(len);
         int fd = make_memfd(len, 3, expect);
         cr_assert_eq(lseek(fd, 12345, SEEK_SET), 12345);
@@ -582,11 +581,11 @@ Test(snapshot, round_trip_memfd_with_holes) {
         int t = memfd_create("mgsnap-target", MFD_CLOEXEC);
         cr_assert_geq(t, 0);
         memset(back, 0x77, len);
-        cr_assert_eq(pwrite(t, back, len, (off_t) (64 * KIB)), (ssize_t) len);
-        struct mg_snapshot_target dst = { .kind = MG_SNAPSHOT_FD, .fd = t, .offset = 64 * KIB, .length = len };
+        cr_assert_eq(pwrite(t, back, len, (off_t) (64 * MG_KIB)), (ssize_t) len);
+        struct mg_snapshot_target dst = { .kind = MG_SNAPSHOT_FD, .fd = t, .offset = 64 * MG_KIB, .length = len };
         struct mg_snapshot_stats rs = { .size = sizeof(rs) };
         cr_assert_eq(mg_snapshot_restore(dfd, "snap", &dst, NULL, &rs), 0, "%s", last_log);
-        cr_assert_eq(pread(t, back, len, (off_t) (64 * KIB)), (ssize_t) len);
+        cr_assert_eq(pread(t, back, len, (off_t) (64 * MG_KIB)), (ssize_t) len);
         cr_assert_eq(memcmp(expect, back, len), 0);
 
         /* into an empty memfd: extended to the image */
@@ -603,11 +602,11 @@ Test(snapshot, round_trip_memfd_with_holes) {
 }
 
 Test(snapshot, sparse_file_for_mostly_zero_image) {
-        size_t len = 64 * MIB;
+        size_t len = 64 * MG_MIB;
         uint8_t *img = map(len), *back = map(len);
         struct mg_snapshot_stats st;
         struct stat s;
-        for (size_t i = 0; i < len; i += 4 * MIB)
+        for (size_t i = 0; i < len; i += 4 * MG_MIB)
                 fill_page(img + i, i / page, 9); /* one page per 4 MiB */
         fill_page(img + len - page, 0, 9);
         cr_assert_eq(write_mem("snap", img, len, NULL, &st), 0);
@@ -624,7 +623,7 @@ Test(snapshot, sparse_file_for_mostly_zero_image) {
 }
 
 Test(snapshot, unaligned_source_and_target) {
-        size_t len = 1 * MIB;
+        size_t len = 1 * MG_MIB;
         uint8_t *img = make_image(len + page, 4), *back = map(len + page);
         uint8_t *src = img + 8, *dst = back + 24; /* not page-aligned: bounce buffers */
         memmove(src, img, len);
@@ -636,7 +635,7 @@ Test(snapshot, unaligned_source_and_target) {
 }
 
 Test(snapshot, replaces_existing_atomically) {
-        size_t len = 1 * MIB;
+        size_t len = 1 * MG_MIB;
         uint8_t *a = make_image(len, 5), *b = make_image(len, 6), *back = map(len);
         cr_assert_eq(write_mem("snap", a, len, NULL, NULL), 0);
         cr_assert_eq(write_mem("snap", b, len, NULL, NULL), 0);
@@ -651,7 +650,7 @@ Test(snapshot, replaces_existing_atomically) {
 /* ---- refusing bad files --------------------------------------------------- */
 
 Test(snapshot, corrupt_truncated_foreign_refused) {
-        size_t len = 2 * MIB;
+        size_t len = 2 * MG_MIB;
         uint8_t *img = make_image(len, 7), *back = map(len);
         struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
         struct mg_snapshot_stats st;
@@ -719,7 +718,7 @@ Test(snapshot, corrupt_truncated_foreign_refused) {
 }
 
 Test(snapshot, target_of_another_length) {
-        size_t len = 1 * MIB;
+        size_t len = 1 * MG_MIB;
         uint8_t *img = make_image(len, 8), *back = map(2 * len);
         cr_assert_eq(write_mem("snap", img, len, NULL, NULL), 0);
         cr_expect_eq(restore_mem("snap", back, 2 * len, NULL, NULL), -EMSGSIZE);
@@ -731,7 +730,7 @@ Test(snapshot, target_of_another_length) {
 /* ---- bad input ----------------------------------------------------------- */
 
 Test(snapshot, bad_arguments) {
-        size_t len = 1 * MIB;
+        size_t len = 1 * MG_MIB;
         uint8_t *img = make_image(len, 10);
         struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
         struct mg_snapshot_stats st = { .size = sizeof(st) };
@@ -803,7 +802,7 @@ static void expect_untouched(const union stats_buf *u, size_t from, const char *
 }
 
 Test(snapshot, stats_fill_what_fits) {
-        size_t len = 1 * MIB;
+        size_t len = 1 * MG_MIB;
         uint8_t *img = make_image(len, 12), *back = map(len);
         struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = img, .length = len };
         struct mg_snapshot_target dst = { .kind = MG_SNAPSHOT_MEMORY, .addr = back, .length = len };
@@ -850,7 +849,7 @@ static bool private_mounts(void) {
 }
 
 Test(snapshot, unwritable_directory) {
-        size_t len = 1 * MIB;
+        size_t len = 1 * MG_MIB;
         uint8_t *img = make_image(len, 11);
         char ro[300];
         snprintf(ro, sizeof(ro), "%s/ro", dir);
@@ -882,7 +881,7 @@ Test(snapshot, unwritable_directory) {
 /* ENOSPC: a 4 MiB tmpfs in a private mount namespace, else RLIMIT_FSIZE
  * (EFBIG, SIGXFSZ ignored). */
 Test(snapshot, enospc_leaves_nothing) {
-        size_t len = 8 * MIB;
+        size_t len = 8 * MG_MIB;
         uint64_t s = 12;
         uint8_t *img = map(len);
         char small[300];
@@ -897,7 +896,7 @@ Test(snapshot, enospc_leaves_nothing) {
         if (!mounted) {
                 cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
                 signal(SIGXFSZ, SIG_IGN);
-                cr_assert_eq(setrlimit(RLIMIT_FSIZE, &(struct rlimit) { 2 * MIB, old.rlim_max }), 0);
+                cr_assert_eq(setrlimit(RLIMIT_FSIZE, &(struct rlimit) { 2 * MG_MIB, old.rlim_max }), 0);
         }
         int sfd = open(small, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         int before;
@@ -954,18 +953,18 @@ static int inject(void *ud, int op, uint64_t off, uint64_t len) {
 }
 
 Test(snapshot, eio_mid_write_and_at_sync) {
-        size_t len = 4 * MIB;
+        size_t len = 4 * MG_MIB;
         uint8_t *img = make_image(len, 13);
-        struct inject in = { .op = MG_SNAP_OP_WRITE, .after = 4096 + 2 * MIB, .err = -EIO };
+        struct inject in = { .op = MG_SNAP_OP_WRITE, .after = 4096 + 2 * MG_MIB, .err = -EIO };
         snap_io.snap_fault = inject;
         snap_io.snap_userdata = &in;
         for (int named = 0; named < 2; named++) {
                 snap_io.snap_flags = named ? MG_IO_SNAP_NO_TMPFILE : 0;
                 for (size_t m = 0; m < sizeof(methods) / sizeof(methods[0]); m++) {
                         struct mg_snapshot_options o = opts(methods[m]);
-                        o.window_bytes = 1 * MIB;
+                        o.window_bytes = 1 * MG_MIB;
                         in.op = MG_SNAP_OP_WRITE;
-                        in.after = 4096 + 2 * MIB;
+                        in.after = 4096 + 2 * MG_MIB;
                         in.calls = 0;
                         int r = write_mem("snap", img, len, &o, NULL);
                         if (r == -EOPNOTSUPP)
@@ -990,7 +989,7 @@ Test(snapshot, eio_mid_write_and_at_sync) {
 static int die_at(void *ud, int op, uint64_t off, uint64_t len) {
         (void) ud;
         (void) len;
-        if (op == MG_SNAP_OP_WRITE && off >= 4096 + 1 * MIB)
+        if (op == MG_SNAP_OP_WRITE && off >= 4096 + 1 * MG_MIB)
                 raise(SIGKILL);
         return 0;
 }
@@ -999,7 +998,7 @@ static int die_at(void *ud, int op, uint64_t off, uint64_t len) {
  * named temporary file, the next write in the directory removes it once it
  * is unlocked and not written for a while.  A locked one is left alone. */
 Test(snapshot, crash_mid_write_leaves_nothing_published) {
-        size_t len = 2 * MIB;
+        size_t len = 2 * MG_MIB;
         uint8_t *img = make_image(len, 14);
         for (int named = 0; named < 2; named++) {
                 pid_t pid = fork();
@@ -1057,12 +1056,12 @@ Test(snapshot, lend_around_the_write) {
         struct fixture fx;
         struct mg_guard_options go;
         mg_guard *g = NULL;
-        size_t len = 2 * MIB;
+        size_t len = 2 * MG_MIB;
         uint8_t *img = make_image(len, 15);
         fixture_init(&fx);
         fixture_write(&fx, "memory.high", "241172480");
         fixture_write(&fx, "memory.reclaim", "");
-        cr_assert_eq(mg_guard_options_init(&go, 256 * MIB), 0);
+        cr_assert_eq(mg_guard_options_init(&go, 256 * MG_MIB), 0);
         cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
 
         struct inject in = { .op = MG_SNAP_OP_READ, .fx = &fx };
@@ -1072,12 +1071,12 @@ Test(snapshot, lend_around_the_write) {
         struct mg_snapshot_stats st;
         o.guard = g;
         o.lock = lock_fn;
-        o.reclaim_bytes = 8 * MIB;
+        o.reclaim_bytes = 8 * MG_MIB;
         fixture_reset_counts(&fx);
         cr_assert_eq(write_mem("snap", img, len, &o, &st), 0, "%s", last_log);
         /* window 256 MiB / 16 = 16 MiB, + 2 x 4 MiB buffers + 4 MiB */
-        cr_expect_eq(st.lend_bytes, 28 * MIB);
-        cr_expect_eq(st.window_bytes, 16 * MIB);
+        cr_expect_eq(st.lend_bytes, 28 * MG_MIB);
+        cr_expect_eq(st.window_bytes, 16 * MG_MIB);
         cr_expect_str_eq(in.high, "270532608");
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480", "restored exactly");
         cr_expect(!mg_guard_is_lent(g));
@@ -1087,7 +1086,7 @@ Test(snapshot, lend_around_the_write) {
          * the restore's memory.high, memory.reclaim */
         cr_expect_eq(fx.writes, 3);
         cr_expect_eq(fx.opens, 2);
-        cr_expect_eq(st.reclaimed_request_bytes, 8 * MIB);
+        cr_expect_eq(st.reclaimed_request_bytes, 8 * MG_MIB);
         cr_expect_eq(locks, 0);
 
         /* the pod lends it all */
@@ -1100,7 +1099,7 @@ Test(snapshot, lend_around_the_write) {
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
 
         /* failure mid-write: memory.high back as well */
-        in = (struct inject) { .op = MG_SNAP_OP_WRITE, .after = 4096 + 1 * MIB, .err = -ENOSPC, .fx = &fx };
+        in = (struct inject) { .op = MG_SNAP_OP_WRITE, .after = 4096 + 1 * MG_MIB, .err = -ENOSPC, .fx = &fx };
         o.lend_bytes = 0;
         cr_expect_eq(write_mem("other", img, len, &o, NULL), -ENOSPC);
         cr_expect_str_eq(in.high, "270532608");
@@ -1109,7 +1108,7 @@ Test(snapshot, lend_around_the_write) {
         cr_expect(!has_entry("other"));
 
         /* already lent by the caller: refused, and the caller's lend kept */
-        cr_assert_eq(mg_guard_lend_begin(g, 1 * MIB, 0, &lend), 0);
+        cr_assert_eq(mg_guard_lend_begin(g, 1 * MG_MIB, 0, &lend), 0);
         cr_expect_eq(write_mem("other", img, len, &o, NULL), -EBUSY);
         cr_expect(mg_guard_is_lent(g));
         cr_expect(!has_entry("other"));
@@ -1117,14 +1116,14 @@ Test(snapshot, lend_around_the_write) {
 
         /* the window follows the actor's size */
         mg_guard_free(g);
-        cr_assert_eq(mg_guard_options_init(&go, 64 * MIB), 0);
+        cr_assert_eq(mg_guard_options_init(&go, 64 * MG_MIB), 0);
         cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
         o.guard = g;
         snap_io.snap_fault = NULL;
         cr_assert_eq(write_mem("snap", img, len, &o, &st), 0);
-        cr_expect_eq(st.window_bytes, 8 * MIB);
+        cr_expect_eq(st.window_bytes, 8 * MG_MIB);
         cr_assert_eq(write_mem("snap", img, len, NULL, &st), 0);
-        cr_expect_eq(st.window_bytes, 32 * MIB, "no guard");
+        cr_expect_eq(st.window_bytes, 32 * MG_MIB, "no guard");
         mg_guard_free(g);
         fixture_cleanup(&fx);
         munmap(img, len);
@@ -1158,11 +1157,11 @@ Test(snapshot, late_end_leaves_a_newer_lend) {
         struct fixture fx;
         struct mg_guard_options go;
         mg_guard *g = NULL;
-        size_t len = 2 * MIB;
+        size_t len = 2 * MG_MIB;
         uint8_t *img = make_image(len, 16);
         fixture_init(&fx);
         fixture_write(&fx, "memory.high", "241172480\n");
-        cr_assert_eq(mg_guard_options_init(&go, 256 * MIB), 0);
+        cr_assert_eq(mg_guard_options_init(&go, 256 * MG_MIB), 0);
         cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
         mg_guard_set_clock(g, fixture_clock, &fx);
 
@@ -1223,12 +1222,12 @@ Test(snapshot, guard_removed_mid_write) {
         struct fixture fx;
         struct mg_guard_options go;
         struct remover rm = {};
-        size_t len = 2 * MIB;
+        size_t len = 2 * MG_MIB;
         uint8_t *img = make_image(len, 16);
         fixture_init(&fx);
         fixture_write(&fx, "memory.high", "241172480\n");
         cr_assert_eq(mg_set_new(NULL, &rm.set), 0);
-        cr_assert_eq(mg_guard_options_init(&go, 256 * MIB), 0);
+        cr_assert_eq(mg_guard_options_init(&go, 256 * MG_MIB), 0);
         go.on_event = count_event;
         go.userdata = &rm;
         cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &rm.g), 0);
@@ -1315,13 +1314,13 @@ Test(snapshot, lend_end_writes_without_the_lock) {
         struct lock_writer lw = { .mu = PTHREAD_MUTEX_INITIALIZER, .fx = &fx };
         mg_guard *b;
         pthread_t t;
-        size_t len = 2 * MIB;
+        size_t len = 2 * MG_MIB;
         uint8_t *img = make_image(len, 17);
         fixture_init(&fx);
         fixture_init(&other);
         fixture_write(&fx, "memory.high", "241172480\n");
         cr_assert_eq(mg_set_new(NULL, &lw.set), 0);
-        cr_assert_eq(mg_guard_options_init(&go, 256 * MIB), 0);
+        cr_assert_eq(mg_guard_options_init(&go, 256 * MG_MIB), 0);
         cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &lw.g), 0);
         cr_assert_eq(mg_guard_new_internal(other.dir, &go, MG_CGROUP_ANY_FS, &other.io, &b), 0);
         mg_guard_set_clock(lw.g, fixture_clock, &fx);
@@ -1345,8 +1344,8 @@ Test(snapshot, lend_end_writes_without_the_lock) {
                 if (part == 0) {
                         /* the lock is free during the write: the set ticks,
                          * and its other guard's overshoot is killed */
-                        fixture_current(&other, 300 * MIB);
-                        fixture_stat(&other, 290 * MIB, 0, 3 * MIB, 0, 0, 0, 0);
+                        fixture_current(&other, 300 * MG_MIB);
+                        fixture_stat(&other, 290 * MG_MIB, 0, 3 * MG_MIB, 0, 0, 0, 0);
                         uint64_t t0 = mg_mono_usec();
                         pthread_mutex_lock(&lw.mu);
                         cr_expect_lt(mg_mono_usec() - t0, 1000000, "the write held the lock over its restore");
@@ -1383,7 +1382,7 @@ Test(snapshot, lend_end_writes_without_the_lock) {
 /* ---- many cycles --------------------------------------------------------- */
 
 Test(snapshot, hundred_cycles_leave_no_trace) {
-        size_t len = 1 * MIB;
+        size_t len = 1 * MG_MIB;
         uint8_t *img = map(len), *back = map(len);
         int keep = openat(dfd, "keep", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
         int fds_before, fds_after;

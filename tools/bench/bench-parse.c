@@ -105,9 +105,9 @@ static void c_base_scan_7x(void) {
 
 /* The policy on a ring kept full of steady at-the-limit samples. */
 static struct mg_policy_params params = {
-        .limit_bytes = 256 * MIB,
-        .margin_bytes = 16 * MIB,
-        .line_bytes = 240 * MIB,
+        .limit_bytes = 256 * MG_MIB,
+        .margin_bytes = 16 * MG_MIB,
+        .line_bytes = 240 * MG_MIB,
         .stall_window_usec = 3000000,
         .stall_pressure_permyriad = 1000,
         .refault_window_usec = 20000000,
@@ -116,8 +116,8 @@ static struct mg_policy_params params = {
 static struct mg_policy_state pstate;
 static struct mg_sample psample = {
         .time_usec = 1000000,
-        .current_bytes = 250 * MIB,
-        .used_bytes = 200 * MIB,
+        .current_bytes = 250 * MG_MIB,
+        .used_bytes = 200 * MG_MIB,
         .have_events = true,
         .have_pressure = true,
         .high_bytes = UINT64_MAX,
@@ -131,7 +131,7 @@ static void c_policy_decide(void) {
 }
 
 static void c_policy_fast(void) {
-        sink += mg_policy_fast(&params, 16 * MIB + sink % 2);
+        sink += mg_policy_fast(&params, 16 * MG_MIB + sink % 2);
 }
 
 static const struct {
@@ -195,12 +195,12 @@ int main(int argc, char **argv) {
         printf("env bench=parse iters=%" PRIu64 " rounds=%u callgrind=%d\n", iters, rounds, bench_under_valgrind());
         for (unsigned r = 0; r < rounds; r++) {
                 for (size_t c = 0; c < N_CASES; c++) {
-                        uint64_t t0 = bench_now_ns();
+                        uint64_t t0 = mg_mono_nsec();
                         bench_cg_on();
                         for (uint64_t i = 0; i < iters; i++)
                                 cases[c].fn();
                         bench_cg_off();
-                        ns[c][r] = (double) (bench_now_ns() - t0) / (double) iters;
+                        ns[c][r] = (double) (mg_mono_nsec() - t0) / (double) iters;
                         if (bench_under_valgrind()) {
                                 char name[64];
                                 snprintf(name, sizeof(name), "parse:%s", cases[c].name);

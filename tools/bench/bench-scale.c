@@ -77,11 +77,11 @@ static uint64_t meminfo_kib(const char *key) {
 
 /* Runs the set for usec, as a host loop would.  Returns the wakeups. */
 static uint64_t run_set(mg_set *s, uint64_t usec) {
-        uint64_t end = bench_now_ns() + usec * 1000, wakeups = 0;
+        uint64_t end = mg_mono_nsec() + usec * 1000, wakeups = 0;
         struct pollfd pfd = { .fd = mg_set_get_fd(s), .events = POLLIN };
 
         for (;;) {
-                uint64_t now = bench_now_ns(), next_usec;
+                uint64_t now = mg_mono_nsec(), next_usec;
                 int ms;
 
                 if (now >= end)
@@ -125,9 +125,9 @@ static int floor_run(const char *dir, uint64_t n, uint64_t limit, uint64_t tick_
                         return r;
                 }
         }
-        uint64_t cpu0 = cpu_usec(&sys0), t0 = bench_now_ns(), end = t0 + seconds * 1000000000, slot = 0;
+        uint64_t cpu0 = cpu_usec(&sys0), t0 = mg_mono_nsec(), end = t0 + seconds * 1000000000, slot = 0;
         for (uint64_t next = t0;; slot++, next += tick_ms * 1000000 / slots) {
-                uint64_t now = bench_now_ns();
+                uint64_t now = mg_mono_nsec();
                 if (now >= end)
                         break;
                 if (next > now)
@@ -142,7 +142,7 @@ static int floor_run(const char *dir, uint64_t n, uint64_t limit, uint64_t tick_
                         reads++;
                 }
         }
-        uint64_t wall = bench_now_ns() - t0, cpu = cpu_usec(&sys1) - cpu0;
+        uint64_t wall = mg_mono_nsec() - t0, cpu = cpu_usec(&sys1) - cpu0;
         for (uint64_t i = 0; i < n; i++)
                 close(fds[i]);
         free(fds);
@@ -201,7 +201,7 @@ int main(int argc, char **argv) {
                 slow = 10;
         if (slow > n)
                 slow = n;
-        limit = root ? 16 * MIB : BENCH_LIMIT;
+        limit = root ? 16 * MG_MIB : BENCH_LIMIT;
         setvbuf(stdout, NULL, _IOLBF, 0);
         bench_io_init(&io);
 
@@ -220,7 +220,7 @@ int main(int argc, char **argv) {
         }
 
         /* The actors; the slow ones spread evenly. */
-        uint64_t t_make = bench_now_ns();
+        uint64_t t_make = mg_mono_nsec();
         if (root) {
                 snprintf(dir, sizeof(dir), "%s/memguard-bench-scale-%d", root, (int) getpid());
                 (void) mgt_cg_write(root, "cgroup.subtree_control", "+memory");
@@ -270,7 +270,7 @@ int main(int argc, char **argv) {
                 }
                 n_slow += is_slow;
         }
-        t_make = bench_now_ns() - t_make;
+        t_make = mg_mono_nsec() - t_make;
 
         /* The guards. */
         uint64_t rss0 = bench_rss_bytes(), slab0 = meminfo_kib("Slab");
@@ -283,7 +283,7 @@ int main(int argc, char **argv) {
                 failed = 1;
                 goto out;
         }
-        uint64_t t_add = bench_now_ns();
+        uint64_t t_add = mg_mono_nsec();
         for (uint64_t i = 0; i < n; i++) {
                 struct mg_guard_options o;
                 mg_guard *g;
@@ -301,7 +301,7 @@ int main(int argc, char **argv) {
                         goto out;
                 }
         }
-        t_add = bench_now_ns() - t_add;
+        t_add = mg_mono_nsec() - t_add;
         bench_allocs_get(&a1);
         unsigned fds1 = bench_count_fds();
         uint64_t rss1 = bench_rss_bytes(), slab1 = meminfo_kib("Slab");
@@ -314,12 +314,12 @@ int main(int argc, char **argv) {
 
         /* One period for every guard to tick once, then the measure. */
         (void) run_set(s, tick_ms * 1000 + 50000);
-        uint64_t sys0, sys1, preads0 = io.preads, cpu0 = cpu_usec(&sys0), wall0 = bench_now_ns();
+        uint64_t sys0, sys1, preads0 = io.preads, cpu0 = cpu_usec(&sys0), wall0 = mg_mono_nsec();
         bench_cg_on();
         uint64_t wakeups = run_set(s, seconds * 1000000);
         bench_cg_off();
         bench_cg_dump("scale:run");
-        uint64_t wall = bench_now_ns() - wall0, cpu = cpu_usec(&sys1) - cpu0, preads = io.preads - preads0;
+        uint64_t wall = mg_mono_nsec() - wall0, cpu = cpu_usec(&sys1) - cpu0, preads = io.preads - preads0;
         uint64_t rss2 = bench_rss_bytes();
         double secs = (double) wall / 1e9;
 
@@ -353,12 +353,17 @@ int main(int argc, char **argv) {
 out:
         mg_set_free(s);
         if (root) {
+                /* the holders are our children: kill, reap, then remove */
                 for (uint64_t i = 0; i < n_made; i++) {
                         snprintf(path, sizeof(path), "%s/a%" PRIu64, dir, i);
-                        bench_cg_destroy(path);
+                        (void) mgt_cg_kill_all(path);
                 }
                 for (uint64_t i = 0; i < n_slow; i++)
                         (void) waitpid(holders[i], NULL, 0);
+                for (uint64_t i = 0; i < n_made; i++) {
+                        snprintf(path, sizeof(path), "%s/a%" PRIu64, dir, i);
+                        (void) mgt_cg_destroy(path, 5 * MG_USEC_PER_SEC);
+                }
                 (void) rmdir(dir);
         } else if (own_dir) {
                 bench_tmpdir_remove(dir);

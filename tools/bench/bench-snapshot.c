@@ -62,12 +62,13 @@
 #include "bench.h"
 #include "cgdir.h"
 #include "image.h"
+#include "scenario.h"
 #include "ticker.h"
 #include "memguard/memguard.h"
 #include "memguard/snapshot.h"
 
 #define PAGE 4096
-#define COPY_BUF (4 * MIB)
+#define COPY_BUF (4 * MG_MIB)
 
 enum writer { W_COPY, W_MEMGUARD, W_BUFFERED, W_N };
 static const char *const writer_names[W_N] = { "copy", "memguard", "buffered" };
@@ -78,50 +79,9 @@ static const char *const file_names[W_N] = { "bench-snap-copy", "bench-snap-memg
 
 /* ---- the actor ------------------------------------------------------------ */
 
-struct actor {
-        char base[512], cg[600], home[600];
-        bool inside;
-        mg_set *set;
-        mg_guard *g;
-        struct mgt_ticker tk;      /* ticks the set, samples dirty + writeback */
-        int kills, lend_begins, lend_ends, errors; /* under tk.mu */
-};
-
-/* A key of memory.events, or 0 if it cannot be read. */
-static uint64_t cg_key(const char *cg, const char *file, const char *key) {
-        uint64_t v = 0;
-        (void) mgt_cg_read_key(cg, file, key, &v);
-        return v;
-}
-
-static uint64_t cg_u64(const char *cg, const char *file) {
-        uint64_t v = 0;
-        (void) mgt_cg_read_u64(cg, file, &v);
-        return v;
-}
-
-static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
-        struct actor *a = ud;
-        (void) g;
-        switch (ev->type) {
-        case MG_EVENT_KILL:
-        case MG_EVENT_KERNEL_OOM:
-                a->kills++;
-                break;
-        case MG_EVENT_LEND_BEGIN:
-                a->lend_begins++;
-                break;
-        case MG_EVENT_LEND_END:
-                a->lend_ends++;
-                break;
-        case MG_EVENT_ERROR:
-        case MG_EVENT_LEND_EXPIRED:
-                a->errors++;
-                break;
-        default:
-                break;
-        }
-}
+/* The scenario library's actor (tools/common/scenario.h) in a parent of
+ * the bench's own below root; its events are counted in ev (under tk.mu). */
+static char base[512];
 
 static void log_fn(int level, const char *msg, void *ud) {
         (void) ud;
@@ -129,95 +89,51 @@ static void log_fn(int level, const char *msg, void *ud) {
                 fprintf(stderr, "bench-snapshot: library: %s\n", msg);
 }
 
-/* Where this process is: root plus /proc/self/cgroup's "0::" path. */
-static int home_cgroup(const char *root, char *ret, size_t size) {
-        char line[512];
-        FILE *f = fopen("/proc/self/cgroup", "re");
-        if (!f)
-                return -errno;
-        while (fgets(line, sizeof(line), f)) {
-                if (strncmp(line, "0::", 3) == 0) {
-                        line[strcspn(line, "\n")] = '\0';
-                        fclose(f);
-                        snprintf(ret, size, "%s%s", root, strcmp(line + 3, "/") == 0 ? "" : line + 3);
-                        return 0;
-                }
-        }
-        fclose(f);
-        return -ENOENT;
-}
-
-static int move_to(const char *cg) {
-        char pid[32];
-        snprintf(pid, sizeof(pid), "%d", (int) getpid());
-        return mgt_cg_write(cg, "cgroup.procs", pid);
-}
-
-static int actor_start(struct actor *a, const char *root, uint64_t limit) {
-        char v[64];
+static int actor_start(struct mgt_actor *a, const char *root, uint64_t limit) {
         int r;
-        if ((r = home_cgroup(root, a->home, sizeof(a->home))) < 0)
-                return r;
-        snprintf(a->base, sizeof(a->base), "%s/memguard-bench-snap-%d", root, (int) getpid());
+
+        snprintf(base, sizeof(base), "%s/memguard-bench-snap-%d", root, (int) getpid());
         (void) mgt_cg_write(root, "cgroup.subtree_control", "+memory +io");
-        if (mkdir(a->base, 0755) < 0)
+        if (mkdir(base, 0755) < 0) {
+                base[0] = '\0';
                 return -errno;
-        if (mgt_cg_write(a->base, "cgroup.subtree_control", "+memory +io") < 0 &&
-            (r = mgt_cg_write(a->base, "cgroup.subtree_control", "+memory")) < 0)
+        }
+        if (mgt_cg_write(base, "cgroup.subtree_control", "+memory +io") < 0 &&
+            (r = mgt_cg_write(base, "cgroup.subtree_control", "+memory")) < 0)
                 return r;
-        snprintf(a->cg, sizeof(a->cg), "%s/actor", a->base);
-        if (mkdir(a->cg, 0755) < 0)
-                return -errno;
-        snprintf(v, sizeof(v), "%" PRIu64, 2 * limit);
-        if ((r = mgt_cg_write(a->cg, "memory.max", v)) < 0)
+        if ((r = mgt_actor_new(a, base, "actor", 1)) < 0)
+                return r;
+        if ((r = mgt_actor_limit(a, "memory.max", 2 * limit)) < 0)
                 return r;
         /* 90 % of the limit (230 MiB of 256, as the kernel scenario), but at
          * least 4 MiB above the image's charge (7/8), for the bench's own
          * pages: small --size runs would start over memory.high otherwise. */
-        uint64_t high = limit / 10 * 9 / MIB * MIB;
-        if (high < limit / 8 * 7 + 4 * MIB)
-                high = limit / 8 * 7 + 4 * MIB;
-        snprintf(v, sizeof(v), "%" PRIu64, high);
-        if ((r = mgt_cg_write(a->cg, "memory.high", v)) < 0)
+        uint64_t high = limit / 10 * 9 / MG_MIB * MG_MIB;
+        if (high < limit / 8 * 7 + 4 * MG_MIB)
+                high = limit / 8 * 7 + 4 * MG_MIB;
+        if ((r = mgt_actor_limit(a, "memory.high", high)) < 0)
                 return r;
-        if ((r = mg_set_new(NULL, &a->set)) < 0)
-                return r;
-        struct mg_guard_options o;
-        if ((r = mg_guard_options_init(&o, limit)) < 0)
-                return r;
-        o.on_event = on_event;
-        o.userdata = a;
-        if ((r = mg_set_add(a->set, a->cg, &o, &a->g)) < 0)
+        if ((r = mgt_actor_guard(a, limit, NULL)) < 0)
                 return r;
         if ((r = mgt_ticker_start(&a->tk, a->cg, a->set)) < 0)
                 return r;
-        if ((r = move_to(a->cg)) < 0)
-                return r;
-        a->inside = true;
-        return 0;
+        return mgt_actor_enter(a, root);
 }
 
-static int actor_leave(struct actor *a) {
-        if (!a->inside)
-                return 0;
-        int r = move_to(a->home);
-        if (r == 0)
-                a->inside = false;
-        else
+static int actor_leave(struct mgt_actor *a) {
+        int r = mgt_actor_leave(a);
+        if (r < 0)
                 fprintf(stderr, "bench-snapshot: cannot move back to %s: %s\n", a->home, strerror(-r));
         return r;
 }
 
-static void actor_stop(struct actor *a) {
-        bool out = actor_leave(a) == 0;
-        mgt_ticker_stop(&a->tk);
-        if (a->set)
-                mg_set_free(a->set);
-        a->set = NULL;
-        if (out && a->cg[0])
-                bench_cg_destroy(a->cg); /* empty by now: we were its only process */
-        if (a->base[0])
-                (void) rmdir(a->base);
+/* Removes the actor's cgroup (empty by now: we were its only process) and
+ * the bench's parent. */
+static void actor_stop(struct mgt_actor *a) {
+        (void) actor_leave(a);
+        (void) mgt_actor_end(a);
+        if (base[0])
+                (void) rmdir(base);
 }
 
 /* ---- the writers ------------------------------------------------------- */
@@ -258,21 +174,21 @@ static uint64_t cpu_usec(void) {
                (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
-static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *img, uint64_t len,
+static void run_one(struct mgt_actor *a, enum writer w, int dirfd, const uint8_t *img, uint64_t len,
                     const uint8_t *copy_buf, struct sample *x) {
         char hb[64] = "", ha[64] = "";
-        uint64_t high0 = 0;
+        uint64_t high0 = 0, high1 = 0; /* 0 where memory.events cannot be read */
         bool cg = a->cg[0] != '\0';
 
         memset(x, 0, sizeof(*x));
         x->st.size = sizeof(x->st);
         if (cg) {
-                high0 = cg_key(a->cg, "memory.events", "high");
-                x->current = cg_u64(a->cg, "memory.current");
+                (void) mgt_cg_read_key(a->cg, "memory.events", "high", &high0);
+                (void) mgt_cg_read_u64(a->cg, "memory.current", &x->current);
                 mgt_cg_read(a->cg, "memory.high", hb, sizeof(hb));
                 mgt_ticker_measure(&a->tk);
         }
-        uint64_t c0 = cpu_usec(), t0 = bench_now_ns();
+        uint64_t c0 = cpu_usec(), t0 = mg_mono_nsec();
         if (w == W_COPY) {
                 x->r = plain_copy(dirfd, file_names[w], copy_buf, len);
         } else {
@@ -280,17 +196,18 @@ static void run_one(struct actor *a, enum writer w, int dirfd, const uint8_t *im
                 struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = img, .length = len };
                 mg_snapshot_options_init(&o);
                 o.method = w == W_MEMGUARD ? MG_SNAPSHOT_AUTO : MG_SNAPSHOT_BUFFERED;
-                o.guard = a->g;
+                o.guard = a->guard;
                 o.lock = mgt_ticker_lock; /* taken around the lend: never without a guard */
                 o.lock_userdata = &a->tk;
                 o.log = log_fn;
                 x->r = mg_snapshot_write(&src, dirfd, file_names[w], &o, &x->st);
         }
-        x->usec = (bench_now_ns() - t0) / 1000;
+        x->usec = (mg_mono_nsec() - t0) / 1000;
         x->cpu_usec = cpu_usec() - c0;
         if (cg) {
                 mgt_ticker_measured(&a->tk, &x->peak_dw, &x->samples);
-                x->high_events = cg_key(a->cg, "memory.events", "high") - high0;
+                (void) mgt_cg_read_key(a->cg, "memory.events", "high", &high1);
+                x->high_events = high1 - high0;
                 mgt_cg_read(a->cg, "memory.high", ha, sizeof(ha));
                 x->high_ok = strcmp(hb, ha) == 0;
         } else {
@@ -309,19 +226,19 @@ static void print_one(const struct sample *x, enum writer w, int cycle, int pos,
                          mg_snapshot_method_to_string(s->method), (double) s->total_usec / 1000,
                          (double) s->write_usec / 1000, (double) s->sync_usec / 1000,
                          (double) s->lend_begin_usec / 1000, (double) s->lend_end_usec / 1000,
-                         (double) s->publish_usec / 1000, (double) s->data_bytes / MIB, s->window_bytes / 1024,
+                         (double) s->publish_usec / 1000, (double) s->data_bytes / MG_MIB, s->window_bytes / 1024,
                          s->lend_bytes == MG_UNLIMITED ? 0 : s->lend_bytes / 1024);
         else
-                snprintf(extra, sizeof(extra), " method=o_direct data_mib=%.1f", (double) len / MIB);
+                snprintf(extra, sizeof(extra), " method=o_direct data_mib=%.1f", (double) len / MG_MIB);
         if (cg)
                 snprintf(dw, sizeof(dw),
                          " peak_dw_kib=%" PRIu64 " samples=%" PRIu64 " high_events=%" PRIu64 " current_mib=%" PRIu64,
-                         x->peak_dw / 1024, x->samples, x->high_events, x->current / MIB);
+                         x->peak_dw / 1024, x->samples, x->high_events, x->current / MG_MIB);
         printf("result bench=snapshot writer=%s cycle=%d pos=%d warmup=%d r=%s ms=%.1f cpu_ms=%.1f mbps=%.1f"
                " image_mib=%" PRIu64 " high_restored=%d%s%s\n",
                writer_names[w], cycle, pos, warmup ? 1 : 0, x->r ? strerror(-x->r) : "0", (double) x->usec / 1000,
                (double) x->cpu_usec / 1000,
-               x->usec ? (double) len / (double) x->usec : 0.0, len / MIB, x->high_ok ? 1 : 0, extra, dw);
+               x->usec ? (double) len / (double) x->usec : 0.0, len / MG_MIB, x->high_ok ? 1 : 0, extra, dw);
 }
 
 static int restore_verify(int dirfd, uint64_t len, uint64_t seed, uint64_t *ret_usec) {
@@ -348,7 +265,7 @@ int main(int argc, char **argv) {
         const char *root = NULL, *dir = NULL;
         bool no_cgroup = false;
         uint64_t cycles = 20, warmup = 1, size_mib = 256, seed = 1;
-        struct actor a = { 0 };
+        struct mgt_actor a = { 0 };
         struct utsname u;
         struct statfs sfs;
         int failed = 0, r;
@@ -371,7 +288,7 @@ int main(int argc, char **argv) {
         }
         if (!dir || no_cgroup == !!root || cycles == 0 || size_mib < 4 || size_mib % 4)
                 usage(); /* whole 4 MiB copy buffers; 2 MiB blocks of the pattern */
-        uint64_t len = size_mib * MIB;
+        uint64_t len = size_mib * MG_MIB;
         setvbuf(stdout, NULL, _IOLBF, 0);
 
         int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -401,16 +318,18 @@ int main(int argc, char **argv) {
                         goto out;
                 }
         }
-        uint64_t t0 = bench_now_ns();
+        uint64_t t0 = mg_mono_nsec();
         uint8_t *img = img_make_anon(len, HOLES, seed);
         if (!img) {
                 fprintf(stderr, "bench-snapshot: mmap: %s\n", strerror(errno));
                 failed = 1;
                 goto out;
         }
-        uint64_t build_ms = (bench_now_ns() - t0) / 1000000;
+        uint64_t build_ms = (mg_mono_nsec() - t0) / 1000000;
         char high[64] = "max";
+        uint64_t current = 0;
         if (root) {
+                (void) mgt_cg_read_u64(a.cg, "memory.current", &current);
                 mgt_cg_read(a.cg, "memory.high", high, sizeof(high));
                 high[strcspn(high, "\n")] = '\0';
         }
@@ -418,7 +337,7 @@ int main(int argc, char **argv) {
                " limit_mib=%" PRIu64 " high_bytes=%s max_mib=%" PRIu64 " current_mib=%" PRIu64 " build_ms=%" PRIu64
                " mem_kib=%" PRIu64 "\n",
                u.release, root ? "cgroup" : "none", fs, cycles, warmup, size_mib, root ? size_mib : 0, high,
-               root ? 2 * size_mib : 0, root ? cg_u64(a.cg, "memory.current") / MIB : 0, build_ms,
+               root ? 2 * size_mib : 0, current / MG_MIB, build_ms,
                (uint64_t) sysconf(_SC_PHYS_PAGES) * (uint64_t) sysconf(_SC_PAGESIZE) / 1024);
 
         int n_ok = 0, n_writes = 0, high_bad = 0;
@@ -452,7 +371,9 @@ int main(int argc, char **argv) {
         mgt_ticker_stop(&a.tk); /* the guard's counts are final */
         printf("result bench=snapshot-check writes=%d ok=%d high_not_restored=%d kills=%d lend_begin=%d lend_end=%d "
                "guard_errors=%d restore=%s restore_ms=%.1f\n",
-               n_writes, n_ok, high_bad, a.kills, a.lend_begins, a.lend_ends, a.errors, r ? strerror(-r) : "verified",
+               n_writes, n_ok, high_bad, a.ev.n[MG_EVENT_KILL] + a.ev.n[MG_EVENT_KERNEL_OOM], a.ev.n[MG_EVENT_LEND_BEGIN],
+               a.ev.n[MG_EVENT_LEND_END], a.ev.n[MG_EVENT_ERROR] + a.ev.n[MG_EVENT_LEND_EXPIRED],
+               r ? strerror(-r) : "verified",
                (double) restore_us / 1000);
         munmap(img, len);
 out:

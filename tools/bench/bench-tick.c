@@ -91,8 +91,9 @@ static void prepare(enum mode m) {
         if (m == M_SLOW_WS) {
                 t->restore++;
                 t->max_events++;
-                bench_memstat_format(buf, sizeof(buf), 180 * MIB, 50 * MIB, 12 * MIB, 8 * MIB, 0, t->restore);
-                (void) bench_write_file(t->dir, "memory.stat", buf);
+                bench_memstat_format(buf, sizeof(buf), 180 * MG_MIB, 50 * MG_MIB, 12 * MG_MIB, 8 * MG_MIB, 0,
+                                     t->restore);
+                (void) fixture_tree_write(t->dir, "memory.stat", buf);
         } else if (m == M_SLOW_HIGH) {
                 t->high_events += 17;
         } else {
@@ -100,7 +101,7 @@ static void prepare(enum mode m) {
         }
         snprintf(buf, sizeof(buf), "low 0\nhigh %" PRIu64 "\nmax %" PRIu64 "\noom 0\noom_kill 0\noom_group_kill 0\n",
                  t->high_events, t->max_events);
-        (void) bench_write_file(t->dir, "memory.events.local", buf);
+        (void) fixture_tree_write(t->dir, "memory.events.local", buf);
 }
 
 static int one_tick(struct pair *p, bool *ret_slow) {
@@ -138,11 +139,11 @@ static void run_pair(struct pair *p, unsigned round, uint64_t ticks, uint64_t wa
 
                 prepare(p->m);
                 bench_allocs_get(&a0);
-                t0 = bench_now_ns();
+                t0 = mg_mono_nsec();
                 bench_cg_on();
                 r = one_tick(p, &slow);
                 bench_cg_off();
-                t1 = bench_now_ns();
+                t1 = mg_mono_nsec();
                 bench_allocs_get(&a1);
                 ns += t1 - t0;
                 p->allocs += a1.allocs - a0.allocs;
@@ -177,7 +178,7 @@ static int setup_fixture(const char *dir) {
                 if (r < 0)
                         return r;
                 if (m == M_SLOW_HIGH) {
-                        r = bench_write_file(t->dir, "memory.high", "251658240\n"); /* 240 MiB */
+                        r = fixture_tree_write(t->dir, "memory.high", "251658240\n"); /* 240 MiB */
                         if (r < 0)
                                 return r;
                 }
@@ -192,7 +193,7 @@ static int setup_fixture(const char *dir) {
 static int setup_cgroups(const char *root, char *base, size_t size) {
         int r;
 
-        limit_bytes = 64 * MIB;
+        limit_bytes = 64 * MG_MIB;
         snprintf(base, size, "%s/memguard-bench-%d", root, (int) getpid());
         (void) mgt_cg_write(root, "cgroup.subtree_control", "+memory +io +cpu");
         if (mkdir(base, 0755) < 0)
@@ -347,7 +348,7 @@ int main(int argc, char **argv) {
         uname(&u);
         printf("env bench=tick where=%s kernel=%s limit_mib=%" PRIu64 " ticks=%" PRIu64 " rounds=%u callgrind=%d "
                "alloc_counting=%d\n",
-               cgroup_env ? "cgroup" : "fixture", u.release, limit_bytes / MIB, ticks, rounds,
+               cgroup_env ? "cgroup" : "fixture", u.release, limit_bytes / MG_MIB, ticks, rounds,
                bench_under_valgrind(), bench_alloc_counting());
         for (size_t i = 0; i < np; i++) {
                 if (pairs[i].a != A_MEMGUARD)
@@ -388,9 +389,11 @@ out:
         if (cgroup_env && base[0]) {
                 for (int m = 0; m < M_N; m++)
                         if (targets[m].dir[0]) {
-                                bench_cg_destroy(targets[m].dir);
+                                /* the holder is our child: kill, reap, then remove */
+                                (void) mgt_cg_kill_all(targets[m].dir);
                                 if (targets[m].holder > 0)
                                         (void) waitpid(targets[m].holder, NULL, 0);
+                                (void) mgt_cg_destroy(targets[m].dir, 5 * MG_USEC_PER_SEC);
                         }
                 (void) rmdir(base);
         }

@@ -17,10 +17,8 @@
 #include <sys/types.h>
 
 #include "cgroup.h"
-
-#define MIB (UINT64_C(1) << 20)
-
-uint64_t bench_now_ns(void);
+#include "fixture.h"
+#include "util.h"
 
 /* Calls of malloc/calloc/realloc/aligned allocations and frees made by this
  * process (the bench binaries interpose the allocator; see alloc.c).
@@ -58,14 +56,14 @@ extern const char bench_memstat_7x[];
 extern const char bench_memstat_7x_captured[];
 extern const char bench_memstat_61[];
 
-/* A fake cgroup directory with every file the guard opens, for an actor of
- * 256 MiB: at rest (memory.current 16 MiB) or at its limit
- * (memory.current 250 MiB, used 200 MiB: the slow path, verdict NEAR). */
+/* A fake cgroup directory with every file the guard opens
+ * (fixture_tree_make(), tests/unit/fixture.c), for an actor of 256 MiB: at
+ * rest (memory.current 16 MiB) or at its limit (memory.current 250 MiB,
+ * used 200 MiB: the slow path, verdict NEAR); memory.stat has the keys 7.2
+ * prints.  Files are rewritten with fixture_tree_write(). */
 enum bench_actor_state { BENCH_AT_REST, BENCH_AT_LIMIT };
-#define BENCH_LIMIT (256 * MIB)
+#define BENCH_LIMIT (256 * MG_MIB)
 int bench_fixture_make(const char *dir, enum bench_actor_state st);
-/* Writes name in dir with content (replacing it). */
-int bench_write_file(const char *dir, const char *name, const char *content);
 /* A directory for fixtures under TMPDIR (or /dev/shm when TMPDIR is unset),
  * removed by bench_tmpdir_remove(). */
 int bench_tmpdir_new(char *ret, size_t size, const char *tag);
@@ -77,8 +75,6 @@ void bench_tmpdir_remove(const char *dir);
  * charging).  Waits until it has touched it all once.  Returns its pid or a
  * negative errno. */
 pid_t bench_spawn_holder(const char *cg, uint64_t kib, uint64_t churn_kib);
-/* Kills the processes of cg and removes it (bounded wait). */
-void bench_cg_destroy(const char *cg);
 
 /* Callgrind markers (no-ops outside valgrind or without its header): count
  * only between bench_cg_on() and bench_cg_off(), and write the count so far

@@ -27,12 +27,6 @@
 #pragma GCC diagnostic pop
 #endif
 
-uint64_t bench_now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
-}
-
 static int io_openat(void *ud, int dirfd, const char *name, int flags) {
         struct bench_io *b = ud;
         b->opens++;
@@ -139,56 +133,30 @@ void bench_memstat_format(char *buf, size_t size, uint64_t anon, uint64_t file, 
         }
 }
 
-int bench_write_file(const char *dir, const char *name, const char *content) {
-        char path[4096];
-        size_t len = strlen(content);
-        int fd, r = 0;
-
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return -errno;
-        if (len && write(fd, content, len) != (ssize_t) len)
-                r = -EIO;
-        close(fd);
-        return r;
-}
-
 int bench_fixture_make(const char *dir, enum bench_actor_state st) {
-        static const char *const files[][2] = {
-                { "memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=1200\n"
-                                     "full avg10=0.00 avg60=0.00 avg300=0.00 total=600\n" },
-                { "io.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=3400\n"
-                                 "full avg10=0.00 avg60=0.00 avg300=0.00 total=3000\n" },
-                { "memory.events.local", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n" },
-                { "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n" },
-                { "memory.high", "max\n" },
-                { "memory.max", "max\n" },
-                { "cpu.stat", "usage_usec 1000\nuser_usec 800\nsystem_usec 200\nnr_periods 0\n"
-                              "nr_throttled 0\nthrottled_usec 0\nnr_bursts 0\nburst_usec 0\n" },
-                { "cgroup.kill", "" },
-                { "cgroup.procs", "" },
-                { "cgroup.events", "populated 1\nfrozen 0\n" },
+        /* the pressure totals and cpu.stat of a live actor: the slow path parses them */
+        struct fixture_tree t = {
+                .memory_pressure = "some avg10=0.00 avg60=0.00 avg300=0.00 total=1200\n"
+                                   "full avg10=0.00 avg60=0.00 avg300=0.00 total=600\n",
+                .io_pressure = "some avg10=0.00 avg60=0.00 avg300=0.00 total=3400\n"
+                               "full avg10=0.00 avg60=0.00 avg300=0.00 total=3000\n",
+                .cpu_stat = "usage_usec 1000\nuser_usec 800\nsystem_usec 200\nnr_periods 0\n"
+                            "nr_throttled 0\nthrottled_usec 0\nnr_bursts 0\nburst_usec 0\n",
         };
         char stat[8192], cur[32];
-        int r;
 
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return -errno;
-        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-                r = bench_write_file(dir, files[i][0], files[i][1]);
-                if (r < 0)
-                        return r;
-        }
         if (st == BENCH_AT_LIMIT) {
-                bench_memstat_format(stat, sizeof(stat), 180 * MIB, 50 * MIB, 12 * MIB, 8 * MIB, 0, 0);
-                snprintf(cur, sizeof(cur), "%" PRIu64 "\n", 250 * MIB);
+                bench_memstat_format(stat, sizeof(stat), 180 * MG_MIB, 50 * MG_MIB, 12 * MG_MIB, 8 * MG_MIB, 0, 0);
+                snprintf(cur, sizeof(cur), "%" PRIu64 "\n", 250 * MG_MIB);
         } else {
-                bench_memstat_format(stat, sizeof(stat), 8 * MIB, 6 * MIB, 1 * MIB, 0, 0, 0);
-                snprintf(cur, sizeof(cur), "%" PRIu64 "\n", 16 * MIB);
+                bench_memstat_format(stat, sizeof(stat), 8 * MG_MIB, 6 * MG_MIB, 1 * MG_MIB, 0, 0, 0);
+                snprintf(cur, sizeof(cur), "%" PRIu64 "\n", 16 * MG_MIB);
         }
-        r = bench_write_file(dir, "memory.stat", stat);
-        return r < 0 ? r : bench_write_file(dir, "memory.current", cur);
+        t.memory_stat = stat;
+        t.memory_current = cur;
+        return fixture_tree_make(dir, &t);
 }
 
 int bench_tmpdir_new(char *ret, size_t size, const char *tag) {
@@ -261,42 +229,6 @@ pid_t bench_spawn_holder(const char *cg, uint64_t kib, uint64_t churn_kib) {
         }
         close(p[0]);
         return pid;
-}
-
-void bench_cg_destroy(const char *cg) {
-        char path[4096], buf[128];
-
-        if (mgt_cg_write(cg, "cgroup.kill", "1") < 0) {
-                FILE *f;
-                snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-                f = fopen(path, "re");
-                if (f) {
-                        char line[32];
-                        while (fgets(line, sizeof(line), f)) {
-                                char *end;
-                                long pid = strtol(line, &end, 10);
-                                if (end != line && pid > 0) /* never kill(0) or kill(-1) */
-                                        kill((pid_t) pid, SIGKILL);
-                        }
-                        fclose(f);
-                }
-        }
-        snprintf(path, sizeof(path), "%s/cgroup.events", cg);
-        for (int i = 0; i < 500; i++) {
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
-                ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-                if (fd >= 0)
-                        close(fd);
-                while (waitpid(-1, NULL, WNOHANG) > 0)
-                        ;
-                if (n <= 0)
-                        break;
-                buf[n] = '\0';
-                if (strstr(buf, "populated 0"))
-                        break;
-                usleep(10000);
-        }
-        (void) rmdir(cg);
 }
 
 #ifdef BENCH_HAVE_CALLGRIND

@@ -18,7 +18,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,23 +27,21 @@
 
 #include "cgdir.h"
 #include "image.h"
+#include "scenario.h"
 #include "ticker.h"
 #include "burnin.h"
 #include "memguard/memguard.h"
 #include "memguard/snapshot.h"
+#include "util.h"
 
 #define PAGE 4096u
 #define CHECK_PAGES 16u         /* pages compared after a restore */
 #define SCRATCH_BYTES (1u << 20)
 
-struct actor {
-        const struct bi_actor_config *c;
-        mg_set *set;
-        mg_guard *g;
-        struct mgt_ticker tk;           /* ticks the set, samples dirty + writeback */
-        atomic_uint kills, errors;
-        char what[96];                  /* under tk.mu: the first event error */
-};
+/* The actor is the scenario library's (tools/common/scenario.h): its set,
+ * ticked by a.tk, counts the guard's events in a.ev under tk.mu; userdata
+ * is the actor's bi_actor_config.  One actor per process: */
+static char first_what[96];             /* under tk.mu: the first kill or error of a cycle */
 
 /* ---- the guest-memory pattern (tools/common/image.h) --------------------- */
 
@@ -69,36 +66,42 @@ static uint64_t mix(uint64_t x) {
 
 /* ---- the guard's callbacks (the ticker thread, tools/common/ticker.h) ------- */
 
-static void note_error(struct actor *a, const char *what) {
+static void note_error(const char *what) {
         /* called with tk.mu held (event callback) */
-        if (a->what[0] == '\0')
-                snprintf(a->what, sizeof(a->what), "%s", what);
+        if (first_what[0] == '\0')
+                snprintf(first_what, sizeof(first_what), "%s", what);
 }
 
-static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
-        struct actor *a = ud;
-        (void) g;
+static void on_event(struct mgt_actor *a, const struct mg_event *ev) {
+        (void) a;
         switch (ev->type) {
         case MG_EVENT_KILL:
         case MG_EVENT_KERNEL_OOM:
-                atomic_fetch_add(&a->kills, 1);
-                note_error(a, mg_event_type_to_string(ev->type));
+                note_error(mg_event_type_to_string(ev->type));
                 break;
         case MG_EVENT_ERROR:
         case MG_EVENT_LEND_EXPIRED:
         case MG_EVENT_GONE:
-                atomic_fetch_add(&a->errors, 1);
-                note_error(a, ev->what ? ev->what : mg_event_type_to_string(ev->type));
+                note_error(ev->what ? ev->what : mg_event_type_to_string(ev->type));
                 break;
         default:
                 break;
         }
 }
 
+/* What on_event() counts as a kill, and as an error. */
+static unsigned kills_of(const struct mgt_events *e) {
+        return (unsigned) (e->n[MG_EVENT_KILL] + e->n[MG_EVENT_KERNEL_OOM]);
+}
+
+static unsigned errors_of(const struct mgt_events *e) {
+        return (unsigned) (e->n[MG_EVENT_ERROR] + e->n[MG_EVENT_LEND_EXPIRED] + e->n[MG_EVENT_GONE]);
+}
+
 static void on_log(int level, const char *msg, void *ud) {
-        const struct actor *a = ud;
+        const struct bi_actor_config *c = ud;
         if (level <= MG_LOG_ERR)
-                fprintf(stderr, "memguard-burnin: actor %" PRIu32 ": %s\n", a->c->id, msg);
+                fprintf(stderr, "memguard-burnin: actor %" PRIu32 ": %s\n", c->id, msg);
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -203,8 +206,8 @@ static void helper_kill(pid_t pid) {
 
 /* ---- one cycle ---------------------------------------------------------------- */
 
-static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
-        const struct bi_actor_config *c = a->c;
+static void cycle(struct mgt_actor *a, uint32_t n, struct bi_sample *s) {
+        const struct bi_actor_config *c = a->userdata;
         uint64_t len = c->actor_bytes, pages = len / PAGE;
         uint64_t seed = mix(c->seed ^ ((uint64_t) c->id << 32) ^ n);
         uint64_t idx[CHECK_PAGES], sums[CHECK_PAGES];
@@ -218,7 +221,7 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
         snprintf(name, sizeof(name), "actor-%" PRIu32 ".snap", c->id);
 
         /* work */
-        uint64_t t0 = mgt_now_usec();
+        uint64_t t0 = mg_mono_usec();
         helper = helper_start(c->dirfd, c->id, n, len / 32, &ready);
         if (helper < 0) {
                 set_error(s, helper, "fork helper");
@@ -250,7 +253,7 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
         close(ready);
         if (r < 0)
                 set_error(s, r, "helper work");
-        s->work_usec = mgt_now_usec() - t0;
+        s->work_usec = mg_mono_usec() - t0;
 
         /* suspend */
         struct mg_snapshot_options o;
@@ -258,16 +261,16 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
         struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = m, .length = len };
         mg_snapshot_options_init(&o);
         o.method = s->writer == BI_WRITER_BUFFERED ? MG_SNAPSHOT_BUFFERED : MG_SNAPSHOT_AUTO;
-        o.guard = a->g;
+        o.guard = a->guard;
         o.lock = mgt_ticker_lock;
         o.lock_userdata = &a->tk;
         o.log = on_log;
         o.log_userdata = a;
         (void) mgt_cg_read(c->cgroup, "memory.high", high0, sizeof(high0));
         mgt_ticker_measure(&a->tk);
-        uint64_t t1 = mgt_now_usec();
+        uint64_t t1 = mg_mono_usec();
         r = mg_snapshot_write(&src, c->dirfd, name, &o, &st);
-        uint64_t t2 = mgt_now_usec();
+        uint64_t t2 = mg_mono_usec();
         mgt_ticker_measured(&a->tk, &s->peak_dirty_bytes, NULL);
         if (r < 0)
                 set_error(s, r, "mg_snapshot_write");
@@ -293,7 +296,7 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
         /* teardown */
         helper_kill(helper);
         munmap(m, len);
-        uint64_t t3 = mgt_now_usec();
+        uint64_t t3 = mg_mono_usec();
         s->teardown_usec = t3 - t2;
 
         /* resume */
@@ -326,7 +329,7 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
                         munmap(m, len);
                 }
         }
-        s->downtime_usec = mgt_now_usec() - t1;
+        s->downtime_usec = mg_mono_usec() - t1;
         if (unlinkat(c->dirfd, name, 0) < 0 && errno != ENOENT)
                 set_error(s, -errno, "unlink snapshot");
 
@@ -336,7 +339,7 @@ static void cycle(struct actor *a, uint32_t n, struct bi_sample *s) {
                 if (s->what[0] == '\0')
                         snprintf(s->what, sizeof(s->what), "%d fds of deleted files open", del);
         }
-        s->end_usec = mgt_now_usec();
+        s->end_usec = mg_mono_usec();
 }
 
 /* EOF (or an error) on the control pipe: the main process wants us gone. */
@@ -346,23 +349,25 @@ static bool asked_to_stop(int fd) {
 }
 
 _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
-        struct actor a = { .c = c };
+        struct mgt_actor a;
         struct mg_guard_options go;
         struct bi_sample s;
+        unsigned kills0 = 0, errors0 = 0;
         int r;
 
-        mg_guard_options_init(&go, c->actor_bytes);
-        go.on_event = on_event;
-        go.userdata = &a;
+        r = mgt_actor_adopt(&a, c->cgroup);
+        a.userdata = (void *) c;
+        a.on_event = on_event;
+        if (r == 0)
+                r = mg_guard_options_init(&go, c->actor_bytes);
         go.log = on_log;
-        go.log_userdata = &a;
-        r = mg_set_new(NULL, &a.set);
+        go.log_userdata = (void *) c;
         if (r == 0)
-                r = mg_set_add(a.set, c->cgroup, &go, &a.g);
+                r = mgt_actor_guard(&a, c->actor_bytes, &go);
         if (r == 0)
-                r = mgt_ticker_start(&a.tk, c->cgroup, a.set);
+                r = mgt_ticker_start(&a.tk, a.cg, a.set);
         if (r < 0) {
-                s = (struct bi_sample) { .actor = c->id, .end_usec = mgt_now_usec() };
+                s = (struct bi_sample) { .actor = c->id, .end_usec = mg_mono_usec() };
                 set_error(&s, r, "guard setup");
                 (void) !write(c->sample_fd, &s, sizeof(s));
                 _exit(1);
@@ -370,10 +375,12 @@ _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
         for (uint32_t n = 0; !asked_to_stop(c->control_fd); n++) {
                 cycle(&a, n, &s);
                 mgt_ticker_lock(&a.tk, true);
-                unsigned kills = atomic_exchange(&a.kills, 0), errors = atomic_exchange(&a.errors, 0);
+                unsigned kills = kills_of(&a.ev) - kills0, errors = errors_of(&a.ev) - errors0;
+                kills0 += kills;
+                errors0 += errors;
                 if ((kills || errors) && s.what[0] == '\0')
-                        snprintf(s.what, sizeof(s.what), "guard: %s", a.what);
-                a.what[0] = '\0';
+                        snprintf(s.what, sizeof(s.what), "guard: %s", first_what);
+                first_what[0] = '\0';
                 mgt_ticker_lock(&a.tk, false);
                 if (kills)
                         s.flags |= BI_FLAG_KILL;
@@ -384,7 +391,6 @@ _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
                 if (s.error == -ENOSPC)
                         break;  /* nothing more to learn from a full disk */
         }
-        mgt_ticker_stop(&a.tk);
-        mg_set_free(a.set);
+        (void) mgt_actor_end(&a); /* the main process removes the cgroup */
         _exit(0);
 }

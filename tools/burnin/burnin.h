@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define BI_MIB (UINT64_C(1) << 20)
+#include "util.h"
 
 enum bi_writer {
         BI_WRITER_MEMGUARD = 0, /* MG_SNAPSHOT_AUTO */
@@ -33,7 +33,7 @@ enum {
         BI_FLAG_VERIFY = 1 << 5,        /* restored pages differ */
 };
 
-#define BI_PAGECACHE_TOLERANCE (4 * BI_MIB)
+#define BI_PAGECACHE_TOLERANCE (4 * MG_MIB)
 
 /* One cycle.  Fixed size below PIPE_BUF, so a write to the pipe is atomic. */
 struct bi_sample {

@@ -27,14 +27,15 @@
 #include "../memguard/size.h"
 #include "burnin.h"
 #include "memguard/memguard.h"
+#include "util.h"
 
 #define EXIT_REGRESSION 1
 #define EXIT_USAGE 2
 #define EXIT_SETUP 3
 #define MAX_STEPS 64
 #define MAX_ACTORS 256
-#define STOP_GRACE_USEC (120 * UINT64_C(1000000)) /* a cycle in progress may finish */
-#define DISK_TOLERANCE_BYTES BI_MIB               /* + 1 % of the start usage */
+#define STOP_GRACE_USEC (120 * MG_USEC_PER_SEC) /* a cycle in progress may finish */
+#define DISK_TOLERANCE_BYTES MG_MIB               /* + 1 % of the start usage */
 
 struct step {
         uint32_t actors;
@@ -105,9 +106,9 @@ static int parse_duration(const char *s, uint64_t *ret) {
         else if (strcmp(end, "ms") == 0)
                 mult = 1000;
         else if (strcmp(end, "m") == 0)
-                mult = 60 * UINT64_C(1000000);
+                mult = 60 * MG_USEC_PER_SEC;
         else if (strcmp(end, "h") == 0)
-                mult = 3600 * UINT64_C(1000000);
+                mult = 3600 * MG_USEC_PER_SEC;
         else
                 return -EINVAL;
         if (v == 0 || v > UINT64_MAX / mult)
@@ -174,8 +175,8 @@ static void parse_args(int argc, char **argv, struct options *o) {
         const char *ladder = NULL;
         int c;
 
-        *o = (struct options) { .actors = 2, .duration_usec = 60 * UINT64_C(1000000), .actor_bytes = 64 * BI_MIB,
-                                .slot_usec = 300 * UINT64_C(1000000), .seed = 1, .dir = ".",
+        *o = (struct options) { .actors = 2, .duration_usec = 60 * MG_USEC_PER_SEC, .actor_bytes = 64 * MG_MIB,
+                                .slot_usec = 300 * MG_USEC_PER_SEC, .seed = 1, .dir = ".",
                                 .writer = BI_WRITER_MEMGUARD };
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -200,8 +201,8 @@ static void parse_args(int argc, char **argv, struct options *o) {
                         int r = mgt_size_parse(optarg, 0, 0, &o->actor_bytes);
                         if (r < 0)
                                 usage_error("--actor-size %s: %s", optarg, r == -ERANGE ? "too large" : "not a size");
-                        if (o->actor_bytes < 8 * BI_MIB || o->actor_bytes > (UINT64_C(1) << 40) ||
-                            o->actor_bytes % (2 * BI_MIB))
+                        if (o->actor_bytes < 8 * MG_MIB || o->actor_bytes > (UINT64_C(1) << 40) ||
+                            o->actor_bytes % (2 * MG_MIB))
                                 usage_error("--actor-size %s: must be a multiple of 2M from 8M to 1T", optarg);
                         break;
                 }
@@ -411,7 +412,7 @@ static bool reap(struct run_state *s, struct child *ch, bool block) {
                 s->kills++;
                 fail(s, "actor %" PRIu32 ": %" PRIu64 " kernel OOM kills", ch->id, oom);
         }
-        int r = mgt_cg_destroy(ch->cgroup, 10 * UINT64_C(1000000));
+        int r = mgt_cg_destroy(ch->cgroup, 10 * MG_USEC_PER_SEC);
         if (r < 0)
                 fail(s, "cannot remove %s: %s", ch->cgroup, strerror(-r));
         close(ch->sample_fd);
@@ -458,7 +459,7 @@ static void progress(const struct run_state *s, uint64_t now, bool final) {
 static void loop(struct run_state *s) {
         const struct options *o = s->o;
         for (;;) {
-                uint64_t now = mgt_now_usec();
+                uint64_t now = mg_mono_usec();
                 bool done = false; /* stays unset when interrupted */
                 uint32_t want = interrupted ? 0 : desired_actors(o, now - s->start_usec, &done);
                 done = done || interrupted;
@@ -501,7 +502,7 @@ static void loop(struct run_state *s) {
                         p[i] = (struct pollfd) { .fd = s->children[i].sample_fd, .events = POLLIN };
                 (void) poll(p, s->n_children, 200);
         }
-        progress(s, mgt_now_usec(), true);
+        progress(s, mg_mono_usec(), true);
 }
 
 /* Set-up failed (the reason already printed): what main() had made. */
@@ -572,9 +573,9 @@ int main(int argc, char **argv) {
         signal(SIGPIPE, SIG_IGN);
 
         uint64_t disk0 = disk_used(s.dirfd, &err);
-        s.start_usec = mgt_now_usec();
+        s.start_usec = mg_mono_usec();
         loop(&s);
-        uint64_t end_usec = mgt_now_usec();
+        uint64_t end_usec = mg_mono_usec();
 
         /* ---- end-of-run checks */
         uint64_t disk1 = disk_used(s.dirfd, &err);
@@ -586,7 +587,7 @@ int main(int argc, char **argv) {
         r = bi_count_deleted_fds();
         if (r != 0)
                 fail(&s, "%d fds of deleted files open in the main process", r);
-        if (own_parent && (r = mgt_cg_rmdir(parent, 10 * UINT64_C(1000000))) < 0)
+        if (own_parent && (r = mgt_cg_rmdir(parent, 10 * MG_USEC_PER_SEC)) < 0)
                 fail(&s, "cannot remove %s: %s", parent, strerror(-r));
         if (s.n_samples == 0)
                 fail(&s, "no cycle completed");
@@ -594,8 +595,8 @@ int main(int argc, char **argv) {
         struct bi_run run = { .samples = s.samples, .n = s.n_samples, .start_usec = s.start_usec,
                               .slot_usec = o.slot_usec, .writer = o.writer };
         printf("memguard-burnin: %zu cycles in %.0f s, actor size %" PRIu64 " MiB, writer %s, disk %+.1f MiB\n",
-               s.n_samples, (double) (end_usec - s.start_usec) / 1e6, o.actor_bytes / BI_MIB,
-               bi_writer_to_string(o.writer), ((double) disk1 - (double) disk0) / (double) BI_MIB);
+               s.n_samples, (double) (end_usec - s.start_usec) / 1e6, o.actor_bytes / MG_MIB,
+               bi_writer_to_string(o.writer), ((double) disk1 - (double) disk0) / (double) MG_MIB);
         bi_print_tables(&run);
         if (o.csv && (r = bi_write_csv(&run, o.csv)) < 0)
                 fail(&s, "--csv %s: %s", o.csv, strerror(-r));

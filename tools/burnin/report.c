@@ -76,7 +76,7 @@ static void print_table(const struct bi_run *r, uint32_t writer) {
         printf("\nwriter %s: %zu cycles; ms per phase (total = write call + teardown + restore + check)\n",
                bi_writer_to_string((enum bi_writer) writer), total);
         printf("peak dirty + writeback charged to an actor during a write: %.2f MiB (window %.0f MiB)\n",
-               (double) peak / (1 << 20), (double) window / (1 << 20));
+               (double) peak / MG_MIB, (double) window / MG_MIB);
         printf("%-13s %-9s %5s %8s %8s %8s %8s\n", "slot", "phase", "n", "p50", "p90", "p99", "max");
         for (uint64_t slot = 0; total && slot <= last; slot++) {
                 char label[32];

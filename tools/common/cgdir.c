@@ -4,8 +4,9 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
-#include <stddef.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +18,8 @@
 #include <linux/magic.h>
 
 #include "cgdir.h"
-
-uint64_t mgt_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
+#include "parse.h"
+#include "util.h"
 
 static void sleep_usec(uint64_t usec) {
         struct timespec ts = { .tv_sec = (time_t) (usec / 1000000), .tv_nsec = (long) (usec % 1000000) * 1000 };
@@ -79,13 +76,11 @@ int mgt_cg_resolve(const char *arg, char **ret) {
         return r == 0 ? -ENOTSUP : r;
 }
 
-int mgt_cg_self(char **ret) {
+int mgt_cg_self_in(const char *root, char **ret) {
         char line[PATH_MAX + 8];
         FILE *f;
         int r = -ENOENT;
 
-        if (mgt_cg_is_cgroup2(MGT_CGROUP_ROOT) <= 0)
-                return -ENOTSUP;
         f = fopen("/proc/self/cgroup", "re");
         if (!f)
                 return -errno;
@@ -93,11 +88,17 @@ int mgt_cg_self(char **ret) {
                 if (strncmp(line, "0::", 3) != 0)
                         continue;
                 line[strcspn(line, "\n")] = '\0';
-                r = join(MGT_CGROUP_ROOT, line + 3, ret);
+                r = join(root, line + 3, ret);
                 break;
         }
         fclose(f);
         return r;
+}
+
+int mgt_cg_self(char **ret) {
+        if (mgt_cg_is_cgroup2(MGT_CGROUP_ROOT) <= 0)
+                return -ENOTSUP;
+        return mgt_cg_self_in(MGT_CGROUP_ROOT, ret);
 }
 
 int mgt_cg_default_parent(char **ret) {
@@ -131,6 +132,7 @@ ssize_t mgt_cg_read(const char *cg, const char *file, char *buf, size_t size) {
 
         if (size == 0)
                 return -EINVAL;
+        buf[0] = '\0'; /* callers may scan it after a failure */
         fd = open_in(cg, file, O_RDONLY);
         if (fd < 0)
                 return fd;
@@ -161,54 +163,67 @@ int mgt_cg_write(const char *cg, const char *file, const char *val) {
         return r;
 }
 
-static int parse_u64(const char *s, uint64_t *ret) {
-        char *end;
-        if (strncmp(s, "max", 3) == 0 && (s[3] == '\n' || s[3] == '\0')) {
-                *ret = UINT64_MAX;
-                return 0;
-        }
-        if (*s < '0' || *s > '9')
+int mgt_cg_writef(const char *cg, const char *file, const char *fmt, ...) {
+        char val[128]; /* a number, "max", "+memory +io": cgroup values are short */
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(val, sizeof(val), fmt, ap);
+        va_end(ap);
+        if (n < 0 || (size_t) n >= sizeof(val))
                 return -EINVAL;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || (*end != '\n' && *end != '\0' && *end != ' '))
-                return -EINVAL;
-        *ret = v;
-        return 0;
+        return mgt_cg_write(cg, file, val);
 }
 
 int mgt_cg_read_u64(const char *cg, const char *file, uint64_t *ret) {
         char buf[64];
         ssize_t n = mgt_cg_read(cg, file, buf, sizeof(buf));
-        return n < 0 ? (int) n : parse_u64(buf, ret);
+        return n < 0 ? (int) n : mg_parse_u64_value(buf, (size_t) n, ret);
 }
 
-int mgt_key_value(const char *buf, const char *key, uint64_t *ret) {
-        size_t kl = strlen(key);
+/* memory.stat is about 2.5 KiB on 7.x; 8 KiB leaves room to grow.  On the
+ * stack: the tickers read beside the main thread. */
+#define KEYED_MAX 8192
 
-        for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-                if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
-                        return parse_u64(p + kl + 1, ret);
+int mgt_cg_read_memstat(const char *cg, struct mg_memstat *ret) {
+        char buf[KEYED_MAX];
+        ssize_t n = mgt_cg_read(cg, "memory.stat", buf, sizeof(buf));
+        return n < 0 ? (int) n : mg_parse_memstat(buf, (size_t) n, ret);
+}
+
+int mgt_cg_read_events(const char *cg, const char *file, struct mg_mem_events *ret) {
+        char buf[512];
+        ssize_t n = mgt_cg_read(cg, file, buf, sizeof(buf));
+        return n < 0 ? (int) n : mg_parse_mem_events(buf, (size_t) n, ret);
+}
+
+int mgt_cg_read_psi(const char *cg, const char *file, struct mg_psi *ret) {
+        char buf[512];
+        ssize_t n = mgt_cg_read(cg, file, buf, sizeof(buf));
+        return n < 0 ? (int) n : mg_parse_psi(buf, (size_t) n, ret);
+}
+
+int mgt_key_value(const char *buf, size_t len, const char *key, uint64_t *ret) {
+        size_t kl = strlen(key);
+        const char *end = buf + len;
+
+        for (const char *p = buf; p < end;) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                size_t line = (size_t) ((nl ? nl : end) - p);
+                if (line > kl && memcmp(p, key, kl) == 0 && p[kl] == ' ')
+                        return mg_parse_u64_value(p + kl + 1, line - kl - 1, ret);
+                if (!nl)
+                        break;
+                p = nl + 1;
+        }
         return -ENOENT;
 }
 
 int mgt_cg_read_key(const char *cg, const char *file, const char *key, uint64_t *ret) {
-        /* memory.stat is about 2.5 KiB on 7.x; 16 KiB leaves room to grow */
-        static char buf[16384];
+        char buf[KEYED_MAX];
         ssize_t n = mgt_cg_read(cg, file, buf, sizeof(buf));
-
-        return n < 0 ? (int) n : mgt_key_value(buf, key, ret);
-}
-
-int mgt_cg_read_psi_total(const char *cg, const char *file, const char *line, uint64_t *ret) {
-        char buf[512], *p;
-        ssize_t n = mgt_cg_read(cg, file, buf, sizeof(buf));
-
-        if (n < 0)
-                return (int) n;
-        p = strstr(buf, line);
-        p = p ? strstr(p, "total=") : NULL;
-        return p ? parse_u64(p + 6, ret) : -ENOENT;
+        return n < 0 ? (int) n : mgt_key_value(buf, (size_t) n, key, ret);
 }
 
 int mgt_cg_has_word(const char *cg, const char *file, const char *word) {
@@ -257,14 +272,42 @@ int mgt_cg_make_child(const char *parent, const char *prefix, char **ret) {
 int mgt_cg_populated(const char *cg) {
         char buf[128];
         ssize_t n = mgt_cg_read(cg, "cgroup.events", buf, sizeof(buf));
+        int populated, r;
+
         if (n < 0)
                 return (int) n;
-        char *p = strstr(buf, "populated ");
-        return p ? p[10] == '1' : -EINVAL;
+        r = mg_parse_populated(buf, (size_t) n, &populated);
+        return r < 0 ? r : populated;
 }
 
 int mgt_cg_open_events(const char *cg) {
         return open_in(cg, "cgroup.events", O_RDONLY);
+}
+
+int mgt_cg_wait_populated(const char *cg, int want, uint64_t timeout_usec) {
+        uint64_t end = mg_mono_usec() + timeout_usec;
+        int fd = mgt_cg_open_events(cg);
+
+        if (fd < 0)
+                return fd;
+        for (;;) {
+                char buf[128];
+                int populated;
+                ssize_t n = pread(fd, buf, sizeof(buf), 0);
+                if (n > 0 && mg_parse_populated(buf, (size_t) n, &populated) == 0 && populated == want) {
+                        close(fd);
+                        return 0;
+                }
+                uint64_t now = mg_mono_usec();
+                if (now >= end)
+                        break;
+                /* kernfs wakes POLLPRI when cgroup.events changes */
+                struct pollfd pfd = { .fd = fd, .events = POLLPRI };
+                uint64_t left = (end - now) / 1000 + 1;
+                (void) poll(&pfd, 1, (int) (left > 100 ? 100 : left));
+        }
+        close(fd);
+        return -ETIMEDOUT;
 }
 
 int mgt_cg_kill_all(const char *cg) {
@@ -278,44 +321,46 @@ int mgt_cg_kill_all(const char *cg) {
         ssize_t n = mgt_cg_read(cg, "cgroup.procs", buf, sizeof(buf));
         if (n < 0)
                 return (int) n;
-        for (char *p = buf; *p;) {
-                char *end;
-                long pid = strtol(p, &end, 10);
-                if (end == p)
-                        break;
-                if (pid > 0 && kill((pid_t) pid, SIGKILL) < 0 && errno != ESRCH)
-                        r = -errno;
-                else
-                        r = 0;
-                p = *end ? end + 1 : end;
+        for (const char *p = buf, *end = buf + n; p < end;) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                uint64_t pid;
+                if (!nl)
+                        break; /* a read cut mid-line: the caller's next round */
+                /* never kill(0) or kill(-1) */
+                if (mg_parse_u64_value(p, (size_t) (nl - p), &pid) == 0 && pid > 0 && pid <= INT_MAX) {
+                        if (kill((pid_t) pid, SIGKILL) < 0 && errno != ESRCH)
+                                r = -errno;
+                        else
+                                r = 0;
+                }
+                p = nl + 1;
         }
         return r < 0 && r != -ENOENT ? r : 0;
 }
 
 int mgt_cg_rmdir(const char *cg, uint64_t timeout_usec) {
-        uint64_t end = mgt_now_usec() + timeout_usec;
+        uint64_t end = mg_mono_usec() + timeout_usec;
         for (;;) {
                 if (rmdir(cg) == 0 || errno == ENOENT)
                         return 0;
-                if (errno != EBUSY || mgt_now_usec() >= end)
+                if (errno != EBUSY || mg_mono_usec() >= end)
                         return -errno;
                 sleep_usec(10000); /* a killed task lingers briefly after populated 0 */
         }
 }
 
 int mgt_cg_destroy(const char *cg, uint64_t timeout_usec) {
-        uint64_t end = mgt_now_usec() + timeout_usec;
-        int fd;
+        uint64_t end = mg_mono_usec() + timeout_usec;
+        int r;
 
         if (access(cg, F_OK) < 0)
                 return 0;
-        fd = mgt_cg_open_events(cg);
-        while (mgt_cg_populated(cg) > 0 && mgt_now_usec() < end) {
+        /* kill again each round: a member may fork while it is signalled */
+        do {
                 (void) mgt_cg_kill_all(cg);
-                struct pollfd p = { .fd = fd, .events = POLLPRI };
-                (void) poll(&p, fd >= 0 ? 1 : 0, 50);
-        }
-        if (fd >= 0)
-                close(fd);
-        return mgt_cg_rmdir(cg, end > mgt_now_usec() ? end - mgt_now_usec() : 100000);
+                r = mgt_cg_wait_populated(cg, 0, 50 * MG_USEC_PER_MSEC);
+        } while (r == -ETIMEDOUT && mg_mono_usec() < end);
+        if (r == -ETIMEDOUT)
+                return r;
+        return mgt_cg_rmdir(cg, end > mg_mono_usec() ? end - mg_mono_usec() : 100000);
 }

@@ -2,8 +2,8 @@
 #pragma once
 
 /*
- * The tools' cgroup chores (the memguard command, the burn-in, the snapshot
- * benchmark), by path: finding where to create cgroups, creating them, small
+ * The cgroup chores of the tools, the benchmarks and the kernel suite, by
+ * path: finding where to create cgroups, creating them, small
  * reads and writes, emptying and removing them.  The library's guard does
  * the per-tick reading; this is everything around it.
  * Fallible calls return a negative errno.
@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "memguard/memguard.h"
 
 #define MGT_CGROUP_ROOT "/sys/fs/cgroup"
 
@@ -31,23 +33,38 @@ int mgt_cg_resolve(const char *arg, char **ret);
  * /proc/self/cgroup under /sys/fs/cgroup), malloc'd.  -ENOTSUP if
  * /sys/fs/cgroup is not cgroup2, -ENOENT if there is no "0::" line. */
 int mgt_cg_self(char **ret);
+/* The same under root, the mount point of cgroup2 (not checked). */
+int mgt_cg_self_in(const char *root, char **ret);
 /* Where to create cgroups by default: the parent of our own cgroup (a
  * delegated subtree is usually handed out as the parent of the scope we
  * run in), or the root if we run in the root.  malloc'd. */
 int mgt_cg_default_parent(char **ret);
 
-/* Whole small file into buf, NUL-terminated.  Returns the length. */
+/* Whole small file into buf, NUL-terminated (buf[0] is '\0' on failure).
+ * Returns the length. */
 ssize_t mgt_cg_read(const char *cg, const char *file, char *buf, size_t size);
 int mgt_cg_write(const char *cg, const char *file, const char *val);
-/* A one-value file: a number, or "max" as UINT64_MAX. */
+int mgt_cg_writef(const char *cg, const char *file, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * Reads parsed by memguard/parse.c, so the tools see a file as the guard
+ * does.  Each returns 0 and writes *ret, or a negative errno and leaves *ret
+ * alone: the read's, or -EBADMSG for a file that does not parse.
+ */
+/* A one-value file (memory.current, memory.max): "max" is MG_UNLIMITED. */
 int mgt_cg_read_u64(const char *cg, const char *file, uint64_t *ret);
-/* The value of key in a flat keyed file (memory.stat, memory.events).
- * -ENOENT if the key is absent.  One static buffer: main thread only. */
+/* memory.stat (mg_parse_memstat(): "kernel" derived where absent). */
+int mgt_cg_read_memstat(const char *cg, struct mg_memstat *ret);
+/* memory.events or memory.events.local (mg_parse_mem_events()). */
+int mgt_cg_read_events(const char *cg, const char *file, struct mg_mem_events *ret);
+/* memory.pressure, io.pressure (mg_parse_psi()). */
+int mgt_cg_read_psi(const char *cg, const char *file, struct mg_psi *ret);
+/* One key of a flat keyed file: for a key the parsers' structs do not
+ * carry, and to ask whether the kernel prints it at all.  -ENOENT if the
+ * file has no such key; the value is parsed by mg_parse_u64_value(). */
 int mgt_cg_read_key(const char *cg, const char *file, const char *key, uint64_t *ret);
-/* The same over a NUL-terminated buffer the caller read. */
-int mgt_key_value(const char *buf, const char *key, uint64_t *ret);
-/* A PSI file's "some" or "full" total=, in usec. */
-int mgt_cg_read_psi_total(const char *cg, const char *file, const char *line, uint64_t *ret);
+/* The same over a buffer the caller read. */
+int mgt_key_value(const char *buf, size_t len, const char *key, uint64_t *ret);
 
 /* 1 if word is one of the space-separated words of the file (e.g.
  * "memory" in cgroup.controllers), 0 if not. */
@@ -60,8 +77,11 @@ int mgt_cg_enable_memory(const char *cg);
 /* mkdir parent/prefix-PID, or -PID-N if that exists.  malloc'd path. */
 int mgt_cg_make_child(const char *parent, const char *prefix, char **ret);
 
-/* 1 if cgroup.events says populated, 0 if not. */
+/* 1 if cgroup.events says populated, 0 if not (mg_parse_populated()). */
 int mgt_cg_populated(const char *cg);
+/* Waits until cgroup.events says populated == want (POLLPRI, bounded by
+ * timeout_usec).  0 once it does, -ETIMEDOUT, or the open's errno. */
+int mgt_cg_wait_populated(const char *cg, int want, uint64_t timeout_usec);
 /* Opens cgroup.events for POLLPRI (kernfs notifies changes that way). */
 int mgt_cg_open_events(const char *cg);
 /* SIGKILLs every process in cg: cgroup.kill (5.14+), else each pid of
@@ -70,7 +90,7 @@ int mgt_cg_kill_all(const char *cg);
 /* rmdir, retried while a killed task still lingers (EBUSY) for up to
  * timeout_usec.  0 if removed or already gone. */
 int mgt_cg_rmdir(const char *cg, uint64_t timeout_usec);
-/* Kill, wait (bounded) for populated 0, rmdir: for cleanup paths. */
+/* Kill, wait (bounded) for populated 0, rmdir: for cleanup paths.
+ * 0 if removed or already gone, -ETIMEDOUT if it never emptied (it is
+ * then left in place), or rmdir's errno. */
 int mgt_cg_destroy(const char *cg, uint64_t timeout_usec);
-
-uint64_t mgt_now_usec(void);

@@ -3,9 +3,10 @@
 #include <sys/mman.h>
 
 #include "image.h"
+#include "util.h"
 
 bool img_untouched(uint64_t page, unsigned hole_every) {
-        return (page * IMG_PAGE / (UINT64_C(2) << 20)) % hole_every == 3;
+        return (page * IMG_PAGE / (2 * MG_MIB)) % hole_every == 3;
 }
 
 bool img_zero_page(uint64_t page) {

@@ -6,19 +6,14 @@
 #include "ticker.h"
 
 /* file_dirty + file_writeback of cg's memory.stat in bytes, or a negative
- * errno (-ENOENT if either key is missing).  Its own buffer: this runs
- * beside the main thread, which may use mgt_cg_read_key()'s. */
+ * errno. */
 static int dirty_writeback(const char *cg, uint64_t *ret) {
-        char buf[8192];
-        uint64_t dirty, wb;
-        ssize_t n = mgt_cg_read(cg, "memory.stat", buf, sizeof(buf));
-        int r;
+        struct mg_memstat st;
+        int r = mgt_cg_read_memstat(cg, &st);
 
-        if (n < 0)
-                return (int) n;
-        if ((r = mgt_key_value(buf, "file_dirty", &dirty)) < 0 || (r = mgt_key_value(buf, "file_writeback", &wb)) < 0)
+        if (r < 0)
                 return r;
-        *ret = dirty + wb;
+        *ret = st.file_dirty + st.file_writeback;
         return 0;
 }
 

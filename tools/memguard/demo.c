@@ -25,13 +25,13 @@
 #include <linux/magic.h>
 
 #include "cgdir.h"
+#include "util.h"
 #include "cli.h"
 #include "demo.h"
 #include "events.h"
 #include "loop.h"
 
-#define LIMIT (64 * MIB)
-#define THRASH_LIMIT (48 * MIB)
+#define LIMIT (64 * MG_MIB)
 
 struct row {
         const char *name;
@@ -78,54 +78,55 @@ static void file_path(const struct demo *d, const char *name, char *buf, size_t 
  * an overshoot; timed from memory.current's first crossing (an upper bound
  * on when used crossed, since used <= memory.current). */
 static void s_overshoot(struct demo *d, struct row *w) {
-        static const char *const args[] = { "anon", "160", "256", "-1", NULL };
-        struct actor a;
-        struct proc p = { .pid = -1, .out = -1 };
+        const struct mgt_actor_spec *c = &mgt_spec_anon_overshoot; /* the kernel suite's anon-overshoot */
+        const char *const *args = c->args;
+        struct mgt_actor a;
         char b1[32], b2[32];
 
         step(d, "kernel alone: no memory.max, mg-workload anon 160");
-        if (demo_actor_new(d, "overshoot-alone", 0, &a) == 0 && demo_proc_start(&a, &p, args) == 0) {
-                demo_actor_run(&a, &p, 1, 60 * SEC, demo_printed_or_done);
-                uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
-                if (demo_proc_printed(&p) && !p.done) {
+        if (demo_actor_new(d, "overshoot-alone", 0, &a) == 0 && demo_proc_start(&a, args) == 0) {
+                demo_actor_run(&a, 60 * MG_USEC_PER_SEC, demo_printed_or_done);
+                uint64_t oom = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
+                if (mgt_proc_printed(&a.proc[0]) && !a.proc[0].done) {
                         snprintf(w->alone, sizeof(w->alone), "grew to %s unchecked", demo_mib(a.peak, b1, sizeof(b1)));
-                        if (a.peak < 150 * MIB)
+                        if (a.peak < 150 * MG_MIB)
                                 expect_failed(w, "kernel alone: peak memory.current only %s",
                                               demo_mib(a.peak, b1, sizeof(b1)));
                 } else {
                         snprintf(w->alone, sizeof(w->alone), "stopped at %s (%s, oom_kill %" PRIu64 ")",
-                                 demo_mib(a.peak, b1, sizeof(b1)), demo_status(&p, b2, sizeof(b2)), oom);
+                                 demo_mib(a.peak, b1, sizeof(b1)), mgt_proc_status(&a.proc[0], b2, sizeof(b2)), oom);
                         expect_failed(w, "kernel alone: the workload did not grow to 160 MiB and hold");
                 }
         } else {
                 snprintf(w->alone, sizeof(w->alone), "could not run");
                 expect_failed(w, "kernel alone: setup failed");
         }
-        demo_actor_end(&a, &p, 1);
+        demo_actor_end(&a);
         step(d, "kernel alone: %s", w->alone);
         if (d->interrupted)
                 return;
 
         step(d, "memguard: guard limit 64 MiB, mg-workload anon 160");
-        if (demo_actor_new(d, "overshoot-guarded", LIMIT, &a) == 0 && demo_proc_start(&a, &p, args) == 0) {
-                a.watch_bytes = LIMIT;
-                demo_actor_run(&a, &p, 1, 60 * SEC, demo_killed_or_done);
-                demo_proc_check(&p);
-                if (a.kills) {
+        if (demo_actor_new(d, "overshoot-guarded", c->limit, &a) == 0 && demo_proc_start(&a, args) == 0) {
+                a.watch_bytes = c->limit;
+                demo_actor_run(&a, 60 * MG_USEC_PER_SEC, demo_killed_or_done);
+                mgt_proc_check(&a.proc[0]);
+                if (a.ev.n[MG_EVENT_KILL]) {
                         snprintf(w->guarded, sizeof(w->guarded), "killed (%s) at %s used",
-                                 mg_kill_reason_to_string(a.kill.reason),
-                                 demo_mib(a.kill.report.used_bytes, b1, sizeof(b1)));
-                        if (a.crossed_usec && a.kill.kill_usec >= a.crossed_usec)
+                                 mg_kill_reason_to_string(a.ev.kill.reason),
+                                 demo_mib(a.ev.kill.report.used_bytes, b1, sizeof(b1)));
+                        if (a.crossed_usec && a.ev.kill.kill_usec >= a.crossed_usec)
                                 snprintf(w->when, sizeof(w->when), "%s after crossing 64 MiB",
-                                         demo_dur(a.kill.kill_usec - a.crossed_usec, b2, sizeof(b2)));
+                                         demo_dur(a.ev.kill.kill_usec - a.crossed_usec, b2, sizeof(b2)));
                         else
                                 snprintf(w->when, sizeof(w->when), "at the crossing");
-                        if (a.kill.reason != MG_KILL_OVERSHOOT)
+                        if (a.ev.kill.reason != MG_KILL_OVERSHOOT)
                                 expect_failed(w, "memguard: killed as %s, expected overshoot",
-                                              mg_kill_reason_to_string(a.kill.reason));
+                                              mg_kill_reason_to_string(a.ev.kill.reason));
                 } else {
                         snprintf(w->guarded, sizeof(w->guarded), "not killed (peak %s, %s)",
-                                 demo_mib(a.peak, b1, sizeof(b1)), demo_status(&p, b2, sizeof(b2)));
+                                 demo_mib(a.peak, b1, sizeof(b1)), mgt_proc_status(&a.proc[0], b2, sizeof(b2)));
                         snprintf(w->when, sizeof(w->when), "-");
                         expect_failed(w, "memguard: expected an overshoot kill");
                 }
@@ -133,9 +134,10 @@ static void s_overshoot(struct demo *d, struct row *w) {
                 snprintf(w->guarded, sizeof(w->guarded), "could not run");
                 expect_failed(w, "memguard: setup failed");
         }
-        demo_actor_end(&a, &p, 1);
-        if (a.kills && !demo_sigkilled(&p))
-                expect_failed(w, "memguard: the workload ended with %s, not SIGKILL", demo_status(&p, b1, sizeof(b1)));
+        demo_actor_end(&a);
+        if (a.ev.n[MG_EVENT_KILL] && !mgt_proc_sigkilled(&a.proc[0]))
+                expect_failed(w, "memguard: the workload ended with %s, not SIGKILL",
+                              mgt_proc_status(&a.proc[0], b1, sizeof(b1)));
         step(d, "memguard: %s", w->guarded);
 }
 
@@ -152,7 +154,7 @@ static void s_page_cache(struct demo *d, struct row *w) {
         file_path(d, "pagecache-read", rfile, sizeof(rfile));
         file_path(d, "pagecache-write", wfile, sizeof(wfile));
         step(d, "writing a 128 MiB file to read");
-        r = demo_make_file(rfile, 128);
+        r = mgt_make_file(rfile, 128);
         if (r < 0) {
                 demo_progress("%s: %s", rfile, strerror(-r));
                 snprintf(w->alone, sizeof(w->alone), "could not run");
@@ -166,39 +168,41 @@ static void s_page_cache(struct demo *d, struct row *w) {
                 const char *who = guarded ? "memguard" : "kernel alone";
                 char *cell = guarded ? w->guarded : w->alone;
                 size_t cell_len = guarded ? sizeof(w->guarded) : sizeof(w->alone);
-                struct proc p[2] = { { .pid = -1, .out = -1 }, { .pid = -1, .out = -1 } };
-                struct actor a;
+                struct mgt_actor a;
 
                 step(d, "%s: memory.max 64 MiB, a 192 MiB writer and a 10 s reader of 128 MiB", who);
                 if (demo_actor_new(d, guarded ? "pagecache-guarded" : "pagecache-alone", guarded ? LIMIT : 0, &a) < 0 ||
-                    demo_actor_set(&a, "memory.max", LIMIT) < 0 || demo_proc_start(&a, &p[0], wargs) < 0 ||
-                    demo_proc_start(&a, &p[1], rargs) < 0) {
+                    demo_actor_set(&a, "memory.max", LIMIT) < 0 || demo_proc_start(&a, wargs) < 0 ||
+                    demo_proc_start(&a, rargs) < 0) {
                         snprintf(cell, cell_len, "could not run");
                         expect_failed(w, "%s: setup failed", who);
-                        demo_actor_end(&a, p, 2);
+                        demo_actor_end(&a);
                         continue;
                 }
-                demo_actor_run(&a, p, 2, 60 * SEC, demo_killed_or_done);
-                uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
-                uint64_t ms = (mgt_now_usec() - a.start_usec) / MS;
-                unsigned kills = a.kills;
-                enum mg_kill_reason reason = a.kill.reason;
-                demo_actor_end(&a, p, 2);
+                demo_actor_run(&a, 60 * MG_USEC_PER_SEC, demo_killed_or_done);
+                uint64_t oom = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
+                uint64_t ms = (mg_mono_usec() - a.start_usec) / MG_USEC_PER_MSEC;
+                unsigned kills = (unsigned) a.ev.n[MG_EVENT_KILL];
+                enum mg_kill_reason reason = a.ev.kill.reason;
+                demo_actor_end(&a);
                 if (kills) {
                         snprintf(cell, cell_len, "killed (%s)", mg_kill_reason_to_string(reason));
                         expect_failed(w, "%s: page cache got the actor killed", who);
-                } else if (demo_exited_ok(&p[0]) && demo_exited_ok(&p[1]) && oom == 0) {
+                } else if (mgt_proc_exited_ok(&a.proc[0]) && mgt_proc_exited_ok(&a.proc[1]) && oom == 0) {
                         snprintf(cell, cell_len, "untouched, both done (cache %s)", demo_mib(a.peak, b1, sizeof(b1)));
                 } else {
                         snprintf(cell, cell_len, "writer %s, reader %s, oom_kill %" PRIu64,
-                                 demo_status(&p[0], b2, sizeof(b2)), demo_status(&p[1], b3, sizeof(b3)), oom);
+                                 mgt_proc_status(&a.proc[0], b2,
+                                                 sizeof(b2)), mgt_proc_status(&a.proc[1], b3, sizeof(b3)), oom);
                         expect_failed(w, "%s: expected both to finish untouched", who);
                 }
-                if (p[1].len)
-                        p[1].text[strcspn(p[1].text, "\n")] = '\0'; /* its first line */
-                step(d, "%s: %s (%" PRIu64 " ms; reader: %s)", who, cell, ms, p[1].len ? p[1].text : "-");
+                char first[512];
+                size_t len = mgt_proc_output(&a.proc[1], first, sizeof(first));
+                first[strcspn(first, "\n")] = '\0'; /* its first line */
+                step(d, "%s: %s (%" PRIu64 " ms; reader: %s)", who, cell, ms, len ? first : "-");
                 unlink(wfile);
-                demo_drop_cache(rfile);
+                mgt_drop_cache(rfile);
         }
         snprintf(w->when, sizeof(w->when), "-");
         unlink(rfile);
@@ -206,10 +210,9 @@ static void s_page_cache(struct demo *d, struct row *w) {
 
 /* ---- 3. a snapshot-like write in a lend --------------------------------- */
 
-static bool lend_ended(struct actor *a, struct proc *p, unsigned n) {
-        (void) p;
-        (void) n;
-        return a->lend_end > 0;
+static bool lend_ended(struct mgt_actor *a, void *ud) {
+        (void) ud;
+        return a->ev.n[MG_EVENT_LEND_END] > 0;
 }
 
 /* memory.high at 90 % of 64 MiB.  Kernel alone: a 256 MiB buffered write is
@@ -220,22 +223,25 @@ static void s_lend(struct demo *d, struct row *w) {
         static const uint64_t high = LIMIT * 9 / 10;
         char file[PATH_MAX], before[64] = "", lent[64] = "", after[64] = "", b1[32], b2[32];
         const char *const args[] = { "write", file, "256", "0", NULL };
-        struct proc p = { .pid = -1, .out = -1 };
-        struct actor a;
+        struct mgt_actor a;
 
         file_path(d, "lend-write", file, sizeof(file));
         step(d, "kernel alone: memory.high 90%% of 64 MiB, a 256 MiB buffered write");
         if (demo_actor_new(d, "lend-alone", 0, &a) == 0 && demo_actor_set(&a, "memory.high", high) == 0 &&
-            demo_proc_start(&a, &p, args) == 0) {
-                demo_actor_run(&a, &p, 1, 120 * SEC, demo_all_done);
-                uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
-                uint64_t high_events = demo_key(a.cg, "memory.events", "high");
-                if (demo_exited_ok(&p) && oom == 0) {
+            demo_proc_start(&a, args) == 0) {
+                demo_actor_run(&a, 120 * MG_USEC_PER_SEC, demo_all_done);
+                uint64_t oom = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
+                uint64_t high_events = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "high", &high_events);
+                uint64_t elapsed_ms = 0;
+                (void) mgt_proc_result_value(&a.proc[0], "elapsed_ms", &elapsed_ms);
+                if (mgt_proc_exited_ok(&a.proc[0]) && oom == 0) {
                         snprintf(w->alone, sizeof(w->alone), "write throttled: 256 MiB in %s",
-                                 demo_dur(demo_result(&p, "elapsed_ms") * MS, b1, sizeof(b1)));
+                                 demo_dur(elapsed_ms * MG_USEC_PER_MSEC, b1, sizeof(b1)));
                 } else {
                         snprintf(w->alone, sizeof(w->alone), "writer %s, oom_kill %" PRIu64,
-                                 demo_status(&p, b1, sizeof(b1)), oom);
+                                 mgt_proc_status(&a.proc[0], b1, sizeof(b1)), oom);
                         expect_failed(w, "kernel alone: the write did not finish");
                 }
                 step(d, "kernel alone: %s (%" PRIu64 " high events)", w->alone, high_events);
@@ -243,7 +249,7 @@ static void s_lend(struct demo *d, struct row *w) {
                 snprintf(w->alone, sizeof(w->alone), "could not run");
                 expect_failed(w, "kernel alone: setup failed");
         }
-        demo_actor_end(&a, &p, 1);
+        demo_actor_end(&a);
         unlink(file);
         if (d->interrupted)
                 return;
@@ -253,35 +259,35 @@ static void s_lend(struct demo *d, struct row *w) {
             mgt_cg_read(a.cg, "memory.high", before, sizeof(before)) < 0) {
                 snprintf(w->guarded, sizeof(w->guarded), "could not run");
                 expect_failed(w, "memguard: setup failed");
-                demo_actor_end(&a, &p, 1);
+                demo_actor_end(&a);
                 return;
         }
         uint64_t lend = 0;
-        int r = mg_guard_lend_begin(a.guard, MG_UNLIMITED, 120 * SEC, &lend);
+        int r = mg_guard_lend_begin(a.guard, MG_UNLIMITED, 120 * MG_USEC_PER_SEC, &lend);
         (void) mgt_cg_read(a.cg, "memory.high", lent, sizeof(lent));
-        if (r < 0 || demo_proc_start(&a, &p, args) < 0) {
+        if (r < 0 || demo_proc_start(&a, args) < 0) {
                 snprintf(w->guarded, sizeof(w->guarded), "lend failed: %s", strerror(r < 0 ? -r : EIO));
                 expect_failed(w, "memguard: lend_begin failed");
-                demo_actor_end(&a, &p, 1);
+                demo_actor_end(&a);
                 return;
         }
-        demo_actor_run(&a, &p, 1, 120 * SEC, demo_all_done);
-        uint64_t t_end = mgt_now_usec();
+        demo_actor_run(&a, 120 * MG_USEC_PER_SEC, demo_all_done);
+        uint64_t t_end = mg_mono_usec();
         /* In a set the end is queued (1): the set's restore worker writes
          * memory.high back, and the set tells MG_EVENT_LEND_END when it is
          * done.  The guard runs meanwhile. */
         r = mg_guard_lend_end(a.guard, lend);
         if (r == 1)
-                r = demo_actor_run(&a, &p, 1, 60 * SEC, lend_ended) ? 0 : -ETIMEDOUT;
-        uint64_t restore = mgt_now_usec() - t_end;
+                r = demo_actor_run(&a, 60 * MG_USEC_PER_SEC, lend_ended) ? 0 : -ETIMEDOUT;
+        uint64_t restore = mg_mono_usec() - t_end;
         (void) mgt_cg_read(a.cg, "memory.high", after, sizeof(after));
         /* the dirty cache the write left must not look like a reason to kill */
-        demo_actor_run(&a, &p, 1, 3 * SEC, NULL);
+        demo_actor_run(&a, 3 * MG_USEC_PER_SEC, NULL);
         before[strcspn(before, "\n")] = lent[strcspn(lent, "\n")] = after[strcspn(after, "\n")] = '\0';
-        if (r == 0 && strcmp(before, after) == 0 && a.kills == 0) {
+        if (r == 0 && strcmp(before, after) == 0 && a.ev.n[MG_EVENT_KILL] == 0) {
                 snprintf(w->guarded, sizeof(w->guarded), "lent; memory.high restored exactly");
-        } else if (a.kills) {
-                snprintf(w->guarded, sizeof(w->guarded), "killed (%s)", mg_kill_reason_to_string(a.kill.reason));
+        } else if (a.ev.n[MG_EVENT_KILL]) {
+                snprintf(w->guarded, sizeof(w->guarded), "killed (%s)", mg_kill_reason_to_string(a.ev.kill.reason));
         } else {
                 snprintf(w->guarded, sizeof(w->guarded), "memory.high %s, restored as %s", before, after);
         }
@@ -292,17 +298,20 @@ static void s_lend(struct demo *d, struct row *w) {
                 expect_failed(w, "memguard: lent memory.high read %s, not max", lent);
         if (strcmp(before, after) != 0)
                 expect_failed(w, "memguard: memory.high %s restored as %s", before, after);
-        if (a.kills)
+        if (a.ev.n[MG_EVENT_KILL])
                 expect_failed(w, "memguard: killed around a lend");
-        if (a.lend_begin != 1 || a.lend_end != 1)
-                expect_failed(w, "memguard: %u lend-begin and %u lend-end events", a.lend_begin, a.lend_end);
-        if (!demo_exited_ok(&p))
-                expect_failed(w, "memguard: writer %s", demo_status(&p, b1, sizeof(b1)));
-        demo_actor_end(&a, &p, 1);
+        if (a.ev.n[MG_EVENT_LEND_BEGIN] != 1 || a.ev.n[MG_EVENT_LEND_END] != 1)
+                expect_failed(w, "memguard: %d lend-begin and %d lend-end events",
+                              a.ev.n[MG_EVENT_LEND_BEGIN], a.ev.n[MG_EVENT_LEND_END]);
+        if (!mgt_proc_exited_ok(&a.proc[0]))
+                expect_failed(w, "memguard: writer %s", mgt_proc_status(&a.proc[0], b1, sizeof(b1)));
+        demo_actor_end(&a);
         unlink(file);
-        step(d, "memguard: memory.high %s, lent as %s, 256 MiB written in %s, restored as %s in %s; %u kills", before,
-             lent, demo_dur(demo_result(&p, "elapsed_ms") * MS, b1, sizeof(b1)), after,
-             demo_dur(restore, b2, sizeof(b2)), a.kills);
+        uint64_t elapsed_ms = 0;
+        (void) mgt_proc_result_value(&a.proc[0], "elapsed_ms", &elapsed_ms);
+        step(d, "memguard: memory.high %s, lent as %s, 256 MiB written in %s, restored as %s in %s; %d kills", before,
+             lent, demo_dur(elapsed_ms * MG_USEC_PER_MSEC, b1, sizeof(b1)), after,
+             demo_dur(restore, b2, sizeof(b2)), a.ev.n[MG_EVENT_KILL]);
 }
 
 /* ---- 4-6. thrash ---------------------------------------------------------- */
@@ -316,21 +325,20 @@ static void s_lend(struct demo *d, struct row *w) {
 struct thrash_case {
         const char *what;               /* for the progress lines */
         const char *file;
-        uint64_t file_mib, limit, max, high; /* guard limit; memory.max, memory.high (0: none) */
-        const char *const *args;        /* mg-workload, FILE and SECONDS left out */
+        const struct mgt_actor_spec *spec; /* the kernel suite's */
 };
 
-static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *c) {
+static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *tc) {
+        const struct mgt_actor_spec *c = tc->spec;
         char file[PATH_MAX], b1[32], b2[32], limits[96];
         const char *argv[16];
-        struct proc p = { .pid = -1, .out = -1 };
-        struct actor a;
+        struct mgt_actor a;
         uint64_t key_refaults = 0;
-        int r, n = 0;
+        int r;
 
-        file_path(d, c->file, file, sizeof(file));
+        file_path(d, tc->file, file, sizeof(file));
         step(d, "writing a %" PRIu64 " MiB file", c->file_mib);
-        r = demo_make_file(file, c->file_mib);
+        r = mgt_make_file(file, c->file_mib);
         if (r < 0) {
                 demo_progress("%s: %s", file, strerror(-r));
                 snprintf(w->alone, sizeof(w->alone), "could not run");
@@ -343,25 +351,23 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
                          demo_mib(c->high, b2, sizeof(b2)));
         else
                 snprintf(limits, sizeof(limits), "memory.max %s", demo_mib(c->max, b1, sizeof(b1)));
-        argv[n++] = c->args[0];
-        argv[n++] = file;
-        argv[n++] = "10";
-        for (int i = 1; c->args[i] && n < 15; i++)
-                argv[n++] = c->args[i];
-        argv[n] = NULL;
+        (void) mgt_spec_args(c, file, "10", argv, 16); /* the specs have fewer */
 
-        step(d, "kernel alone: %s, %s for 10 s", limits, c->what);
+        step(d, "kernel alone: %s, %s for 10 s", limits, tc->what);
         if (demo_actor_new(d, "thrash-alone", 0, &a) == 0 && demo_actor_set(&a, "memory.max", c->max) == 0 &&
-            (!c->high || demo_actor_set(&a, "memory.high", c->high) == 0) && demo_proc_start(&a, &p, argv) == 0) {
-                demo_actor_run(&a, &p, 1, 60 * SEC, demo_all_done);
-                uint64_t refaults = demo_key(a.cg, "memory.stat", "workingset_refault_file");
-                uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
-                if (demo_exited_ok(&p) && oom == 0) {
+            (!c->high || demo_actor_set(&a, "memory.high", c->high) == 0) && demo_proc_start(&a, argv) == 0) {
+                demo_actor_run(&a, 60 * MG_USEC_PER_SEC, demo_all_done);
+                uint64_t refaults = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.stat", "workingset_refault_file", &refaults);
+                uint64_t oom = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
+                if (mgt_proc_exited_ok(&a.proc[0]) && oom == 0) {
                         snprintf(w->alone, sizeof(w->alone), "not killed: %" PRIu64 " refaults in 10 s", refaults);
                         if (refaults == 0)
                                 expect_failed(w, "kernel alone: no refaults: it did not thrash");
                 } else {
-                        snprintf(w->alone, sizeof(w->alone), "%s, oom_kill %" PRIu64, demo_status(&p, b1, sizeof(b1)),
+                        snprintf(w->alone, sizeof(w->alone), "%s, oom_kill %" PRIu64,
+                                 mgt_proc_status(&a.proc[0], b1, sizeof(b1)),
                                  oom);
                         expect_failed(w, "kernel alone: expected no kill");
                 }
@@ -370,40 +376,43 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
                 snprintf(w->alone, sizeof(w->alone), "could not run");
                 expect_failed(w, "kernel alone: setup failed");
         }
-        demo_actor_end(&a, &p, 1);
-        demo_drop_cache(file);
+        demo_actor_end(&a);
+        mgt_drop_cache(file);
         if (d->interrupted) {
                 unlink(file);
                 return;
         }
 
-        argv[2] = "45";
+        (void) mgt_spec_args(c, file, "45", argv, 16);
         step(d, "memguard: %s, guard limit %s, the same for up to 45 s", limits, demo_mib(c->limit, b1, sizeof(b1)));
         if (demo_actor_new(d, "thrash-guarded", c->limit, &a) == 0 && demo_actor_set(&a, "memory.max", c->max) == 0 &&
-            (!c->high || demo_actor_set(&a, "memory.high", c->high) == 0) && demo_proc_start(&a, &p, argv) == 0) {
+            (!c->high || demo_actor_set(&a, "memory.high", c->high) == 0) && demo_proc_start(&a, argv) == 0) {
                 a.watch_onset = true;
-                demo_actor_run(&a, &p, 1, 45 * SEC, demo_killed_or_done);
-                demo_proc_check(&p);
-                uint64_t refaults = demo_key(a.cg, "memory.stat", "workingset_refault_file");
+                demo_actor_run(&a, 45 * MG_USEC_PER_SEC, demo_killed_or_done);
+                mgt_proc_check(&a.proc[0]);
+                uint64_t refaults = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.stat", "workingset_refault_file", &refaults);
                 key_refaults = refaults;
-                if (a.kills) {
+                if (a.ev.n[MG_EVENT_KILL]) {
                         snprintf(w->guarded, sizeof(w->guarded), "killed (%s, %s rule), stuck %s",
-                                 mg_kill_reason_to_string(a.kill.reason),
-                                 a.kill.report.stall_signals & MG_STALL_REFAULT ? "refault" : "restore",
-                                 demo_dur(a.kill.report.stall_usec, b1, sizeof(b1)));
-                        if (a.onset_usec && a.kill.kill_usec > a.onset_usec)
+                                 mg_kill_reason_to_string(a.ev.kill.reason),
+                                 a.ev.kill.report.stall_signals & MG_STALL_REFAULT ? "refault" : "restore",
+                                 demo_dur(a.ev.kill.report.stall_usec, b1, sizeof(b1)));
+                        if (a.onset_usec && a.ev.kill.kill_usec > a.onset_usec)
                                 snprintf(w->when, sizeof(w->when), "%s after the thrash began",
-                                         demo_dur(a.kill.kill_usec - a.onset_usec, b2, sizeof(b2)));
+                                         demo_dur(a.ev.kill.kill_usec - a.onset_usec, b2, sizeof(b2)));
                         else
                                 snprintf(w->when, sizeof(w->when), "%s after start",
-                                         demo_dur(a.kill.kill_usec - a.start_usec, b2, sizeof(b2)));
-                        if (a.kill.reason != MG_KILL_STALL)
+                                         demo_dur(a.ev.kill.kill_usec - a.start_usec, b2, sizeof(b2)));
+                        if (a.ev.kill.reason != MG_KILL_STALL)
                                 expect_failed(w, "memguard: killed as %s, expected stall",
-                                              mg_kill_reason_to_string(a.kill.reason));
+                                              mg_kill_reason_to_string(a.ev.kill.reason));
                 } else {
-                        uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
+                        uint64_t oom = 0;
+                        (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
                         snprintf(w->guarded, sizeof(w->guarded), "not killed (%s, %" PRIu64 " refaults%s)",
-                                 demo_status(&p, b1, sizeof(b1)), refaults, oom ? ", the kernel OOM-killed it" : "");
+                                 mgt_proc_status(&a.proc[0], b1,
+                                                 sizeof(b1)), refaults, oom ? ", the kernel OOM-killed it" : "");
                         snprintf(w->when, sizeof(w->when), "-");
                         expect_failed(w, "memguard: expected a stall kill");
                 }
@@ -411,9 +420,10 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
                 snprintf(w->guarded, sizeof(w->guarded), "could not run");
                 expect_failed(w, "memguard: setup failed");
         }
-        demo_actor_end(&a, &p, 1);
-        if (a.kills && !demo_sigkilled(&p))
-                expect_failed(w, "memguard: the workload ended with %s, not SIGKILL", demo_status(&p, b1, sizeof(b1)));
+        demo_actor_end(&a);
+        if (a.ev.n[MG_EVENT_KILL] && !mgt_proc_sigkilled(&a.proc[0]))
+                expect_failed(w, "memguard: the workload ended with %s, not SIGKILL",
+                              mgt_proc_status(&a.proc[0], b1, sizeof(b1)));
         unlink(file);
         step(d, "memguard: %s (%" PRIu64 " refaults)", w->guarded, key_refaults);
 }
@@ -422,10 +432,7 @@ static void thrash_row(struct demo *d, struct row *w, const struct thrash_case *
  * more than the 48 MiB memory.max holds): pages of its working set come
  * back, and the kernel books them as restores. */
 static void s_thrash(struct demo *d, struct row *w) {
-        const struct thrash_case c = {
-                "mg-workload hotfile (58 MiB hot)", "thrash-hot", 96, THRASH_LIMIT, THRASH_LIMIT, 0,
-                (const char *const[]) { "hotfile", "60", "95", NULL },
-        };
+        const struct thrash_case c = { "mg-workload hotfile (58 MiB hot)", "thrash-hot", &mgt_spec_thrash_hot_file };
         thrash_row(d, w, &c);
 }
 
@@ -434,10 +441,8 @@ static void s_thrash(struct demo *d, struct row *w) {
  * the cache: the kernel books no restores and memory pressure stays low;
  * only the re-reads themselves show it. */
 static void s_thrash_seq(struct demo *d, struct row *w) {
-        const struct thrash_case c = {
-                "seed 000's file-hot seq (96 MiB mapped, walked front to back)", "thrash-seq", 96, THRASH_LIMIT,
-                THRASH_LIMIT, 0, (const char *const[]) { "filehot", "seq", "200", NULL },
-        };
+        const struct thrash_case c = { "seed 000's file-hot seq (96 MiB mapped, walked front to back)", "thrash-seq",
+                                       &mgt_spec_thrash_sequential };
         thrash_row(d, w, &c);
 }
 
@@ -445,10 +450,8 @@ static void s_thrash_seq(struct demo *d, struct row *w) {
  * a 128 MiB file) under kubelet's MemoryQoS memory.high, 90 % of 64 MiB:
  * pressed against a kernel limit below the guard's fast-path line. */
 static void s_thrash_high(struct demo *d, struct row *w) {
-        const struct thrash_case c = {
-                "seed 000's file-hot skew (80 MiB hot, 16 MiB heap)", "thrash-high", 128, LIMIT, LIMIT, LIMIT * 9 / 10,
-                (const char *const[]) { "filehot", "skew", "80", "95", "16", NULL },
-        };
+        const struct thrash_case c = { "seed 000's file-hot skew (80 MiB hot, 16 MiB heap)", "thrash-high",
+                                       &mgt_spec_thrash_under_high };
         thrash_row(d, w, &c);
 }
 
@@ -466,34 +469,38 @@ static void s_throttle(struct demo *d, struct row *w) {
                 const char *who = guarded ? "memguard" : "kernel alone";
                 char *cell = guarded ? w->guarded : w->alone;
                 size_t cell_len = guarded ? sizeof(w->guarded) : sizeof(w->alone);
-                struct proc p = { .pid = -1, .out = -1 };
-                struct actor a;
+                        struct mgt_actor a;
 
                 step(d, "%s: memory.max 64 MiB, memory.high 90%%, mg-workload throttle 60", who);
                 if (demo_actor_new(d, guarded ? "throttle-guarded" : "throttle-alone", guarded ? LIMIT : 0, &a) < 0 ||
                     demo_actor_set(&a, "memory.max", LIMIT) < 0 ||
-                    demo_actor_set(&a, "memory.high", LIMIT * 9 / 10) < 0 || demo_proc_start(&a, &p, args) < 0) {
+                    demo_actor_set(&a, "memory.high", LIMIT * 9 / 10) < 0 || demo_proc_start(&a, args) < 0) {
                         snprintf(cell, cell_len, "could not run");
                         expect_failed(w, "%s: setup failed", who);
-                        demo_actor_end(&a, &p, 1);
+                        demo_actor_end(&a);
                         continue;
                 }
                 a.sample_reports = true;
-                demo_actor_run(&a, &p, 1, 15 * SEC, demo_killed_or_done);
-                uint64_t ran = mgt_now_usec() - a.start_usec;
-                uint64_t high_events = demo_key(a.cg, "memory.events", "high");
-                uint64_t oom = demo_key(a.cg, "memory.events", "oom_kill");
-                uint64_t some = 0;
-                (void) mgt_cg_read_psi_total(a.cg, "memory.pressure", "some", &some);
-                unsigned kills = a.kills;
-                demo_actor_end(&a, &p, 1);
+                demo_actor_run(&a, 15 * MG_USEC_PER_SEC, demo_killed_or_done);
+                uint64_t ran = mg_mono_usec() - a.start_usec;
+                uint64_t high_events = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "high", &high_events);
+                uint64_t oom = 0;
+                (void) mgt_cg_read_key(a.cg, "memory.events", "oom_kill", &oom);
+                struct mg_psi psi = { .some.total_usec = 0 };
+                (void) mgt_cg_read_psi(a.cg, "memory.pressure", &psi);
+                uint64_t some = psi.some.total_usec;
+                unsigned kills = (unsigned) a.ev.n[MG_EVENT_KILL];
+                demo_actor_end(&a);
                 uint64_t some_pct = ran ? some * 100 / ran : 0;
                 char how[64];
-                if (demo_exited_ok(&p))
-                        snprintf(how, sizeof(how), "60 MiB in %s",
-                                 demo_dur(demo_result(&p, "elapsed_ms") * MS, b1, sizeof(b1)));
-                else if (p.done && !kills)
-                        snprintf(how, sizeof(how), "%s after %s", demo_status(&p, b2, sizeof(b2)),
+                uint64_t elapsed_ms = 0;
+                (void) mgt_proc_result_value(&a.proc[0], "elapsed_ms", &elapsed_ms);
+                if (mgt_proc_exited_ok(&a.proc[0]))
+                        snprintf(how, sizeof(how), "60 MiB in %s", demo_dur(elapsed_ms * MG_USEC_PER_MSEC, b1,
+                                                                            sizeof(b1)));
+                else if (a.proc[0].done && !kills)
+                        snprintf(how, sizeof(how), "%s after %s", mgt_proc_status(&a.proc[0], b2, sizeof(b2)),
                                  demo_dur(ran, b1, sizeof(b1)));
                 else
                         snprintf(how, sizeof(how), "still at it after %s", demo_dur(ran, b1, sizeof(b1)));
@@ -504,15 +511,15 @@ static void s_throttle(struct demo *d, struct row *w) {
                 else
                         snprintf(cell, cell_len, "throttled (%" PRIu64 " high events), no kill", high_events);
                 if (kills) {
-                        snprintf(cell, cell_len, "killed (%s)", mg_kill_reason_to_string(a.kill.reason));
+                        snprintf(cell, cell_len, "killed (%s)", mg_kill_reason_to_string(a.ev.kill.reason));
                         expect_failed(w, "%s: killed a throttled actor", who);
                 }
                 if (oom)
                         expect_failed(w, "%s: the kernel OOM-killed it", who);
                 if (high_events == 0)
                         expect_failed(w, "%s: memory.high was never hit", who);
-                if (p.done && !demo_exited_ok(&p) && !kills)
-                        expect_failed(w, "%s: workload %s", who, demo_status(&p, b1, sizeof(b1)));
+                if (a.proc[0].done && !mgt_proc_exited_ok(&a.proc[0]) && !kills)
+                        expect_failed(w, "%s: workload %s", who, mgt_proc_status(&a.proc[0], b1, sizeof(b1)));
                 if (guarded)
                         step(d, "%s: %s; used at most %s; %s; memory some %" PRIu64 "%%", who, cell,
                              demo_mib(a.max_used, b2, sizeof(b2)), how, some_pct);
@@ -630,7 +637,7 @@ static int demo_native(void) {
         char why[256], *parent = NULL;
         unsigned good = 0;
         int r, ret = MGT_EXIT_FAIL;
-        uint64_t t0 = mgt_now_usec();
+        uint64_t t0 = mg_mono_usec();
 
         uname(&u);
         if (native_parent(&parent, why, sizeof(why)) < 0) {
@@ -662,10 +669,10 @@ static int demo_native(void) {
                 rows[i] = (struct row) { .name = scenarios[i].name, .ok = true };
                 d.step = i + 1;
                 d.scenario = scenarios[i].name;
-                uint64_t s0 = mgt_now_usec();
+                uint64_t s0 = mg_mono_usec();
                 scenarios[i].fn(&d, &rows[i]);
                 step(&d, "%s (%" PRIu64 " s)", rows[i].ok ? "as expected" : "NOT as expected",
-                     (mgt_now_usec() - s0) / SEC);
+                     (mg_mono_usec() - s0) / MG_USEC_PER_SEC);
                 good += rows[i].ok;
         }
         if (d.interrupted) {
@@ -683,11 +690,11 @@ static int demo_native(void) {
                 if (!rows[i].ok)
                         printf("%u. %s: %s\n", i + 1, rows[i].name, rows[i].why);
         printf("%u of %u scenarios behaved as expected (%" PRIu64 " s)\n", good, (unsigned) N,
-               (mgt_now_usec() - t0) / SEC);
+               (mg_mono_usec() - t0) / MG_USEC_PER_SEC);
         ret = good == N ? MGT_EXIT_OK : MGT_EXIT_FAIL;
 out:
         if (d.base) {
-                r = mgt_cg_destroy(d.base, 10 * SEC);
+                r = mgt_cg_destroy(d.base, 10 * MG_USEC_PER_SEC);
                 if (r < 0)
                         demo_progress("removing %s: %s", d.base, strerror(-r));
         }

@@ -13,10 +13,9 @@
 #include <sys/types.h>
 
 #include "memguard/memguard.h"
+#include "scenario.h"
+#include "util.h"
 
-#define MIB (UINT64_C(1) << 20)
-#define SEC UINT64_C(1000000)
-#define MS UINT64_C(1000)
 /* Progress lines start with this; the VM relay sends them to stderr. */
 #define DEMO_PROGRESS "memguard demo: "
 
@@ -31,79 +30,32 @@ struct demo {
         const char *scenario;
 };
 
-/* One mg-workload process. */
-struct proc {
-        pid_t pid;
-        int out;                /* read end of its stdout */
-        char text[512];         /* what it printed; its last line is the result */
-        size_t len;
-        int status;
-        bool done;
-};
-
-/* One run of a scenario: a cgroup below the demo's, with or without a guard. */
-struct actor {
-        struct demo *d;
-        char *cg;
-        mg_set *set;
-        mg_guard *guard;
-        int current_fd;
-        uint64_t start_usec;
-        uint64_t watch_bytes;   /* crossed_usec: first memory.current above it */
-        uint64_t peak, crossed_usec;
-        /* thrash onset: the first read-back of a page of its working set */
-        bool watch_onset;
-        uint64_t refaults0, onset_usec, last_onset_usec; /* onset: first file refault */
-        unsigned kills, lend_begin, lend_end, errors;
-        struct mg_kill_record kill;
-        /* the worst the guard would have said, sampled with mg_guard_report() */
-        bool sample_reports;
-        uint64_t last_report_usec, max_used;
-        enum mg_verdict worst;
-};
-
 /* "memguard demo: ..." on stderr. */
 void demo_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "210 ms", "3.5 s"; "64 MiB" (rounded).  Return buf. */
 const char *demo_dur(uint64_t usec, char *buf, size_t len);
 const char *demo_mib(uint64_t bytes, char *buf, size_t len);
-/* A key of a flat keyed cgroup file; 0 if it cannot be read. */
-uint64_t demo_key(const char *cg, const char *file, const char *key);
 
-/* Makes <base>/<name>-<n>; with guard_limit, a guard set guarding it.
- * Returns 0 or a negative errno (already reported); demo_actor_end()
- * cleans up either way. */
-int demo_actor_new(struct demo *d, const char *name, uint64_t guard_limit, struct actor *a);
-/* Writes a limit file (memory.max, memory.high).  0 or negative errno. */
-int demo_actor_set(struct actor *a, const char *file, uint64_t bytes);
-/* Starts mg-workload ARGS (NULL-terminated) in the actor's cgroup, its
- * stdout on a pipe.  0 or a negative errno. */
-int demo_proc_start(struct actor *a, struct proc *p, const char *const args[]);
-/* Reads what the process printed and reaps it if it ended. */
-void demo_proc_check(struct proc *p);
-bool demo_proc_printed(const struct proc *p);
-bool demo_exited_ok(const struct proc *p);
-bool demo_sigkilled(const struct proc *p);
-/* "exit 0", "signal 9", "still running".  Returns buf. */
-const char *demo_status(const struct proc *p, char *buf, size_t len);
-/* A key=value of the workload's result line; 0 if absent. */
-uint64_t demo_result(const struct proc *p, const char *key);
+/*
+ * The demo's actors are the scenario library's (tools/common/scenario.h);
+ * these add the progress lines.  demo_actor_new() makes <base>/<name>-<n>
+ * and, with guard_limit, guards it; its kills and guard errors are
+ * printed as they come.  Each returns 0 or a negative errno, already
+ * reported; demo_actor_end() cleans up either way.  The processes are
+ * a->proc[0], a->proc[1], ... in the order started.
+ */
+int demo_actor_new(struct demo *d, const char *name, uint64_t guard_limit, struct mgt_actor *a);
+int demo_actor_set(struct mgt_actor *a, const char *file, uint64_t bytes);
+int demo_proc_start(struct mgt_actor *a, const char *const args[]);
+/* mgt_actor_run(), also stopped by SIGINT, SIGTERM or SIGHUP (d->interrupted). */
+bool demo_actor_run(struct mgt_actor *a, uint64_t timeout_usec, bool (*stop)(struct mgt_actor *a, void *ud));
+void demo_actor_end(struct mgt_actor *a);
 
-typedef bool (*demo_stop_fn)(struct actor *a, struct proc *p, unsigned n);
-bool demo_all_done(struct actor *a, struct proc *p, unsigned n);
-bool demo_killed_or_done(struct actor *a, struct proc *p, unsigned n);
-bool demo_printed_or_done(struct actor *a, struct proc *p, unsigned n);
-/* Runs the actor's guard (if any) and samples memory.current every 10 ms
- * until stop() (may be NULL) or the timeout.  True if stop() became true. */
-bool demo_actor_run(struct actor *a, struct proc *p, unsigned n, uint64_t timeout_usec, demo_stop_fn stop);
-/* Kills what is left, reaps the processes, frees the guard, removes the
- * cgroup.  Accepts a half-made actor. */
-void demo_actor_end(struct actor *a, struct proc *p, unsigned n);
-
-/* Writes a file of mib MiB (from outside the actors) and drops it from the
- * page cache.  0 or a negative errno. */
-int demo_make_file(const char *path, uint64_t mib);
-void demo_drop_cache(const char *path);
+/* Stop conditions for demo_actor_run() */
+bool demo_all_done(struct mgt_actor *a, void *ud);
+bool demo_killed_or_done(struct mgt_actor *a, void *ud);
+/* killed, or the first process ended or printed a line */
+bool demo_printed_or_done(struct mgt_actor *a, void *ud);
 
 /* Runs `memguard demo --native` inside tests/vm/vmrun; why says why it
  * cannot run here.  Returns the demo's exit status. */

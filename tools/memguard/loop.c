@@ -7,6 +7,7 @@
 
 #include "cgdir.h"
 #include "loop.h"
+#include "util.h"
 
 #define FROM_USER 0x80 /* signal numbers stay below 65 */
 
@@ -49,7 +50,7 @@ int mgt_signals_next(int fd, bool *ret_from_user) {
 
 int mgt_wait(mg_set *set, struct pollfd *extra, unsigned n, uint64_t deadline_usec) {
         struct pollfd p[9];
-        uint64_t now = mgt_now_usec(), due = UINT64_MAX;
+        uint64_t now = mg_mono_usec(), due = UINT64_MAX;
         int timeout_ms, r, hits = 0;
 
         if (n > 8)

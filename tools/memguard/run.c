@@ -27,9 +27,8 @@
 #include "memguard/memguard.h"
 #include "size.h"
 #include "spawn.h"
+#include "util.h"
 
-#define SEC UINT64_C(1000000)
-#define MS UINT64_C(1000)
 
 /* 0 if name can be executed (PATH searched like execvp), else -ENOENT or
  * -EACCES, so "not found" is told before a cgroup is made. */
@@ -233,21 +232,21 @@ static int supervise(struct run *r) {
 /* Empties the cgroup while the guard still runs: a kill record is only
  * delivered once the cgroup is empty, and CMD's exit can be seen first. */
 static void drain(struct run *r) {
-        uint64_t end = mgt_now_usec() + 10 * SEC;
+        uint64_t end = mg_mono_usec() + 10 * MG_USEC_PER_SEC;
         int evfd = mgt_cg_open_events(r->cg);
 
-        while (mgt_cg_populated(r->cg) > 0 && mgt_now_usec() < end) {
+        while (mgt_cg_populated(r->cg) > 0 && mg_mono_usec() < end) {
                 (void) mgt_cg_kill_all(r->cg); /* what CMD left behind */
                 struct pollfd p = { .fd = evfd, .events = POLLPRI };
-                (void) mgt_wait(r->set, &p, evfd >= 0 ? 1 : 0, mgt_now_usec() + 100 * MS);
+                (void) mgt_wait(r->set, &p, evfd >= 0 ? 1 : 0, mg_mono_usec() + 100 * MG_USEC_PER_MSEC);
         }
         if (evfd >= 0)
                 close(evfd);
         /* Killed, but no record yet: the guard sees "populated 0" on its
          * own cgroup.events poll or its next tick at the latest. */
         if (r->exited && WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGKILL && r->out.kills == 0) {
-                end = mgt_now_usec() + 500 * MS;
-                while (r->out.kills == 0 && mgt_now_usec() < end)
+                end = mg_mono_usec() + 500 * MG_USEC_PER_MSEC;
+                while (r->out.kills == 0 && mg_mono_usec() < end)
                         (void) mgt_wait(r->set, NULL, 0, end);
         }
 }
@@ -331,7 +330,7 @@ out:
         if (r.pidfd >= 0)
                 close(r.pidfd);
         if (r.cg) {
-                e = mgt_cg_destroy(r.cg, 10 * SEC);
+                e = mgt_cg_destroy(r.cg, 10 * MG_USEC_PER_SEC);
                 if (e < 0)
                         mgt_error(&r.out, "run", e, "removing %s", r.cg);
         }

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cgdir.h"
+#include "util.h"
 #include "cli.h"
 #include "config.h"
 #include "events.h"
@@ -244,7 +245,7 @@ static void add_child(struct watch *w, const char *name) {
         }
         a = add_actor(w, path, name, false);
         if (a)
-                a->recheck_usec = mgt_now_usec() + RECHECK_USEC;
+                a->recheck_usec = mg_mono_usec() + RECHECK_USEC;
 }
 
 static void drop_actor(struct actor *a, const char *why) {
@@ -667,8 +668,8 @@ int mgt_cmd_watch(int argc, char **argv) {
         snprintf(status, sizeof(status), "READY=1\nSTATUS=guarding %zu cgroups", guarded(&w));
         (void) mgt_notify(w.notify, status);
         w.watchdog_interval = mgt_notify_watchdog_usec() / 2;
-        w.next_watchdog = w.watchdog_interval ? mgt_now_usec() : UINT64_MAX;
-        w.next_metrics = metrics ? mgt_now_usec() : UINT64_MAX;
+        w.next_watchdog = w.watchdog_interval ? mg_mono_usec() : UINT64_MAX;
+        w.next_metrics = metrics ? mg_mono_usec() : UINT64_MAX;
 
         for (;;) {
                 struct pollfd p[3] = {
@@ -700,7 +701,7 @@ int mgt_cmd_watch(int argc, char **argv) {
                         goto out;
                 if (p[2].revents && mgt_metrics_writer_flush(&w.mw) < 0)
                         mgt_error(&w.out, "watch", -EPIPE, "--metrics: the writer is gone; no more metrics");
-                now = mgt_now_usec();
+                now = mg_mono_usec();
                 for (size_t i = 0; i < w.n; i++)
                         if (w.a[i]->recheck_usec && w.a[i]->recheck_usec <= now) {
                                 w.a[i]->recheck_usec = 0;

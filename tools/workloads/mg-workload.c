@@ -17,15 +17,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "util.h"
 
-#define MIB (UINT64_C(1) << 20)
 #define PAGE 4096
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static uint64_t rng = 88172645463325252ULL;
 static uint64_t xorshift(void) {
@@ -80,13 +74,13 @@ static uint64_t *grow_anon(uint64_t mib, uint64_t step_kib, size_t *ret_n) {
         if (!lat)
                 die("calloc");
         for (size_t i = 0; i < steps; i++) {
-                uint64_t t = now_usec();
+                uint64_t t = mg_mono_usec();
                 char *p = mmap(NULL, step_kib * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (p == MAP_FAILED)
                         die("mmap");
                 for (size_t off = 0; off < step_kib * 1024; off += PAGE)
                         p[off] = (char) (off | 1);
-                lat[i] = now_usec() - t;
+                lat[i] = mg_mono_usec() - t;
         }
         *ret_n = steps;
         return lat;
@@ -96,11 +90,11 @@ static int mode_anon(int argc, char **argv) {
         uint64_t mib = argc > 0 ? strtoull(argv[0], NULL, 0) : 64;
         uint64_t step = argc > 1 ? strtoull(argv[1], NULL, 0) : 256;
         long holds = argc > 2 ? strtol(argv[2], NULL, 0) : -1;
-        uint64_t t0 = now_usec();
+        uint64_t t0 = mg_mono_usec();
         size_t n;
         free(grow_anon(mib, step ? step : 256, &n));
         printf("workload=anon mib=%" PRIu64 " step_kib=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", mib, step,
-               (now_usec() - t0) / 1000);
+               (mg_mono_usec() - t0) / 1000);
         hold(holds);
         return 0;
 }
@@ -112,23 +106,23 @@ static int mode_throttle(int argc, char **argv) {
         uint64_t mib = argc > 0 ? strtoull(argv[0], NULL, 0) : 64;
         uint64_t step = argc > 1 && strtoull(argv[1], NULL, 0) ? strtoull(argv[1], NULL, 0) : 256;
         double hold_s = argc > 2 ? num_arg(argv[2]) : 0;
-        uint64_t t0 = now_usec();
+        uint64_t t0 = mg_mono_usec();
         size_t n, h = 0;
-        uint64_t *lat = grow_anon(mib, step, &n), grown = now_usec() - t0;
+        uint64_t *lat = grow_anon(mib, step, &n), grown = mg_mono_usec() - t0;
         uint64_t *held = calloc(100000, sizeof(*held));
         char *p = NULL;
         if (!held)
                 die("calloc");
-        for (uint64_t t1 = now_usec(); now_usec() - t1 < (uint64_t) (hold_s * 1e6) && h < 100000; h++) {
+        for (uint64_t t1 = mg_mono_usec(); mg_mono_usec() - t1 < (uint64_t) (hold_s * 1e6) && h < 100000; h++) {
                 if (p)
                         munmap(p, step * 1024);
-                uint64_t t = now_usec();
+                uint64_t t = mg_mono_usec();
                 p = mmap(NULL, step * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (p == MAP_FAILED)
                         die("mmap");
                 for (size_t off = 0; off < step * 1024; off += PAGE)
                         p[off] = 1;
-                held[h] = now_usec() - t;
+                held[h] = mg_mono_usec() - t;
         }
         printf("workload=throttle mib=%" PRIu64 " steps=%zu grow_ms=%" PRIu64 " step_p50_us=%" PRIu64
                " step_p99_us=%" PRIu64 " step_max_us=%" PRIu64 " hold_steps=%zu hold_p50_us=%" PRIu64
@@ -178,13 +172,13 @@ static int mode_write(int argc, char **argv) {
         if (fd < 0)
                 die(argv[0]);
         memset(buf, 0x5a, sizeof(buf));
-        uint64_t t0 = now_usec();
+        uint64_t t0 = mg_mono_usec();
         for (uint64_t i = 0; i < mib; i++) {
                 buf[0] = (char) i;
                 if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf))
                         die("write");
                 if (behind && (i + 1) % behind == 0 &&
-                    sync_file_range(fd, (off_t) ((i + 1 - behind) * MIB), (off_t) (behind * MIB),
+                    sync_file_range(fd, (off_t) ((i + 1 - behind) * MG_MIB), (off_t) (behind * MG_MIB),
                                     SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
                                             SYNC_FILE_RANGE_WAIT_AFTER) < 0)
                         die("sync_file_range");
@@ -192,8 +186,9 @@ static int mode_write(int argc, char **argv) {
         if (sync && fsync(fd) < 0)
                 die("fsync");
         close(fd);
-        printf("workload=write mib=%" PRIu64 " fsync=%d behind_mib=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", mib, sync, behind,
-               (now_usec() - t0) / 1000);
+        printf("workload=write mib=%" PRIu64 " fsync=%d behind_mib=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", mib, sync,
+               behind,
+               (mg_mono_usec() - t0) / 1000);
         return 0;
 }
 
@@ -203,11 +198,11 @@ static int mode_read(int argc, char **argv) {
                 return 2;
         double secs = num_arg(argv[1]);
         static char buf[1 << 20];
-        uint64_t t0 = now_usec(), bytes = 0, loops = 0;
+        uint64_t t0 = mg_mono_usec(), bytes = 0, loops = 0;
         int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 die(argv[0]);
-        while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
+        while (mg_mono_usec() - t0 < (uint64_t) (secs * 1e6)) {
                 ssize_t n = read(fd, buf, sizeof(buf));
                 if (n < 0)
                         die("read");
@@ -217,8 +212,8 @@ static int mode_read(int argc, char **argv) {
                 }
                 bytes += (uint64_t) n;
         }
-        printf("workload=read mib=%" PRIu64 " loops=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", bytes / MIB, loops,
-               (now_usec() - t0) / 1000);
+        printf("workload=read mib=%" PRIu64 " loops=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", bytes / MG_MIB, loops,
+               (mg_mono_usec() - t0) / 1000);
         return 0;
 }
 
@@ -251,15 +246,15 @@ static int mode_hotfile(int argc, char **argv) {
                 die("mmap");
         for (off_t off = 0; pread(fd, warm, sizeof(warm), off) > 0; off += (off_t) sizeof(warm))
                 ;
-        uint64_t t0 = now_usec();
-        while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
+        uint64_t t0 = mg_mono_usec();
+        while (mg_mono_usec() - t0 < (uint64_t) (secs * 1e6)) {
                 uint64_t r = xorshift();
                 uint64_t pg = (r % 100 < skew) ? (r >> 8) % hot : (r >> 8) % pages;
                 sum += (unsigned char) map[pg * PAGE];
                 touches++;
         }
         printf("workload=hotfile pages=%" PRIu64 " touches=%" PRIu64 " elapsed_ms=%" PRIu64 " sum=%" PRIu64 "\n", pages,
-               touches, (now_usec() - t0) / 1000, sum);
+               touches, (mg_mono_usec() - t0) / 1000, sum);
         return 0;
 }
 
@@ -287,7 +282,7 @@ static int mode_filehot(int argc, char **argv) {
         if (fd < 0)
                 die(argv[0]);
         off_t size = lseek(fd, 0, SEEK_END);
-        uint64_t pages = (uint64_t) size / PAGE, hot = hot_mib * MIB / PAGE, sum = 0;
+        uint64_t pages = (uint64_t) size / PAGE, hot = hot_mib * MG_MIB / PAGE, sum = 0;
         if (pages == 0 || (!seq && (hot == 0 || hot > pages))) {
                 close(fd);
                 return 2;
@@ -299,22 +294,22 @@ static int mode_filehot(int argc, char **argv) {
         free(grow_anon(anon, 256, &steps));
         static uint64_t pass_ms[100000];
         size_t n = 0;
-        uint64_t t0 = now_usec();
-        while (now_usec() - t0 < (uint64_t) (secs * 1e6) && n < sizeof(pass_ms) / sizeof(pass_ms[0])) {
-                uint64_t t = now_usec();
+        uint64_t t0 = mg_mono_usec();
+        while (mg_mono_usec() - t0 < (uint64_t) (secs * 1e6) && n < sizeof(pass_ms) / sizeof(pass_ms[0])) {
+                uint64_t t = mg_mono_usec();
                 for (uint64_t i = 0; i < pages; i++) {
                         uint64_t r = seq ? 0 : xorshift();
                         uint64_t pg = seq ? i : (r % 100 < skew) ? (r >> 8) % hot : (r >> 8) % pages;
                         sum += (unsigned char) map[pg * PAGE];
                 }
-                pass_ms[n] = (now_usec() - t) / 1000;
+                pass_ms[n] = (mg_mono_usec() - t) / 1000;
                 /* "# ": the kernel suite streams stderr into its TAP */
                 fprintf(stderr, "# pass %zu: %" PRIu64 " ms\n", n, pass_ms[n]);
                 n++;
                 if (pause_ms)
                         usleep((useconds_t) (pause_ms * 1000));
         }
-        uint64_t elapsed = (now_usec() - t0) / 1000, first = n ? pass_ms[0] : 0;
+        uint64_t elapsed = (mg_mono_usec() - t0) / 1000, first = n ? pass_ms[0] : 0;
         printf("workload=filehot mode=%s pages=%" PRIu64 " anon_mib=%" PRIu64 " passes=%zu first_pass_ms=%" PRIu64
                " pass_p50_ms=%" PRIu64 " pass_max_ms=%" PRIu64 " elapsed_ms=%" PRIu64 " sum=%" PRIu64 "\n",
                argv[2], pages, anon, n, first, pct(pass_ms, n, 50), pct(pass_ms, n, 100), elapsed, sum);
@@ -329,17 +324,17 @@ static int mode_churn(int argc, char **argv) {
         uint64_t anon = strtoull(argv[0], NULL, 0);
         double secs = num_arg(argv[2]);
         static char buf[1 << 20];
-        uint64_t t0 = now_usec(), rounds = 0;
+        uint64_t t0 = mg_mono_usec(), rounds = 0;
         int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 die(argv[1]);
-        while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
-                char *p = mmap(NULL, anon * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        while (mg_mono_usec() - t0 < (uint64_t) (secs * 1e6)) {
+                char *p = mmap(NULL, anon * MG_MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (p == MAP_FAILED)
                         die("mmap");
-                for (uint64_t off = 0; off < anon * MIB; off += PAGE)
+                for (uint64_t off = 0; off < anon * MG_MIB; off += PAGE)
                         p[off] = 1;
-                munmap(p, anon * MIB);
+                munmap(p, anon * MG_MIB);
                 lseek(fd, 0, SEEK_SET);
                 while (read(fd, buf, sizeof(buf)) > 0)
                         ;
@@ -347,7 +342,7 @@ static int mode_churn(int argc, char **argv) {
                 rounds++;
         }
         printf("workload=churn anon_mib=%" PRIu64 " rounds=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", anon, rounds,
-               (now_usec() - t0) / 1000);
+               (mg_mono_usec() - t0) / 1000);
         return 0;
 }
 
@@ -362,7 +357,7 @@ static int mode_churn(int argc, char **argv) {
 static int mode_owncode(int argc, char **argv) {
         if (argc < 3)
                 return 2;
-        uint64_t anon = strtoull(argv[0], NULL, 0), pad = strtoull(argv[1], NULL, 0) * MIB;
+        uint64_t anon = strtoull(argv[0], NULL, 0), pad = strtoull(argv[1], NULL, 0) * MG_MIB;
         double secs = num_arg(argv[2]);
         uint64_t hot_pct = argc > 3 ? strtoull(argv[3], NULL, 0) : 60;
         uint64_t skew = argc > 4 ? strtoull(argv[4], NULL, 0) : 95;
@@ -386,15 +381,15 @@ static int mode_owncode(int argc, char **argv) {
                 return 2; /* not a padded copy */
         }
         free(grow_anon(anon, 256, &steps));
-        uint64_t t0 = now_usec();
-        while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
+        uint64_t t0 = mg_mono_usec();
+        while (mg_mono_usec() - t0 < (uint64_t) (secs * 1e6)) {
                 uint64_t r = xorshift();
                 uint64_t pg = (r % 100 < skew) ? (r >> 8) % hot : (r >> 8) % pages;
                 ((void (*)(void)) (code + pg * PAGE))();
                 calls++;
         }
         printf("workload=owncode anon_mib=%" PRIu64 " code_pages=%" PRIu64 " calls=%" PRIu64 " elapsed_ms=%" PRIu64 "\n",
-               anon, pages, calls, (now_usec() - t0) / 1000);
+               anon, pages, calls, (mg_mono_usec() - t0) / 1000);
         return 0;
 }
 
@@ -420,14 +415,14 @@ static int mode_procs(int argc, char **argv) {
 
 static int mode_cpu(int argc, char **argv) {
         double secs = argc > 0 ? num_arg(argv[0]) : 10;
-        uint64_t t0 = now_usec(), iters = 0;
+        uint64_t t0 = mg_mono_usec(), iters = 0;
         volatile uint64_t x = 0;
-        while (now_usec() - t0 < (uint64_t) (secs * 1e6)) {
+        while (mg_mono_usec() - t0 < (uint64_t) (secs * 1e6)) {
                 for (int i = 0; i < 100000; i++)
                         x += xorshift();
                 iters++;
         }
-        printf("workload=cpu iters=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", iters, (now_usec() - t0) / 1000);
+        printf("workload=cpu iters=%" PRIu64 " elapsed_ms=%" PRIu64 "\n", iters, (mg_mono_usec() - t0) / 1000);
         return 0;
 }
 
@@ -442,15 +437,15 @@ static int mode_canary(int argc, char **argv) {
         struct timespec ts;
         if (!wake || !svc)
                 die("calloc");
-        uint64_t start = now_usec();
+        uint64_t start = mg_mono_usec();
         for (uint64_t sched = start; n < max; sched += period) {
                 ts.tv_sec = (time_t) (sched / 1000000);
                 ts.tv_nsec = (long) (sched % 1000000) * 1000;
                 clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-                uint64_t w = now_usec();
+                uint64_t w = mg_mono_usec();
                 for (size_t i = 0; i < sizeof(hot); i += PAGE)
                         hot[i]++;
-                uint64_t d = now_usec();
+                uint64_t d = mg_mono_usec();
                 wake[n] = w - sched;
                 svc[n] = d - w;
                 if (d > sched + period)
