@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "ktest.h"
 #include "guard.h"
@@ -80,8 +82,17 @@ static struct mgt_proc *spawned_proc(pid_t pid) {
 }
 
 int kt_wait(pid_t pid, uint64_t timeout_usec) {
-        struct mgt_proc *p = spawned_proc(pid);
-        int r = p ? mgt_proc_wait(p, timeout_usec) : -ETIMEDOUT;
+        struct mgt_proc *p = spawned_proc(pid), own = { .pid = pid, .pidfd = -1 };
+        int r;
+
+        if (!p) {
+                /* a child the scenario forked itself (harden.c) */
+                own.pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+                p = &own;
+        }
+        r = mgt_proc_wait(p, timeout_usec);
+        if (p == &own && own.pidfd >= 0)
+                close(own.pidfd);
         return r == -ECHILD ? -ETIMEDOUT : r; /* as waitpid() failing always said here */
 }
 
