@@ -39,10 +39,11 @@ size_t mgt_utf8_len(const unsigned char *s) {
         return n;
 }
 
-size_t mgt_json_escape(const char *s, char *out, size_t size) {
+size_t mgt_escape(const char *s, char *out, size_t size, const char *invalid,
+                  const char *(*esc)(unsigned char c, char buf[8])) {
         const unsigned char *p = (const unsigned char *) s;
         size_t need = 0;
-        char esc[8];
+        char buf[8];
 
 #define PUT(str, n)                                                             \
         do {                                                                    \
@@ -53,23 +54,12 @@ size_t mgt_json_escape(const char *s, char *out, size_t size) {
 
         while (*p) {
                 size_t n = mgt_utf8_len(p);
+                const char *e = n == 1 ? esc(*p, buf) : NULL;
                 if (n == 0) {
-                        PUT("\\ufffd", 6);
+                        PUT(invalid, strlen(invalid));
                         p++;
-                } else if (*p == '"' || *p == '\\') {
-                        esc[0] = '\\';
-                        esc[1] = (char) *p;
-                        PUT(esc, 2);
-                        p++;
-                } else if (*p < 0x20) {
-                        const char *named = *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : *p == '\r' ? "\\r" :
-                                            *p == '\b' ? "\\b" : *p == '\f' ? "\\f" : NULL;
-                        if (named) {
-                                PUT(named, 2);
-                        } else {
-                                snprintf(esc, sizeof(esc), "\\u%04x", *p);
-                                PUT(esc, 6);
-                        }
+                } else if (e) {
+                        PUT(e, strlen(e));
                         p++;
                 } else {
                         PUT((const char *) p, n);
@@ -80,6 +70,28 @@ size_t mgt_json_escape(const char *s, char *out, size_t size) {
         if (size > 0)
                 out[need < size ? need : size - 1] = '\0';
         return need;
+}
+
+/* '"', '\\' and every control character. */
+static const char *json_escape_byte(unsigned char c, char buf[8]) {
+        switch (c) {
+        case '"': return "\\\"";
+        case '\\': return "\\\\";
+        case '\n': return "\\n";
+        case '\t': return "\\t";
+        case '\r': return "\\r";
+        case '\b': return "\\b";
+        case '\f': return "\\f";
+        default:
+                if (c >= 0x20)
+                        return NULL;
+                snprintf(buf, 8, "\\u%04x", c);
+                return buf;
+        }
+}
+
+size_t mgt_json_escape(const char *s, char *out, size_t size) {
+        return mgt_escape(s, out, size, "\\ufffd", json_escape_byte);
 }
 
 static void grow(struct mgt_json *j, size_t more) {

@@ -25,6 +25,12 @@ struct mgt_json {
  * NUL-terminated when size > 0.
  */
 size_t mgt_json_escape(const char *s, char *out, size_t size);
+/* The walk both formats escape with (JSON here, the metrics' label values
+ * in metrics.c): valid UTF-8 copied, each byte of an invalid sequence
+ * written as invalid, and a single byte for which esc() returns a text
+ * written as that text (buf: 8 bytes it may use). */
+size_t mgt_escape(const char *s, char *out, size_t size, const char *invalid,
+                  const char *(*esc)(unsigned char c, char buf[8]));
 
 /* Length of the valid UTF-8 sequence at s (1-4), 0 if it is not one (no
  * overlongs, no surrogates, nothing above U+10FFFF; stops at a NUL). */

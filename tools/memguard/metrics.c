@@ -36,37 +36,14 @@ void mgt_counts_add(struct mgt_counts *c, const struct mg_event *ev) {
         }
 }
 
-size_t mgt_metrics_escape(const char *s, char *out, size_t size) {
-        const unsigned char *p = (const unsigned char *) s;
-        size_t need = 0;
+/* '\\', '"' and newline; other bytes as they are. */
+static const char *label_escape_byte(unsigned char c, char buf[8]) {
+        (void) buf;
+        return c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : NULL;
+}
 
-#define PUT(str, n)                                                             \
-        do {                                                                    \
-                for (size_t k_ = 0; k_ < (n); k_++, need++)                     \
-                        if (need + 1 < size)                                    \
-                                out[need] = (str)[k_];                          \
-        } while (0)
-        while (*p) {
-                size_t n = mgt_utf8_len(p);
-                if (n == 0) {
-                        PUT("\xef\xbf\xbd", 3); /* U+FFFD */
-                        p++;
-                } else if (*p == '\\' || *p == '"') {
-                        char e[2] = { '\\', (char) *p };
-                        PUT(e, 2);
-                        p++;
-                } else if (*p == '\n') {
-                        PUT("\\n", 2);
-                        p++;
-                } else {
-                        PUT((const char *) p, n);
-                        p += n;
-                }
-        }
-#undef PUT
-        if (size > 0)
-                out[need < size ? need : size - 1] = '\0';
-        return need;
+size_t mgt_metrics_escape(const char *s, char *out, size_t size) {
+        return mgt_escape(s, out, size, "\xef\xbf\xbd" /* U+FFFD */, label_escape_byte);
 }
 
 struct buf {
