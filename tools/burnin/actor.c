@@ -11,6 +11,12 @@
  * (mg_snapshot_write of the region with the guard), teardown (SIGKILL the
  * helper, unmap the region), resume (mg_snapshot_restore into a fresh region,
  * check a few pages), then the snapshot file is removed.
+ *
+ * Chaos: a BI_CONTROL_CHAOS byte on the control pipe makes the next cycle's
+ * work phase start a third process that grows anon past the actor size.
+ * The worker's guard in the main process kills the whole cgroup (this
+ * process too) and tells the kill there; this process only notices if
+ * nobody kills it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +44,12 @@
 #define PAGE 4096u
 #define CHECK_PAGES 16u         /* pages compared after a restore */
 #define SCRATCH_BYTES (1u << 20)
+/* A chaos overshoot grows to 3/2 of the actor size, below memory.max (2x),
+ * so a guard that does not kill leaves it to the wait below, not to the
+ * kernel's OOM killer.  Above memory.high (90 %) each charge is throttled
+ * (up to 2 s per 64 pages, growing with the square of the overage), so the
+ * growth from 90 % to 100 % takes seconds. */
+#define CHAOS_WAIT_USEC BI_CHAOS_WAIT_USEC
 
 /* The actor is the scenario library's (tools/common/scenario.h): its set,
  * ticked by a.tk, counts the guard's events in a.ev under tk.mu; userdata
@@ -196,6 +209,22 @@ static int helper_wait_ready(int fd) {
         return st == 'R' ? 0 : -EIO;
 }
 
+/* The chaos process: anon grown in 1 MiB steps to max bytes, then held. */
+static pid_t chaos_start(uint64_t max) {
+        pid_t pid = fork();
+        if (pid != 0)
+                return pid < 0 ? -errno : pid;
+        for (uint64_t done = 0; done < max; done += MG_MIB) {
+                uint8_t *m = mmap(NULL, MG_MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (m == MAP_FAILED)
+                        break;
+                for (uint64_t off = 0; off < MG_MIB; off += PAGE)
+                        m[off] = 1;
+        }
+        for (;;)
+                pause();
+}
+
 static void helper_kill(pid_t pid) {
         if (pid <= 0)
                 return;
@@ -204,9 +233,40 @@ static void helper_kill(pid_t pid) {
                 ;
 }
 
+/* Bytes of dirfd/name resident in the page cache (mincore of a shared
+ * read-only mapping: mapping it charges nothing and faults nothing in). */
+static int64_t resident_bytes(int dirfd, const char *name) {
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+        struct stat sb;
+        int64_t n = 0;
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &sb) < 0 || sb.st_size <= 0) {
+                n = sb.st_size == 0 ? 0 : -errno;
+                close(fd);
+                return n;
+        }
+        size_t len = (size_t) sb.st_size, pages = (len + PAGE - 1) / PAGE;
+        void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+        close(fd);
+        if (m == MAP_FAILED)
+                return -errno;
+        unsigned char *vec = malloc(pages);
+        if (!vec)
+                n = -ENOMEM;
+        else if (mincore(m, len, vec) < 0)
+                n = -errno;
+        else
+                for (size_t i = 0; i < pages; i++)
+                        n += (int64_t) (vec[i] & 1) * PAGE;
+        free(vec);
+        munmap(m, len);
+        return n;
+}
+
 /* ---- one cycle ---------------------------------------------------------------- */
 
-static void cycle(struct mgt_actor *a, uint32_t n, struct bi_sample *s) {
+static void cycle(struct mgt_actor *a, uint32_t n, bool chaos, struct bi_sample *s) {
         const struct bi_actor_config *c = a->userdata;
         uint64_t len = c->actor_bytes, pages = len / PAGE;
         uint64_t seed = mix(c->seed ^ ((uint64_t) c->id << 32) ^ n);
@@ -214,6 +274,7 @@ static void cycle(struct mgt_actor *a, uint32_t n, struct bi_sample *s) {
         char name[64], high0[64] = "", high1[64] = "";
         int ready = -1, r;
         pid_t helper;
+        static uint32_t buffered_cycles;
         uint8_t *m;
 
         *s = (struct bi_sample) { .actor = c->id, .cycle = n };
@@ -222,6 +283,7 @@ static void cycle(struct mgt_actor *a, uint32_t n, struct bi_sample *s) {
 
         /* work */
         uint64_t t0 = mg_mono_usec();
+        s->start_usec = t0;
         helper = helper_start(c->dirfd, c->id, n, len / 32, &ready);
         if (helper < 0) {
                 set_error(s, helper, "fork helper");
@@ -253,6 +315,20 @@ static void cycle(struct mgt_actor *a, uint32_t n, struct bi_sample *s) {
         close(ready);
         if (r < 0)
                 set_error(s, r, "helper work");
+        if (chaos && r == 0) {
+                /* After the helper removed its scratch file, so what a kill
+                 * can leave behind is the guard's and the library's, not ours. */
+                pid_t ch = chaos_start(len / 2 * 3);
+                if (ch < 0) {
+                        set_error(s, ch, "fork chaos");
+                } else {
+                        uint64_t until = mg_mono_usec() + CHAOS_WAIT_USEC;
+                        while (mg_mono_usec() < until)
+                                (void) poll(NULL, 0, 100); /* the worker's guard kills us meanwhile */
+                        helper_kill(ch);
+                        set_error(s, -ETIME, "chaos overshoot not killed within 300 s");
+                }
+        }
         s->work_usec = mg_mono_usec() - t0;
 
         /* suspend */
@@ -262,6 +338,7 @@ static void cycle(struct mgt_actor *a, uint32_t n, struct bi_sample *s) {
         mg_snapshot_options_init(&o);
         o.method = s->writer == BI_WRITER_BUFFERED ? MG_SNAPSHOT_BUFFERED : MG_SNAPSHOT_AUTO;
         o.guard = a->guard;
+        o.window_bytes = c->window_bytes; /* the actor size's, not the lending guard's limit's */
         o.lock = mgt_ticker_lock;
         o.lock_userdata = &a->tk;
         o.log = on_log;
@@ -290,6 +367,7 @@ static void cycle(struct mgt_actor *a, uint32_t n, struct bi_sample *s) {
         s->publish_usec = st.publish_usec;
         s->snapshot_usec = r == 0 ? st.total_usec : t2 - t1;
         s->window_bytes = st.window_bytes;
+        s->data_bytes = st.data_bytes;
         if (r == 0 && s->writer == BI_WRITER_MEMGUARD && s->peak_dirty_bytes > st.window_bytes + BI_PAGECACHE_TOLERANCE)
                 s->flags |= BI_FLAG_PAGECACHE;
 
@@ -303,7 +381,21 @@ static void cycle(struct mgt_actor *a, uint32_t n, struct bi_sample *s) {
         if (r == 0) {
                 struct mg_snapshot_stats rs = { .size = sizeof(rs) };
                 struct mg_snapshot_options ro;
+                struct mg_memstat ms;
+                uint64_t hev0 = 0, hev1 = 0;
+                int64_t res = resident_bytes(c->dirfd, name);
                 mg_snapshot_options_init(&ro);
+                if (s->writer == BI_WRITER_BUFFERED) {
+                        bool cached = c->restore == BI_RESTORE_CACHED ||
+                                      (c->restore == BI_RESTORE_ALTERNATE && buffered_cycles % 2 == 1);
+                        buffered_cycles++;
+                        s->restore_method = cached ? BI_RESTORE_CACHED : BI_RESTORE_DIRECT;
+                        ro.method = cached ? MG_SNAPSHOT_BUFFERED : MG_SNAPSHOT_AUTO;
+                }
+                s->resident_bytes = res > 0 ? (uint64_t) res : 0;
+                if (mgt_cg_read_memstat(c->cgroup, &ms) == 0)
+                        s->actor_file_bytes = ms.file;
+                (void) mgt_cg_read_key(c->cgroup, "memory.events", "high", &hev0);
                 ro.log = on_log;
                 ro.log_userdata = a;
                 m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -313,6 +405,8 @@ static void cycle(struct mgt_actor *a, uint32_t n, struct bi_sample *s) {
                         (void) madvise(m, len, MADV_NOHUGEPAGE);
                         struct mg_snapshot_target t = { .kind = MG_SNAPSHOT_MEMORY, .addr = m, .length = len };
                         r = mg_snapshot_restore(c->dirfd, name, &t, &ro, &rs);
+                        if (mgt_cg_read_key(c->cgroup, "memory.events", "high", &hev1) == 0 && hev1 >= hev0)
+                                s->restore_high_events = hev1 - hev0;
                         if (r < 0) {
                                 set_error(s, r, "mg_snapshot_restore");
                         } else {
@@ -342,10 +436,22 @@ static void cycle(struct mgt_actor *a, uint32_t n, struct bi_sample *s) {
         s->end_usec = mg_mono_usec();
 }
 
-/* EOF (or an error) on the control pipe: the main process wants us gone. */
-static bool asked_to_stop(int fd) {
+/* What the main process asked on the control pipe, without waiting: EOF (or
+ * an error) means stop after this cycle; BI_CONTROL_CHAOS an overshoot in the
+ * next one.  Returns false to stop. */
+static bool control(int fd, bool *chaos) {
         struct pollfd p = { .fd = fd, .events = POLLIN };
-        return poll(&p, 1, 0) != 0;
+        char b;
+        while (poll(&p, 1, 0) > 0) {
+                ssize_t k = read(fd, &b, 1);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k != 1)
+                        return *chaos; /* an overshoot asked before the stop is still made */
+                if (b == BI_CONTROL_CHAOS)
+                        *chaos = true;
+        }
+        return true;
 }
 
 _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
@@ -359,11 +465,11 @@ _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
         a.userdata = (void *) c;
         a.on_event = on_event;
         if (r == 0)
-                r = mg_guard_options_init(&go, c->actor_bytes);
+                r = mg_guard_options_init(&go, c->guard_limit);
         go.log = on_log;
         go.log_userdata = (void *) c;
         if (r == 0)
-                r = mgt_actor_guard(&a, c->actor_bytes, &go);
+                r = mgt_actor_guard(&a, c->guard_limit, &go);
         if (r == 0)
                 r = mgt_ticker_start(&a.tk, a.cg, a.set);
         if (r < 0) {
@@ -372,8 +478,10 @@ _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
                 (void) !write(c->sample_fd, &s, sizeof(s));
                 _exit(1);
         }
-        for (uint32_t n = 0; !asked_to_stop(c->control_fd); n++) {
-                cycle(&a, n, &s);
+        bool chaos = false;
+        for (uint32_t n = 0; control(c->control_fd, &chaos); n++) {
+                cycle(&a, n, chaos, &s);
+                chaos = false;
                 mgt_ticker_lock(&a.tk, true);
                 unsigned kills = kills_of(&a.ev) - kills0, errors = errors_of(&a.ev) - errors0;
                 kills0 += kills;

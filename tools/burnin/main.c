@@ -2,12 +2,20 @@
 /*
  * memguard-burnin: the main process.  Parses the command line, creates the
  * parent cgroup, forks one actor process per actor cgroup as the load ladder
- * asks, collects their samples, and runs the end-of-run checks.  See
- * memguard-burnin.1.
+ * asks, guards every actor in one set of its own (the worker's: the guard
+ * that kills, and the only one that can tell a kill, see burnin.h), sends
+ * the chaos overshoots, collects the samples, and runs the end-of-run
+ * checks.  See memguard-burnin.1.
+ *
+ * The set starts a thread (its restore worker) and the actors are forked
+ * afterwards: the worker runs none of our code and takes no lock that libc
+ * does not reset in the child (malloc and stdio have their fork handlers),
+ * and each actor process makes a set of its own.
  *
  * Exit: 0 all checks passed, 1 a regression check failed, 2 bad arguments,
  * 3 the run could not be set up (no cgroup v2, no permission, bad --dir).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -36,20 +44,21 @@
 #define MAX_ACTORS 256
 #define STOP_GRACE_USEC (120 * MG_USEC_PER_SEC) /* a cycle in progress may finish */
 #define DISK_TOLERANCE_BYTES MG_MIB               /* + 1 % of the start usage */
-
-struct step {
-        uint32_t actors;
-        uint64_t usec;
-};
+/* A chaos actor's process is dead (SIGKILL); its record comes once the guard
+ * sees the cgroup empty, within a tick or two and the kill wait. */
+#define RECORD_WAIT_USEC (10 * MG_USEC_PER_SEC)
+#define MAX_CHAOS 64 /* per step */
 
 struct options {
-        struct step steps[MAX_STEPS];
+        struct bi_step steps[MAX_STEPS];
         size_t n_steps;
         uint32_t actors;
         uint64_t duration_usec, actor_bytes, slot_usec, seed;
+        uint32_t chaos;                 /* overshoots per step with actors */
         bool have_actors, have_duration;
         const char *dir, *parent, *csv, *json, *svg;
         enum bi_writer writer;
+        enum bi_restore restore;
 };
 
 struct child {
@@ -59,12 +68,19 @@ struct child {
         char *cgroup;
         uint64_t stop_usec;
         bool killed;                    /* by us, after the grace period */
+        mg_guard *guard;                /* the worker's guard of it */
+        bool chaos;                     /* asked to overshoot */
+        bool recorded;                  /* the worker's guard told its kill */
+        bool dead;                      /* its process reaped, waiting for the record */
+        uint64_t dead_usec;
+        char high[32];                  /* memory.high as written at the start */
 };
 
 static const char usage_text[] =
         "usage: memguard-burnin [--actors N | --ladder N:DUR,...] [--duration DUR] [--actor-size SIZE]\n"
         "                       [--dir DIR] [--parent CGROUP] [--writer memguard|buffered|both]\n"
-        "                       [--slot DUR] [--csv FILE] [--json FILE] [--svg FILE] [--seed N]\n"
+        "                       [--slot DUR] [--chaos N] [--restore direct|cached|alternate]\n"
+        "                       [--csv FILE] [--json FILE] [--svg FILE] [--seed N]\n"
         "\n"
         "Cycles N actor cgroups through work, a snapshot write inside a lend of the actor's\n"
         "guard, teardown and restore, and prints per-slot p50/p90/p99/max of each phase.\n"
@@ -76,6 +92,9 @@ static const char usage_text[] =
         "  --parent CGROUP     where actor cgroups are made (default /sys/fs/cgroup/memguard-burnin-PID)\n"
         "  --writer W          memguard (default), buffered (the baseline), or both alternating\n"
         "  --slot DUR          table time slot (default 5m)\n"
+        "  --chaos N           N actors per ladder step overshoot and are killed by their guard\n"
+        "  --restore M         the buffered writer's restores: direct (default), cached (through\n"
+        "                      the page cache), or alternate\n"
         "  --csv/--json/--svg FILE  samples as CSV, JSON, and a latency-over-time plot\n"
         "  --seed N            seed of the guest memory pattern (default 1)\n"
         "Sizes: K, M, G (powers of 1024).  Durations: 90s, 2m, 1h, 500ms.\n"
@@ -139,7 +158,7 @@ static void parse_ladder(const char *arg, struct options *o) {
                 char *colon = strchr(tok, ':');
                 if (o->n_steps == MAX_STEPS)
                         usage_error("--ladder: more than %d steps", MAX_STEPS);
-                struct step *st = &o->steps[o->n_steps];
+                struct bi_step *st = &o->steps[o->n_steps];
                 if (!colon)
                         usage_error("--ladder %s: step '%s' is not N:DURATION", arg, tok);
                 *colon = '\0';
@@ -155,7 +174,7 @@ static void parse_ladder(const char *arg, struct options *o) {
 
 static void parse_args(int argc, char **argv, struct options *o) {
         enum { O_ACTORS = 256, O_LADDER, O_DURATION, O_SIZE, O_DIR, O_PARENT, O_WRITER, O_SLOT, O_CSV, O_JSON,
-               O_SVG, O_SEED };
+               O_SVG, O_SEED, O_CHAOS, O_RESTORE };
         static const struct option longopts[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "actors", required_argument, NULL, O_ACTORS },
@@ -170,6 +189,8 @@ static void parse_args(int argc, char **argv, struct options *o) {
                 { "json", required_argument, NULL, O_JSON },
                 { "svg", required_argument, NULL, O_SVG },
                 { "seed", required_argument, NULL, O_SEED },
+                { "chaos", required_argument, NULL, O_CHAOS },
+                { "restore", required_argument, NULL, O_RESTORE },
                 {},
         };
         const char *ladder = NULL;
@@ -235,6 +256,21 @@ static void parse_args(int argc, char **argv, struct options *o) {
                 case O_SVG:
                         o->svg = optarg;
                         break;
+                case O_CHAOS:
+                        if (parse_u32(optarg, MAX_CHAOS, &o->chaos) < 0)
+                                usage_error("--chaos %s: not a number of overshoots per step (0..%d)", optarg,
+                                            MAX_CHAOS);
+                        break;
+                case O_RESTORE:
+                        if (strcmp(optarg, "direct") == 0)
+                                o->restore = BI_RESTORE_DIRECT;
+                        else if (strcmp(optarg, "cached") == 0)
+                                o->restore = BI_RESTORE_CACHED;
+                        else if (strcmp(optarg, "alternate") == 0)
+                                o->restore = BI_RESTORE_ALTERNATE;
+                        else
+                                usage_error("--restore %s: one of direct, cached, alternate", optarg);
+                        break;
                 case O_SEED: {
                         char *end;
                         errno = 0;
@@ -258,7 +294,7 @@ static void parse_args(int argc, char **argv, struct options *o) {
                         usage_error("--ladder and --duration exclude each other: the ladder says how long");
                 parse_ladder(ladder, o);
         } else {
-                o->steps[0] = (struct step) { .actors = o->actors, .usec = o->duration_usec };
+                o->steps[0] = (struct bi_step) { .actors = o->actors, .usec = o->duration_usec };
                 o->n_steps = 1;
         }
 }
@@ -276,13 +312,19 @@ struct run_state {
         const struct options *o;
         const char *parent;
         int dirfd;
+        mg_set *set;                    /* the worker's: one guard per actor */
         struct child children[MAX_ACTORS];
         size_t n_children;
         uint32_t next_id;
         struct bi_sample *samples;
         size_t n_samples, cap_samples;
+        struct bi_kill *kill_log;       /* every kill the worker's guards told */
+        size_t n_kill_log, cap_kill_log;
         uint64_t start_usec;
-        unsigned kills, errors, failures; /* failures: any flag */
+        uint64_t rng;
+        uint32_t chaos_sent[MAX_STEPS]; /* overshoots asked, per step */
+        unsigned chaos_asked, chaos_killed, chaos_unrecorded;
+        unsigned kills, errors, leaks, failures; /* failures: any flag */
         char first_failure[256];
 };
 
@@ -296,50 +338,150 @@ static __attribute__((format(printf, 2, 3))) void fail(struct run_state *s, cons
         }
 }
 
+static struct child *child_of_guard(struct run_state *s, const mg_guard *g) {
+        for (size_t i = 0; i < s->n_children; i++)
+                if (s->children[i].guard == g)
+                        return &s->children[i];
+        return NULL;
+}
+
+/* The worker's guards (the main thread, in mg_set_process()). */
+static void on_worker_event(mg_guard *g, const struct mg_event *ev, void *ud) {
+        struct run_state *s = ud;
+        struct child *ch = child_of_guard(s, g);
+        uint32_t id = ch ? ch->id : UINT32_MAX;
+
+        switch (ev->type) {
+        case MG_EVENT_KILL: {
+                const struct mg_kill_record *k = ev->kill;
+                struct bi_kill x = { .actor = id, .reason = k->reason, .expected = ch && ch->chaos,
+                                     .detect_usec = k->detect_usec, .kill_usec = k->kill_usec,
+                                     .empty_usec = k->empty_usec, .used_bytes = k->report.used_bytes };
+                char text[512];
+                (void) mg_kill_record_format(k, text, sizeof(text));
+                if (s->n_kill_log == s->cap_kill_log) {
+                        size_t cap = s->cap_kill_log ? 2 * s->cap_kill_log : 16;
+                        struct bi_kill *p = realloc(s->kill_log, cap * sizeof(*p));
+                        if (p) {
+                                s->kill_log = p;
+                                s->cap_kill_log = cap;
+                        }
+                }
+                if (s->n_kill_log < s->cap_kill_log)
+                        s->kill_log[s->n_kill_log++] = x;
+                if (ch)
+                        ch->recorded = true;
+                if (x.expected && k->reason == MG_KILL_OVERSHOOT && !k->empty_timed_out) {
+                        s->chaos_killed++;
+                        fprintf(stderr, "\nmemguard-burnin: chaos: actor %" PRIu32 " killed as asked: %s\n", id,
+                                text);
+                } else {
+                        s->kills++;
+                        fail(s, "actor %" PRIu32 " killed by the worker's guard%s: %s", id,
+                             x.expected ? " (chaos asked an overshoot, not this)" : " unasked", text);
+                        fprintf(stderr, "\nmemguard-burnin: actor %" PRIu32 ": unexpected kill: %s\n", id, text);
+                }
+                break;
+        }
+        case MG_EVENT_KERNEL_OOM:
+        case MG_EVENT_UNKILLABLE:
+        case MG_EVENT_EMPTY_OVER_LIMIT:
+                s->kills += ev->type == MG_EVENT_KERNEL_OOM;
+                s->errors += ev->type != MG_EVENT_KERNEL_OOM;
+                fail(s, "actor %" PRIu32 ": worker's guard: %s", id, mg_event_type_to_string(ev->type));
+                break;
+        case MG_EVENT_ERROR:
+        case MG_EVENT_GONE:
+                /* the guard is removed before its cgroup: neither should come */
+                s->errors++;
+                fail(s, "actor %" PRIu32 ": worker's guard: %s", id,
+                     ev->what ? ev->what : mg_event_type_to_string(ev->type));
+                break;
+        default:
+                break;  /* THROTTLED: a chaos overshoot crossing memory.high; no lends here */
+        }
+}
+
+static void on_worker_log(int level, const char *msg, void *ud) {
+        (void) ud;
+        if (level <= MG_LOG_ERR)
+                fprintf(stderr, "memguard-burnin: worker's guard: %s\n", msg);
+}
+
+/* In a forked actor: close every fd but 0-2 and keep[] (sorted), so that
+ * it holds none of the worker's guard files of other actors' cgroups (once
+ * those are removed, they would read as deleted files). */
+static void close_other_fds(const int *keep, size_t n) {
+        unsigned lo = 3;
+        for (size_t i = 0; i < n; i++) {
+                if ((unsigned) keep[i] > lo)
+                        (void) close_range(lo, (unsigned) keep[i] - 1, 0);
+                if ((unsigned) keep[i] + 1 > lo)
+                        lo = (unsigned) keep[i] + 1;
+        }
+        (void) close_range(lo, ~0u, 0);
+}
+
+static int cmp_int(const void *a, const void *b) {
+        return *(const int *) a - *(const int *) b;
+}
+
+static uint64_t window_of(uint64_t actor_bytes) {
+        uint64_t w = actor_bytes / 16; /* the library's default for a guard of this size */
+        return w < 8 * MG_MIB ? 8 * MG_MIB : w > 64 * MG_MIB ? 64 * MG_MIB : w;
+}
+
 static int spawn_actor(struct run_state *s) {
         const struct options *o = s->o;
         struct child *ch = &s->children[s->n_children];
+        struct mg_guard_options go;
         int sp[2], cp[2], r;
         char val[32];
 
         *ch = (struct child) { .id = s->next_id++, .sample_fd = -1, .control_fd = -1 };
         if (asprintf(&ch->cgroup, "%s/actor-%" PRIu32, s->parent, ch->id) < 0)
                 return -ENOMEM;
-        if (mkdir(ch->cgroup, 0755) < 0 && errno != EEXIST)
-                return -errno;
+        if (mkdir(ch->cgroup, 0755) < 0 && errno != EEXIST) {
+                r = -errno;
+                free(ch->cgroup);
+                return r;
+        }
         /* memory.high at 90 % of the actor size; memory.max leaves room for the lend */
-        snprintf(val, sizeof(val), "%" PRIu64, o->actor_bytes / 10 * 9 / 4096 * 4096);
-        if ((r = mgt_cg_write(ch->cgroup, "memory.high", val)) < 0)
-                return r;
+        snprintf(ch->high, sizeof(ch->high), "%" PRIu64, o->actor_bytes / 10 * 9 / 4096 * 4096);
         snprintf(val, sizeof(val), "%" PRIu64, 2 * o->actor_bytes);
-        if ((r = mgt_cg_write(ch->cgroup, "memory.max", val)) < 0)
-                return r;
-        if (pipe2(sp, O_CLOEXEC) < 0)
-                return -errno;
+        if ((r = mgt_cg_write(ch->cgroup, "memory.high", ch->high)) < 0 ||
+            (r = mgt_cg_write(ch->cgroup, "memory.max", val)) < 0 ||
+            (r = mg_guard_options_init(&go, o->actor_bytes)) < 0)
+                goto fail_cg;
+        go.on_event = on_worker_event;
+        go.userdata = s;
+        go.log = on_worker_log;
+        if ((r = mg_set_add(s->set, ch->cgroup, &go, &ch->guard)) < 0)
+                goto fail_cg;
+        if (pipe2(sp, O_CLOEXEC) < 0) {
+                r = -errno;
+                goto fail_guard;
+        }
         if (pipe2(cp, O_CLOEXEC) < 0) {
                 r = -errno;
                 close(sp[0]);
                 close(sp[1]);
-                return r;
+                goto fail_guard;
         }
         fflush(NULL);
         pid_t pid = fork();
         if (pid < 0) {
                 r = -errno;
                 close(sp[0]), close(sp[1]), close(cp[0]), close(cp[1]);
-                return r;
+                goto fail_guard;
         }
         if (pid == 0) {
-                /* The main process has one thread, so the child may do anything. */
-                close(sp[0]);
-                close(cp[1]);
-                for (size_t k = 0; k < s->n_children; k++) {
-                        close(s->children[k].sample_fd);
-                        if (s->children[k].control_fd >= 0)
-                                close(s->children[k].control_fd);
-                }
+                int keep[] = { sp[1], cp[0], s->dirfd };
+                qsort(keep, 3, sizeof(keep[0]), cmp_int);
+                close_other_fds(keep, 3);
                 signal(SIGINT, SIG_IGN);        /* the main process stops us */
                 signal(SIGTERM, SIG_DFL);
+                signal(SIGPIPE, SIG_DFL);
                 r = mgt_cg_write(ch->cgroup, "cgroup.procs", "0");
                 if (r < 0) {
                         fprintf(stderr, "memguard-burnin: cannot enter %s: %s\n", ch->cgroup, strerror(-r));
@@ -347,8 +489,9 @@ static int spawn_actor(struct run_state *s) {
                 }
                 struct bi_actor_config c = {
                         .id = ch->id, .cgroup = ch->cgroup, .dirfd = s->dirfd, .dir = o->dir,
-                        .actor_bytes = o->actor_bytes, .writer = o->writer, .seed = o->seed,
-                        .sample_fd = sp[1], .control_fd = cp[0],
+                        .actor_bytes = o->actor_bytes, .guard_limit = 2 * o->actor_bytes,
+                        .window_bytes = window_of(o->actor_bytes), .writer = o->writer, .restore = o->restore,
+                        .seed = o->seed, .sample_fd = sp[1], .control_fd = cp[0],
                 };
                 bi_actor_main(&c);
         }
@@ -360,6 +503,13 @@ static int spawn_actor(struct run_state *s) {
         ch->control_fd = cp[1];
         s->n_children++;
         return 0;
+
+fail_guard:
+        (void) mg_set_remove(s->set, ch->guard);
+fail_cg:
+        (void) mgt_cg_rmdir(ch->cgroup, MG_USEC_PER_SEC);
+        free(ch->cgroup);
+        return r;
 }
 
 static void add_sample(struct run_state *s, const struct bi_sample *x) {
@@ -392,26 +542,53 @@ static void drain(struct run_state *s, struct child *ch) {
                 add_sample(s, &x);
 }
 
-/* Reaps an exited child: remaining samples, exit status, kernel OOM kills,
- * the cgroup.  Returns true if it was reaped. */
-static bool reap(struct run_state *s, struct child *ch, bool block) {
-        int status;
-        pid_t p = waitpid(ch->pid, &status, block ? 0 : WNOHANG);
-        if (p == 0 || (p < 0 && errno == EINTR))
-                return false;
-        drain(s, ch);
-        if (p > 0 && WIFSIGNALED(status) && !ch->killed) {
-                s->kills++;
-                fail(s, "actor %" PRIu32 " killed by signal %d", ch->id, WTERMSIG(status));
-        } else if (p > 0 && WEXITSTATUS(status) != 0) {
-                s->errors++;
-                fail(s, "actor %" PRIu32 " exited with status %d", ch->id, WEXITSTATUS(status));
+/* What a killed actor may leave: its snapshot (removed at the end of every
+ * cycle, and the overshoot comes in the work phase, after it), the
+ * helper's scratch file (removed before the helper reports ready), the
+ * library's temporary files.  Each found is a leak, removed so that the
+ * disk check counts it once. */
+static void check_leftovers(struct run_state *s, const struct child *ch) {
+        char snap[64], work[64];
+        int fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *e;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                fail(s, "cannot list %s: %s", s->o->dir, strerror(errno));
+                return;
         }
+        snprintf(snap, sizeof(snap), "actor-%" PRIu32 ".snap", ch->id);
+        snprintf(work, sizeof(work), "work-%" PRIu32 "-", ch->id);
+        while ((e = readdir(d))) {
+                if (strcmp(e->d_name, snap) != 0 && strncmp(e->d_name, work, strlen(work)) != 0 &&
+                    strncmp(e->d_name, ".mgsnap-tmp-", 12) != 0)
+                        continue;
+                s->leaks++;
+                fail(s, "actor %" PRIu32 " left %s/%s", ch->id, s->o->dir, e->d_name);
+                (void) unlinkat(s->dirfd, e->d_name, 0);
+        }
+        closedir(d);
+}
+
+/* The actor's process is gone (and, if it was killed, its record told or
+ * given up on): the cgroup's memory.high, what it left, the cgroup. */
+static void finish(struct run_state *s, struct child *ch) {
+        char high[64] = "";
+        (void) mgt_cg_read(ch->cgroup, "memory.high", high, sizeof(high));
+        high[strcspn(high, "\n")] = '\0';
+        if (strcmp(high, ch->high) != 0) {
+                s->leaks++;
+                fail(s, "actor %" PRIu32 ": memory.high %s at the end, %s at the start", ch->id, high, ch->high);
+        }
+        if (ch->chaos)
+                check_leftovers(s, ch);
         uint64_t oom = 0;
         if (mgt_cg_read_key(ch->cgroup, "memory.events", "oom_kill", &oom) == 0 && oom > 0) {
                 s->kills++;
                 fail(s, "actor %" PRIu32 ": %" PRIu64 " kernel OOM kills", ch->id, oom);
         }
+        (void) mg_set_remove(s->set, ch->guard);
         int r = mgt_cg_destroy(ch->cgroup, 10 * MG_USEC_PER_SEC);
         if (r < 0)
                 fail(s, "cannot remove %s: %s", ch->cgroup, strerror(-r));
@@ -420,26 +597,104 @@ static bool reap(struct run_state *s, struct child *ch, bool block) {
                 close(ch->control_fd);
         free(ch->cgroup);
         *ch = s->children[--s->n_children];
+}
+
+/* Reaps an exited child: remaining samples, exit status, then finish().  A
+ * chaos actor that died of SIGKILL waits (dead) for its guard's record
+ * first.  Returns true if the child left the table. */
+static bool reap(struct run_state *s, struct child *ch, bool block, uint64_t now) {
+        int status;
+        if (ch->dead) {
+                if (!ch->recorded && now - ch->dead_usec < RECORD_WAIT_USEC && !block)
+                        return false;
+                if (!ch->recorded) {
+                        s->chaos_unrecorded++;
+                        fail(s, "actor %" PRIu32 " died of SIGKILL after a chaos overshoot, but no guard told a "
+                                "kill within %" PRIu64 " s", ch->id, RECORD_WAIT_USEC / MG_USEC_PER_SEC);
+                }
+                finish(s, ch);
+                return true;
+        }
+        pid_t p = waitpid(ch->pid, &status, block ? 0 : WNOHANG);
+        if (p == 0 || (p < 0 && errno == EINTR))
+                return false;
+        drain(s, ch);
+        if (p > 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && ch->chaos && !ch->killed) {
+                ch->dead = true;
+                ch->dead_usec = now;
+                if (ch->control_fd >= 0)
+                        close(ch->control_fd);
+                ch->control_fd = -1;
+                return false; /* the next pass looks for its record */
+        }
+        if (p > 0 && WIFSIGNALED(status) && !ch->killed) {
+                s->kills++;
+                fail(s, "actor %" PRIu32 " killed by signal %d%s", ch->id, WTERMSIG(status),
+                     ch->recorded ? " (its guard told the kill)" : "");
+        } else if (p > 0 && WEXITSTATUS(status) != 0) {
+                s->errors++;
+                fail(s, "actor %" PRIu32 " exited with status %d", ch->id, WEXITSTATUS(status));
+        } else if (p > 0 && ch->chaos) {
+                fail(s, "actor %" PRIu32 " was asked to overshoot but exited", ch->id);
+        }
+        finish(s, ch);
         return true;
 }
 
-static uint32_t desired_actors(const struct options *o, uint64_t elapsed, bool *ret_done) {
+/* The step at elapsed, and where in it; n_steps when the ladder is done. */
+static size_t step_at(const struct options *o, uint64_t elapsed, uint64_t *ret_in) {
         for (size_t i = 0; i < o->n_steps; i++) {
                 if (elapsed < o->steps[i].usec) {
-                        *ret_done = false;
-                        return o->steps[i].actors;
+                        *ret_in = elapsed;
+                        return i;
                 }
                 elapsed -= o->steps[i].usec;
         }
-        *ret_done = true;
-        return 0;
+        *ret_in = 0;
+        return o->n_steps;
 }
 
 static size_t active(const struct run_state *s) {
         size_t n = 0;
         for (size_t i = 0; i < s->n_children; i++)
-                n += s->children[i].control_fd >= 0;
+                n += !s->children[i].dead && s->children[i].control_fd >= 0;
         return n;
+}
+
+static uint64_t next_rand(struct run_state *s) {
+        /* splitmix64 */
+        uint64_t z = (s->rng += UINT64_C(0x9e3779b97f4a7c15));
+        z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+        z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+        return z ^ (z >> 31);
+}
+
+/* Chaos: the k-th of N overshoots of a step is due at (k + 1/2) / N of it,
+ * sent to an actor picked at random among those running and not asked
+ * before.  One that finds no such actor is tried again on the next pass. */
+static void chaos(struct run_state *s, size_t step, uint64_t in_step) {
+        const struct options *o = s->o;
+        if (o->chaos == 0 || step >= o->n_steps || o->steps[step].actors == 0)
+                return;
+        uint32_t k = s->chaos_sent[step];
+        if (k >= o->chaos || in_step < o->steps[step].usec / o->chaos * k + o->steps[step].usec / o->chaos / 2)
+                return;
+        size_t cand[MAX_ACTORS], n = 0;
+        for (size_t i = 0; i < s->n_children; i++)
+                if (!s->children[i].dead && !s->children[i].chaos && s->children[i].control_fd >= 0)
+                        cand[n++] = i;
+        if (n == 0)
+                return;
+        struct child *ch = &s->children[cand[next_rand(s) % n]];
+        char b = BI_CONTROL_CHAOS;
+        if (write(ch->control_fd, &b, 1) != 1) {
+                fail(s, "cannot ask actor %" PRIu32 " to overshoot: %s", ch->id, strerror(errno));
+                return;
+        }
+        ch->chaos = true;
+        s->chaos_sent[step]++;
+        s->chaos_asked++;
+        fprintf(stderr, "\nmemguard-burnin: chaos: actor %" PRIu32 " asked to overshoot\n", ch->id);
 }
 
 static void progress(const struct run_state *s, uint64_t now, bool final) {
@@ -451,18 +706,18 @@ static void progress(const struct run_state *s, uint64_t now, bool final) {
         if (!final && now - last < (tty ? 500000 : 10000000))
                 return;
         last = now;
-        fprintf(stderr, "%s[%5.0fs] cycles %zu  errors %u  kills %u  actors %zu%s", tty ? "\r" : "",
-                (double) (now - s->start_usec) / 1e6, s->n_samples, s->errors, s->kills, active(s),
-                tty && !final ? "   " : "\n");
+        fprintf(stderr, "%s[%5.0fs] cycles %zu  errors %u  kills %u  chaos %u/%u  actors %zu%s", tty ? "\r" : "",
+                (double) (now - s->start_usec) / 1e6, s->n_samples, s->errors, s->kills, s->chaos_killed,
+                s->chaos_asked, active(s), tty && !final ? "   " : "\n");
 }
 
 static void loop(struct run_state *s) {
         const struct options *o = s->o;
         for (;;) {
-                uint64_t now = mg_mono_usec();
-                bool done = false; /* stays unset when interrupted */
-                uint32_t want = interrupted ? 0 : desired_actors(o, now - s->start_usec, &done);
-                done = done || interrupted;
+                uint64_t now = mg_mono_usec(), in_step = 0;
+                size_t step = interrupted ? o->n_steps : step_at(o, now - s->start_usec, &in_step);
+                bool done = step >= o->n_steps;
+                uint32_t want = done ? 0 : o->steps[step].actors;
 
                 while (!done && active(s) < want && s->n_children < MAX_ACTORS) {
                         int r = spawn_actor(s);
@@ -476,31 +731,43 @@ static void loop(struct run_state *s) {
                 /* Stop the newest actors beyond the step's count: they finish their cycle. */
                 for (size_t i = s->n_children; i-- > 0 && active(s) > want;) {
                         struct child *ch = &s->children[i];
-                        if (ch->control_fd >= 0) {
+                        if (!ch->dead && ch->control_fd >= 0) {
                                 close(ch->control_fd);
                                 ch->control_fd = -1;
                                 ch->stop_usec = now;
                         }
                 }
+                if (!done)
+                        chaos(s, step, in_step);
                 for (size_t i = 0; i < s->n_children;) {
                         struct child *ch = &s->children[i];
-                        drain(s, ch);
-                        if (ch->control_fd < 0 && !ch->killed && now - ch->stop_usec > STOP_GRACE_USEC) {
+                        if (!ch->dead)
+                                drain(s, ch);
+                        uint64_t grace = STOP_GRACE_USEC + (ch->chaos ? BI_CHAOS_WAIT_USEC : 0);
+                        if (!ch->dead && ch->control_fd < 0 && !ch->killed && now - ch->stop_usec > grace) {
                                 fail(s, "actor %" PRIu32 " did not finish its cycle in %" PRIu64 " s", ch->id,
-                                     STOP_GRACE_USEC / 1000000);
+                                     grace / 1000000);
                                 (void) kill(ch->pid, SIGKILL);
                                 ch->killed = true;
                         }
-                        if (!reap(s, ch, false))
+                        if (!reap(s, ch, false, now))
                                 i++;
                 }
                 progress(s, now, false);
                 if (done && s->n_children == 0)
                         break;
-                struct pollfd p[MAX_ACTORS];
+                struct pollfd p[MAX_ACTORS + 1];
+                size_t np = 0;
+                p[np++] = (struct pollfd) { .fd = mg_set_get_fd(s->set), .events = POLLIN };
                 for (size_t i = 0; i < s->n_children; i++)
-                        p[i] = (struct pollfd) { .fd = s->children[i].sample_fd, .events = POLLIN };
-                (void) poll(p, s->n_children, 200);
+                        if (!s->children[i].dead)
+                                p[np++] = (struct pollfd) { .fd = s->children[i].sample_fd, .events = POLLIN };
+                (void) poll(p, np, 200);
+                int r = mg_set_process(s->set);
+                if (r < 0) {
+                        s->errors++;
+                        fail(s, "the worker's guard set: %s", strerror(-r));
+                }
         }
         progress(s, mg_mono_usec(), true);
 }
@@ -529,6 +796,7 @@ int main(int argc, char **argv) {
         int r, err = 0;
 
         parse_args(argc, argv, &o);
+        s.rng = o.seed;
 
         int dirfd = open(o.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0) {
@@ -566,6 +834,14 @@ int main(int argc, char **argv) {
                 return setup_failed(&s, parent);
         }
         s.parent = parent;
+        struct mg_set_options so = { .size = sizeof(so), .log = on_worker_log };
+        r = mg_set_new(&so, &s.set);
+        if (r < 0) {
+                fprintf(stderr, "memguard-burnin: cannot make the worker's guard set: %s\n", strerror(-r));
+                if (own_parent)
+                        (void) mgt_cg_rmdir(parent, 1000000);
+                return setup_failed(&s, parent);
+        }
 
         struct sigaction sa = { .sa_handler = on_signal };
         sigaction(SIGINT, &sa, NULL);
@@ -576,6 +852,7 @@ int main(int argc, char **argv) {
         s.start_usec = mg_mono_usec();
         loop(&s);
         uint64_t end_usec = mg_mono_usec();
+        s.set = mg_set_free(s.set);
 
         /* ---- end-of-run checks */
         uint64_t disk1 = disk_used(s.dirfd, &err);
@@ -584,20 +861,39 @@ int main(int argc, char **argv) {
         else if (disk1 > disk0 + DISK_TOLERANCE_BYTES + disk0 / 100)
                 fail(&s, "disk usage of %s grew by %" PRIu64 " KiB (tolerance 1 MiB + 1 %%)", o.dir,
                      (disk1 - disk0) / 1024);
-        r = bi_count_deleted_fds();
-        if (r != 0)
-                fail(&s, "%d fds of deleted files open in the main process", r);
+        int deleted = bi_count_deleted_fds();
+        if (deleted != 0)
+                fail(&s, "%d fds of deleted files open in the main process", deleted);
         if (own_parent && (r = mgt_cg_rmdir(parent, 10 * MG_USEC_PER_SEC)) < 0)
                 fail(&s, "cannot remove %s: %s", parent, strerror(-r));
         if (s.n_samples == 0)
                 fail(&s, "no cycle completed");
+        if (!interrupted && s.chaos_killed != s.chaos_asked)
+                fail(&s, "chaos asked %u overshoots, the worker's guards killed %u of them", s.chaos_asked,
+                     s.chaos_killed);
+        unsigned want_chaos = 0;
+        for (size_t i = 0; i < o.n_steps; i++)
+                want_chaos += o.steps[i].actors ? o.chaos : 0;
+        if (!interrupted && s.chaos_asked != want_chaos)
+                fail(&s, "chaos asked %u overshoots of the %u the ladder called for (no actor to ask)", s.chaos_asked,
+                     want_chaos);
 
         struct bi_run run = { .samples = s.samples, .n = s.n_samples, .start_usec = s.start_usec,
-                              .slot_usec = o.slot_usec, .writer = o.writer };
-        printf("memguard-burnin: %zu cycles in %.0f s, actor size %" PRIu64 " MiB, writer %s, disk %+.1f MiB\n",
+                              .slot_usec = o.slot_usec, .writer = o.writer, .steps = o.steps,
+                              .n_steps = o.n_steps, .kills = s.kill_log, .n_kills = s.n_kill_log };
+        printf("memguard-burnin: %zu cycles in %.0f s, actor size %" PRIu64 " MiB, writer %s, restore %s, "
+               "disk %+.1f MiB\n",
                s.n_samples, (double) (end_usec - s.start_usec) / 1e6, o.actor_bytes / MG_MIB,
-               bi_writer_to_string(o.writer), ((double) disk1 - (double) disk0) / (double) MG_MIB);
+               bi_writer_to_string(o.writer), bi_restore_to_string(o.restore),
+               ((double) disk1 - (double) disk0) / (double) MG_MIB);
         bi_print_tables(&run);
+        unsigned target_fails = bi_print_checks(&run);
+        printf("\nchaos: %u overshoots asked, %u killed by the worker's guards as asked, %u without a record; "
+               "kills not asked: %u\n",
+               s.chaos_asked, s.chaos_killed, s.chaos_unrecorded, s.kills);
+        printf("leaks: %u (files left by killed actors, memory.high not as set), deleted fds in the main "
+               "process: %d, disk %+.1f MiB\n",
+               s.leaks, deleted, ((double) disk1 - (double) disk0) / (double) MG_MIB);
         if (o.csv && (r = bi_write_csv(&run, o.csv)) < 0)
                 fail(&s, "--csv %s: %s", o.csv, strerror(-r));
         if (o.json && (r = bi_write_json(&run, o.json)) < 0)
@@ -608,13 +904,16 @@ int main(int argc, char **argv) {
         if (interrupted)
                 printf("interrupted\n");
         if (s.failures) {
-                printf("FAIL: %u failed checks (kills %u, errors %u); first: %s\n", s.failures, s.kills, s.errors,
-                       s.first_failure);
+                printf("FAIL: %u failed checks (kills %u, errors %u, leaks %u); first: %s\n", s.failures, s.kills,
+                       s.errors, s.leaks, s.first_failure);
         } else {
-                printf("PASS: no kills, no errors, memory.high exact, no deleted fds, disk back, page cache "
-                       "within the window\n");
+                printf("PASS: kills only where chaos asked (%u), no errors, memory.high exact, no deleted fds, "
+                       "disk back, page cache within the window\n", s.chaos_killed);
         }
+        if (target_fails)
+                printf("TARGETS: %u failed (above); the regression checks are the line before\n", target_fails);
         free(s.samples);
+        free(s.kill_log);
         free(parent);
         close(s.dirfd);
         return s.failures ? EXIT_REGRESSION : 0;
