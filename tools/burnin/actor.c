@@ -55,6 +55,7 @@
  * ticked by a.tk, counts the guard's events in a.ev under tk.mu; userdata
  * is the actor's bi_actor_config.  One actor per process: */
 static char first_what[96];             /* under tk.mu: the first kill or error of a cycle */
+static uint64_t last_end_id;            /* under tk.mu: the last lend told ended */
 
 /* ---- the guest-memory pattern (tools/common/image.h) --------------------- */
 
@@ -92,8 +93,14 @@ static void on_event(struct mgt_actor *a, const struct mg_event *ev) {
         case MG_EVENT_KERNEL_OOM:
                 note_error(mg_event_type_to_string(ev->type));
                 break;
-        case MG_EVENT_ERROR:
+        case MG_EVENT_LEND_END:
+                last_end_id = ev->lend->id;
+                break;
         case MG_EVENT_LEND_EXPIRED:
+                last_end_id = ev->lend->id;
+                note_error(ev->what ? ev->what : mg_event_type_to_string(ev->type));
+                break;
+        case MG_EVENT_ERROR:
         case MG_EVENT_GONE:
                 note_error(ev->what ? ev->what : mg_event_type_to_string(ev->type));
                 break;
@@ -264,6 +271,33 @@ static int64_t resident_bytes(int dirfd, const char *name) {
         return n;
 }
 
+/* A lend of the actor's own guard around a lent restore: memory.high "max"
+ * for the restore, then the end, told by the set (its worker writes
+ * memory.high back) before the next snapshot write may begin its own. */
+static int lend_begin(struct mgt_actor *a, uint64_t *id) {
+        mgt_ticker_lock(&a->tk, true);
+        int r = mg_guard_lend_begin(a->guard, MG_UNLIMITED, 0, id);
+        mgt_ticker_lock(&a->tk, false);
+        return r;
+}
+
+static int lend_end(struct mgt_actor *a, uint64_t id) {
+        mgt_ticker_lock(&a->tk, true);
+        int r = mg_guard_lend_end(a->guard, id);
+        mgt_ticker_lock(&a->tk, false);
+        if (r != 1)
+                return r;
+        for (int k = 0; k < 1000; k++) { /* bounded: 10 s */
+                mgt_ticker_lock(&a->tk, true);
+                bool done = last_end_id >= id;
+                mgt_ticker_lock(&a->tk, false);
+                if (done)
+                        return 0;
+                (void) poll(NULL, 0, 10);
+        }
+        return -ETIMEDOUT;
+}
+
 /* ---- one cycle ---------------------------------------------------------------- */
 
 static void cycle(struct mgt_actor *a, uint32_t n, bool chaos, struct bi_sample *s) {
@@ -386,11 +420,11 @@ static void cycle(struct mgt_actor *a, uint32_t n, bool chaos, struct bi_sample 
                 int64_t res = resident_bytes(c->dirfd, name);
                 mg_snapshot_options_init(&ro);
                 if (s->writer == BI_WRITER_BUFFERED) {
-                        bool cached = c->restore == BI_RESTORE_CACHED ||
-                                      (c->restore == BI_RESTORE_ALTERNATE && buffered_cycles % 2 == 1);
+                        s->restore_method = c->restore == BI_RESTORE_ALTERNATE ? buffered_cycles % 2
+                                            : c->restore == BI_RESTORE_ROTATE  ? buffered_cycles % 3
+                                                                               : c->restore;
                         buffered_cycles++;
-                        s->restore_method = cached ? BI_RESTORE_CACHED : BI_RESTORE_DIRECT;
-                        ro.method = cached ? MG_SNAPSHOT_BUFFERED : MG_SNAPSHOT_AUTO;
+                        ro.method = s->restore_method == BI_RESTORE_DIRECT ? MG_SNAPSHOT_AUTO : MG_SNAPSHOT_BUFFERED;
                 }
                 s->resident_bytes = res > 0 ? (uint64_t) res : 0;
                 if (mgt_cg_read_memstat(c->cgroup, &ms) == 0)
@@ -404,9 +438,33 @@ static void cycle(struct mgt_actor *a, uint32_t n, bool chaos, struct bi_sample 
                 } else {
                         (void) madvise(m, len, MADV_NOHUGEPAGE);
                         struct mg_snapshot_target t = { .kind = MG_SNAPSHOT_MEMORY, .addr = m, .length = len };
+                        uint64_t lend = 0;
+                        if (s->restore_method == BI_RESTORE_LENT && (r = lend_begin(a, &lend)) < 0) {
+                                set_error(s, r, "lend for the restore");
+                                lend = 0;
+                        }
                         r = mg_snapshot_restore(c->dirfd, name, &t, &ro, &rs);
                         if (mgt_cg_read_key(c->cgroup, "memory.events", "high", &hev1) == 0 && hev1 >= hev0)
                                 s->restore_high_events = hev1 - hev0;
+                        if (lend) {
+                                /* a worker keeps the file: what the restore brought in goes first */
+                                int fd = openat(c->dirfd, name, O_RDONLY | O_CLOEXEC);
+                                if (fd >= 0) {
+                                        (void) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+                                        close(fd);
+                                }
+                                int e = lend_end(a, lend);
+                                char h[64] = "";
+                                (void) mgt_cg_read(c->cgroup, "memory.high", h, sizeof(h));
+                                if (e < 0)
+                                        set_error(s, e, "end of the restore's lend");
+                                else if (strcmp(h, high0) != 0) {
+                                        s->flags |= BI_FLAG_HIGH;
+                                        if (s->what[0] == '\0')
+                                                snprintf(s->what, sizeof(s->what), "memory.high %.*s after the "
+                                                         "restore's lend", (int) strcspn(h, "\n"), h);
+                                }
+                        }
                         if (r < 0) {
                                 set_error(s, r, "mg_snapshot_restore");
                         } else {

@@ -45,7 +45,12 @@ enum {
 enum bi_restore {
         BI_RESTORE_DIRECT = 0,          /* MG_SNAPSHOT_AUTO: O_DIRECT, the cache is not used */
         BI_RESTORE_CACHED = 1,          /* MG_SNAPSHOT_BUFFERED: through the page cache */
-        BI_RESTORE_ALTERNATE = 2,       /* the two, every other buffered cycle */
+        /* CACHED inside a lend of memory.high ("max") of the actor's own guard,
+         * what the restore brought in dropped before the lend ends: what a
+         * cache hit could save with memory.high out of the way */
+        BI_RESTORE_LENT = 2,
+        BI_RESTORE_ALTERNATE = 3,       /* DIRECT and CACHED, every other buffered cycle */
+        BI_RESTORE_ROTATE = 4,          /* DIRECT, CACHED, LENT in turn */
 };
 
 /* A byte on the control pipe: overshoot in the next cycle's work phase. */

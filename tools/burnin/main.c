@@ -79,7 +79,7 @@ struct child {
 static const char usage_text[] =
         "usage: memguard-burnin [--actors N | --ladder N:DUR,...] [--duration DUR] [--actor-size SIZE]\n"
         "                       [--dir DIR] [--parent CGROUP] [--writer memguard|buffered|both]\n"
-        "                       [--slot DUR] [--chaos N] [--restore direct|cached|alternate]\n"
+        "                       [--slot DUR] [--chaos N] [--restore direct|cached|lent|alternate|rotate]\n"
         "                       [--csv FILE] [--json FILE] [--svg FILE] [--seed N]\n"
         "\n"
         "Cycles N actor cgroups through work, a snapshot write inside a lend of the actor's\n"
@@ -94,7 +94,8 @@ static const char usage_text[] =
         "  --slot DUR          table time slot (default 5m)\n"
         "  --chaos N           N actors per ladder step overshoot and are killed by their guard\n"
         "  --restore M         the buffered writer's restores: direct (default), cached (through\n"
-        "                      the page cache), or alternate\n"
+        "                      the page cache), lent (cached in a lend), alternate (direct and\n"
+        "                      cached) or rotate (direct, cached, lent)\n"
         "  --csv/--json/--svg FILE  samples as CSV, JSON, and a latency-over-time plot\n"
         "  --seed N            seed of the guest memory pattern (default 1)\n"
         "Sizes: K, M, G (powers of 1024).  Durations: 90s, 2m, 1h, 500ms.\n"
@@ -266,10 +267,14 @@ static void parse_args(int argc, char **argv, struct options *o) {
                                 o->restore = BI_RESTORE_DIRECT;
                         else if (strcmp(optarg, "cached") == 0)
                                 o->restore = BI_RESTORE_CACHED;
+                        else if (strcmp(optarg, "lent") == 0)
+                                o->restore = BI_RESTORE_LENT;
                         else if (strcmp(optarg, "alternate") == 0)
                                 o->restore = BI_RESTORE_ALTERNATE;
+                        else if (strcmp(optarg, "rotate") == 0)
+                                o->restore = BI_RESTORE_ROTATE;
                         else
-                                usage_error("--restore %s: one of direct, cached, alternate", optarg);
+                                usage_error("--restore %s: one of direct, cached, lent, alternate, rotate", optarg);
                         break;
                 case O_SEED: {
                         char *end;

@@ -56,8 +56,12 @@ const char *bi_restore_to_string(enum bi_restore m) {
                 return "direct";
         case BI_RESTORE_CACHED:
                 return "cached";
+        case BI_RESTORE_LENT:
+                return "lent";
         case BI_RESTORE_ALTERNATE:
                 return "alternate";
+        case BI_RESTORE_ROTATE:
+                return "rotate";
         }
         return "?";
 }
@@ -426,7 +430,7 @@ static void print_restores(const struct bi_run *r) {
         if (!v || !res || !file || !hi || !data)
                 goto out;
         for (uint32_t w = 0; w < 2; w++)
-                for (uint32_t m = 0; m < 2; m++)
+                for (uint32_t m = 0; m <= BI_RESTORE_LENT; m++)
                         for (size_t b = 0; b + 1 < sizeof(edges) / sizeof(edges[0]); b++) {
                                 size_t n = 0;
                                 for (size_t i = 0; i < r->n; i++) {

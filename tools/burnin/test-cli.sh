@@ -66,7 +66,7 @@ expect_usage 'exclude each other' --ladder 1:10s --duration 10s
 expect_usage 'not a number of overshoots' --chaos x
 expect_usage 'not a number of overshoots' --chaos 65
 expect_usage 'not a number of overshoots' --chaos -1
-expect_usage 'one of direct, cached, alternate' --restore mmap
+expect_usage 'one of direct, cached, lent, alternate, rotate' --restore mmap
 expect_usage 'needs a value' --chaos
 expect_usage 'not a number' --seed -1
 expect_usage 'not a number' --seed 12ab
