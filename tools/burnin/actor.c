@@ -373,6 +373,7 @@ static void cycle(struct mgt_actor *a, uint32_t n, bool chaos, struct bi_sample 
         o.method = s->writer == BI_WRITER_BUFFERED ? MG_SNAPSHOT_BUFFERED : MG_SNAPSHOT_AUTO;
         o.guard = a->guard;
         o.window_bytes = c->window_bytes; /* the actor size's, not the lending guard's limit's */
+        o.lend_deadline_usec = c->lend_deadline_usec;
         o.lock = mgt_ticker_lock;
         o.lock_userdata = &a->tk;
         o.log = on_log;

@@ -96,6 +96,7 @@ struct bi_actor_config {
         uint64_t actor_bytes;
         uint64_t guard_limit;           /* of the actor's own guard (lends only) */
         uint64_t window_bytes;          /* of its snapshot writes */
+        uint64_t lend_deadline_usec;    /* of its snapshot writes; 0: the library's */
         enum bi_writer writer;
         enum bi_restore restore;
         uint64_t seed;

@@ -55,6 +55,7 @@ struct options {
         uint32_t actors;
         uint64_t duration_usec, actor_bytes, slot_usec, seed;
         uint32_t chaos;                 /* overshoots per step with actors */
+        uint64_t lend_deadline_usec;    /* 0: the library's */
         bool have_actors, have_duration;
         const char *dir, *parent, *csv, *json, *svg;
         enum bi_writer writer;
@@ -80,7 +81,7 @@ static const char usage_text[] =
         "usage: memguard-burnin [--actors N | --ladder N:DUR,...] [--duration DUR] [--actor-size SIZE]\n"
         "                       [--dir DIR] [--parent CGROUP] [--writer memguard|buffered|both]\n"
         "                       [--slot DUR] [--chaos N] [--restore direct|cached|lent|alternate|rotate]\n"
-        "                       [--csv FILE] [--json FILE] [--svg FILE] [--seed N]\n"
+        "                       [--lend-deadline DUR] [--csv FILE] [--json FILE] [--svg FILE] [--seed N]\n"
         "\n"
         "Cycles N actor cgroups through work, a snapshot write inside a lend of the actor's\n"
         "guard, teardown and restore, and prints per-slot p50/p90/p99/max of each phase.\n"
@@ -96,6 +97,7 @@ static const char usage_text[] =
         "  --restore M         the buffered writer's restores: direct (default), cached (through\n"
         "                      the page cache), lent (cached in a lend), alternate (direct and\n"
         "                      cached) or rotate (direct, cached, lent)\n"
+        "  --lend-deadline DUR the snapshot writes' lend deadline (default the library's)\n"
         "  --csv/--json/--svg FILE  samples as CSV, JSON, and a latency-over-time plot\n"
         "  --seed N            seed of the guest memory pattern (default 1)\n"
         "Sizes: K, M, G (powers of 1024).  Durations: 90s, 2m, 1h, 500ms.\n"
@@ -175,7 +177,7 @@ static void parse_ladder(const char *arg, struct options *o) {
 
 static void parse_args(int argc, char **argv, struct options *o) {
         enum { O_ACTORS = 256, O_LADDER, O_DURATION, O_SIZE, O_DIR, O_PARENT, O_WRITER, O_SLOT, O_CSV, O_JSON,
-               O_SVG, O_SEED, O_CHAOS, O_RESTORE };
+               O_SVG, O_SEED, O_CHAOS, O_RESTORE, O_LEND_DEADLINE };
         static const struct option longopts[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "actors", required_argument, NULL, O_ACTORS },
@@ -192,6 +194,7 @@ static void parse_args(int argc, char **argv, struct options *o) {
                 { "seed", required_argument, NULL, O_SEED },
                 { "chaos", required_argument, NULL, O_CHAOS },
                 { "restore", required_argument, NULL, O_RESTORE },
+                { "lend-deadline", required_argument, NULL, O_LEND_DEADLINE },
                 {},
         };
         const char *ladder = NULL;
@@ -261,6 +264,10 @@ static void parse_args(int argc, char **argv, struct options *o) {
                         if (parse_u32(optarg, MAX_CHAOS, &o->chaos) < 0)
                                 usage_error("--chaos %s: not a number of overshoots per step (0..%d)", optarg,
                                             MAX_CHAOS);
+                        break;
+                case O_LEND_DEADLINE:
+                        if (parse_duration(optarg, &o->lend_deadline_usec) < 0)
+                                usage_error("--lend-deadline %s: not a duration", optarg);
                         break;
                 case O_RESTORE:
                         if (strcmp(optarg, "direct") == 0)
@@ -495,7 +502,8 @@ static int spawn_actor(struct run_state *s) {
                 struct bi_actor_config c = {
                         .id = ch->id, .cgroup = ch->cgroup, .dirfd = s->dirfd, .dir = o->dir,
                         .actor_bytes = o->actor_bytes, .guard_limit = 2 * o->actor_bytes,
-                        .window_bytes = window_of(o->actor_bytes), .writer = o->writer, .restore = o->restore,
+                        .window_bytes = window_of(o->actor_bytes), .lend_deadline_usec = o->lend_deadline_usec,
+                        .writer = o->writer, .restore = o->restore,
                         .seed = o->seed, .sample_fd = sp[1], .control_fd = cp[0],
                 };
                 bi_actor_main(&c);

@@ -68,6 +68,8 @@ expect_usage 'not a number of overshoots' --chaos 65
 expect_usage 'not a number of overshoots' --chaos -1
 expect_usage 'one of direct, cached, lent, alternate, rotate' --restore mmap
 expect_usage 'needs a value' --chaos
+expect_usage 'not a duration' --lend-deadline 0
+expect_usage 'not a duration' --lend-deadline soon
 expect_usage 'not a number' --seed -1
 expect_usage 'not a number' --seed 12ab
 
