@@ -58,6 +58,7 @@
  * the zone that many times faster, as a guest's many threads would.
  */
 #define CHAOS_PROCS 8
+#define CHAOS_STEP ((size_t) 256 << 10)
 #define CHAOS_WAIT_USEC BI_CHAOS_WAIT_USEC
 
 /* The actor is the scenario library's (tools/common/scenario.h): its set,
@@ -230,11 +231,11 @@ static pid_t chaos_start(uint64_t max) {
         pid_t pid = fork();
         if (pid != 0)
                 return pid < 0 ? -errno : pid;
-        for (uint64_t done = 0; done < max; done += 256 * 1024) {
-                uint8_t *m = mmap(NULL, 256 * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        for (uint64_t done = 0; done < max; done += CHAOS_STEP) {
+                uint8_t *m = mmap(NULL, CHAOS_STEP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (m == MAP_FAILED)
                         break;
-                for (uint64_t off = 0; off < 256 * 1024; off += PAGE)
+                for (uint64_t off = 0; off < CHAOS_STEP; off += PAGE)
                         m[off] = 1;
         }
         for (;;)
