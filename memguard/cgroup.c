@@ -218,8 +218,7 @@ static int need_dir(struct mg_cgroup *cg) {
         return 0;
 }
 
-/* File f open, if this kernel has it: 0, -EOPNOTSUPP, or the open's errno. */
-static int need_file(struct mg_cgroup *cg, enum mg_cgfile f) {
+int mg_cgroup_need(struct mg_cgroup *cg, enum mg_cgfile f) {
         int r;
 
         if (cg->fd[f] >= 0)
@@ -231,12 +230,12 @@ static int need_file(struct mg_cgroup *cg, enum mg_cgfile f) {
 }
 
 int mg_cgroup_open_all(struct mg_cgroup *cg) {
-        int r = need_file(cg, MG_CG_KILL);
+        int r = mg_cgroup_need(cg, MG_CG_KILL);
 
         if (r < 0 && r != -EOPNOTSUPP)
                 return r;
         for (int i = 0; i < MG_CG_N; i++) {
-                r = need_file(cg, i);
+                r = mg_cgroup_need(cg, i);
                 if (r < 0 && r != -EOPNOTSUPP)
                         return r;
         }
@@ -274,7 +273,7 @@ int mg_cgroup_reopen(struct mg_cgroup *cg, enum mg_cgfile f) {
 
         if (f >= MG_CG_N)
                 return -EINVAL;
-        r = need_file(cg, f);
+        r = mg_cgroup_need(cg, f);
         if (r < 0)
                 return r;
         return open_beneath(cg->io, cg->dirfd, files[f].name, files[f].flags);
@@ -296,7 +295,7 @@ ssize_t mg_cgroup_read(struct mg_cgroup *cg, enum mg_cgfile f, char *buf, size_t
 
         if (f >= MG_CG_N || size < 2)
                 return -EINVAL;
-        if (cg->fd[f] < 0 && (n = need_file(cg, f)) < 0)
+        if (cg->fd[f] < 0 && (n = mg_cgroup_need(cg, f)) < 0)
                 return n;
         /* Each pread at offset 0 makes kernfs format the file anew, so one
          * call returns one consistent snapshot; a retry after EINTR too. */
@@ -353,7 +352,7 @@ int mg_cgroup_write(struct mg_cgroup *cg, enum mg_cgfile f, const char *s) {
 
         if (f >= MG_CG_N)
                 return -EINVAL;
-        if ((r = need_file(cg, f)) < 0)
+        if ((r = mg_cgroup_need(cg, f)) < 0)
                 return r;
         return write_fd(cg, cg->fd[f], s);
 }

@@ -128,6 +128,10 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
  * stays open.  Cheap when nothing is closed.
  */
 int mg_cgroup_open_all(struct mg_cgroup *cg);
+/* File f open (the directory first, if it is not), if this kernel has it.
+ * Returns 0, -EOPNOTSUPP, -ESTALE (as mg_cgroup_open_all()) or the open's
+ * errno. */
+int mg_cgroup_need(struct mg_cgroup *cg, enum mg_cgfile f);
 /* Closes the directory and every file but those in keep (MG_CG_BIT()s).
  * Every file opened again opens the directory first: a closed directory
  * means nothing but keep is open. */

@@ -156,7 +156,8 @@ int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsi
         (void) mg_read_parsed(g, MG_CG_STAT, &(struct mg_memstat) {});
         g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
         mg_lend_adopt(g);
-        files_trim(g);
+        if (!host)
+                files_trim(g); /* a set's guard: mg_guard_attach() */
         *ret = g;
         return 0;
 fail:
@@ -278,8 +279,9 @@ mg_guard *mg_guard_free(mg_guard *g) {
 
 void mg_guard_attach(mg_guard *g, struct mg_guard_host *h) {
         g->host = h;
-        /* A file that cannot be polled (a fixture tree's) is closed by the
-         * first fast tick; one that can stays open for the watch. */
+        /* A file that cannot be polled (a fixture tree's) is closed with
+         * the rest; one that can stays open for the watch. */
+        (void) mg_cgroup_need(&g->cg, MG_CG_EVENTS_LOCAL);
         g->events_watched = host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, true) == 0;
         /* A guard leaves its host only to be freed: it never needs its own
          * buffer again. */
@@ -287,6 +289,7 @@ void mg_guard_attach(mg_guard *g, struct mg_guard_host *h) {
         g->own_bufs = NULL;
         g->stat_buf = h->stat_buf;
         g->small_buf = h->small_buf;
+        files_trim(g);
 }
 
 bool mg_guard_detach(mg_guard *g) {
