@@ -192,6 +192,7 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
                 }
                 cg->have |= MG_CG_BIT(i);
         }
+        cg->all_open = !(flags & MG_CGROUP_HIGH_ONLY);
         return 0;
 fail:
         mg_cgroup_close(cg);
@@ -229,20 +230,32 @@ int mg_cgroup_need(struct mg_cgroup *cg, enum mg_cgfile f) {
         return r < 0 ? r : open_file(cg, f);
 }
 
-int mg_cgroup_open_all(struct mg_cgroup *cg) {
-        int r = mg_cgroup_need(cg, MG_CG_KILL);
+/* An optional file that is not there now (the pressure files a live
+ * cgroup hides: cgroup.pressure 0) is left to its reads, which report it. */
+static bool open_failed(enum mg_cgfile f, int r) {
+        return r < 0 && r != -EOPNOTSUPP && !(r == -ENOENT && !files[f].required);
+}
 
-        if (r < 0 && r != -EOPNOTSUPP)
+int mg_cgroup_open_all(struct mg_cgroup *cg) {
+        int r;
+
+        if (cg->all_open)
+                return 0;
+        r = mg_cgroup_need(cg, MG_CG_KILL);
+        if (open_failed(MG_CG_KILL, r))
                 return r;
         for (int i = 0; i < MG_CG_N; i++) {
                 r = mg_cgroup_need(cg, i);
-                if (r < 0 && r != -EOPNOTSUPP)
+                if (open_failed(i, r))
                         return r;
         }
-        return need_dir(cg);
+        r = need_dir(cg);
+        cg->all_open = r == 0;
+        return r;
 }
 
 void mg_cgroup_trim(struct mg_cgroup *cg, unsigned keep) {
+        cg->all_open = false;
         for (int i = 0; i < MG_CG_N; i++) {
                 if (cg->fd[i] >= 0 && !(keep & MG_CG_BIT(i))) {
                         close(cg->fd[i]);
@@ -280,6 +293,7 @@ int mg_cgroup_reopen(struct mg_cgroup *cg, enum mg_cgfile f) {
 }
 
 void mg_cgroup_close(struct mg_cgroup *cg) {
+        cg->all_open = false;
         for (int i = 0; i < MG_CG_N; i++) {
                 if (cg->fd[i] >= 0)
                         close(cg->fd[i]);

@@ -1538,3 +1538,17 @@ Test(fds, a_lend_opens_its_files_and_the_end_trims) {
         cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1);
         mg_guard_free(g);
 }
+
+/* A pressure file hidden (cgroup.pressure 0) while the guard was trimmed:
+ * opening again leaves it to its read, which reports it, and the overshoot
+ * is killed all the same. */
+Test(fds, a_hidden_pressure_file_does_not_stop_the_slow_path) {
+        mg_guard *g = new_guard();
+        fixture_remove(&fx, "memory.pressure");
+        overshoot();
+        cr_expect_eq(tick(g), 1);
+        cr_expect(killed());
+        cr_expect_eq(seen.n[MG_EVENT_GONE], 0);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "the hidden file reported: %d", seen.n[MG_EVENT_ERROR]);
+        mg_guard_free(g);
+}
