@@ -1447,6 +1447,7 @@ Test(fds, set_guard_keeps_what_its_set_watches) {
         o.on_event = on_event;
         cr_assert_eq(mg_set_add_internal(s, fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g), 0);
         mg_guard_set_clock(g, fixture_clock, &fx);
+        cr_expect_null(g->own_bufs, "a set's guard reads into the set's buffers, from the start");
         fixture_current(&fx, 100 * MG_MIB);
         cr_expect_eq(tick(g), 0);
         cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1);

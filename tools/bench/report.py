@@ -297,10 +297,10 @@ if scale_rows:
                      fmt(num(r.get("sys_pct_of_cpu")), 0), fmt(num(r["cpu_us_per_tick"]), 2),
                      f"{fmt(num(r['preads_per_sec']))} ({fmt(num(r['expected_ticks_per_sec']))})",
                      fmt(num(r["wakeups_per_sec"]), 0), fmt(num(r.get("cpu_us_per_wakeup")), 1),
-                     fmt(num(r["fds_per_guard"]), 2)])
+                     fmt(num(r["fds_per_guard"]), 2), fmt(num(r.get("fds_per_guard_running")), 2)])
     out.append(table(["where", "guards", "at the limit", "seconds", "CPU % of one core", "of it in the kernel %",
                       "CPU µs per tick", "preads/s (ticks due/s)", "wakeups/s", "CPU µs per wakeup",
-                      "fds per guard"], rows))
+                      "fds per guard (added)", "fds per guard (running)"], rows))
     out.append("")
     floor_rows = []
     for r in scale_rows:
