@@ -775,7 +775,11 @@ int mg_guard_tick(mg_guard *g) {
                 g->state = MG_GUARD_WATCHING;
         }
 
-        if (now >= g->limits_due_usec)
+        /* A set that watches memory.events.local hears of a kernel limit
+         * the actor hits (mg_guard_events_changed()); a trimmed guard would
+         * open both files for the periodic re-read, so there it waits for
+         * the slow path. */
+        if (now >= g->limits_due_usec && !g->events_watched)
                 mg_read_line_limits(g);
         r = mg_read_current(g, &current);
         if (r < 0)

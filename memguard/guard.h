@@ -66,8 +66,8 @@ int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flag
 
 /* How often memory.high and memory.max are re-read for the fast-path line:
  * an outside change is seen within this (at once, in a set, when the actor
- * hits the new limit: memory.events.local changes).  Two preads every 120
- * ticks, 1.017 per fast tick. */
+ * hits the new limit: memory.events.local changes; a set's guard on its
+ * fast path waits for that).  Two preads every 120 ticks, 1.017 per tick. */
 #define MG_LIMITS_REREAD_USEC (30 * UINT64_C(1000000))
 
 /* memory.stat is about 2.5 KiB on 7.x (71 keys of at most 40 bytes). */
@@ -185,7 +185,8 @@ struct mg_guard {
         uint64_t last_high_events;      /* memory.events.local high at the last slow tick, or UINT64_MAX */
         uint64_t throttle_until_usec;   /* read memory.high and cpu.stat until then (at memory.high) */
         /* The fast-path line follows memory.high and memory.max: read at
-         * mg_guard_new() and every MG_LIMITS_REREAD_USEC, at once when
+         * mg_guard_new() and every MG_LIMITS_REREAD_USEC (on the fast path
+         * only where no set watches memory.events.local), at once when
          * memory.events.local changes on the fast path, and written by the
          * guard's own lends.  memory.max, MG_UNLIMITED for "max", is kept
          * for when only memory.high moves. */

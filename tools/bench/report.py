@@ -573,7 +573,7 @@ if tick:
         # one pread of memory.current, and memory.high + memory.max every
         # 30 s (MG_LIMITS_REREAD_USEC: 2 reads per 120 ticks), for the line
         targets.append(["fast path: one pread (+ the kernel limits every 30 s)",
-                        f"{p:.3f} preads, {num(f['opens_per_tick']):.0f} opens per tick (fixture)",
+                        f"{p:.3f} preads, {num(f['opens_per_tick']):.3f} opens per tick (fixture)",
                         "met" if p <= 1 + 2 / 120 + 1e-3 else "missed"])
     if s:
         p = num(s["preads_per_tick"])
