@@ -190,7 +190,7 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
                                 continue;
                         goto fail;
                 }
-                cg->have |= MG_CG_BIT(i);
+                cg->have = (uint16_t) (cg->have | MG_CG_BIT(i));
         }
         cg->all_open = !(flags & MG_CGROUP_HIGH_ONLY);
         return 0;
