@@ -343,7 +343,7 @@ enum {
 /* The bound of mg_guard_options.pre_kill_max_defer_usec: a deferral is
  * for saving state before the kill (a checkpoint, a flush), not for
  * work that needs a lend. */
-#define MG_PRE_KILL_MAX_DEFER_USEC (60 * UINT32_C(1000000))
+#define MG_PRE_KILL_MAX_DEFER_USEC UINT32_C(60000000)
 
 /* Fills *o with defaults tuned to limit_bytes.  Returns 0 or -EINVAL. */
 int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes);
