@@ -143,11 +143,19 @@ static int open_dir(const struct mg_io *io, const char *path) {
         return fd < 0 ? -errno : fd;
 }
 
+static int open_file(struct mg_cgroup *cg, enum mg_cgfile f) {
+        int fd = open_beneath(cg->io, cg->dirfd, files[f].name, files[f].flags);
+        if (fd >= 0)
+                cg->fd[f] = fd;
+        return fd < 0 ? fd : 0;
+}
+
 int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const struct mg_io *io) {
         struct statfs sfs;
+        struct stat st;
         int r;
 
-        *cg = (struct mg_cgroup) { .dirfd = -1, .io = io, .flags = flags };
+        *cg = (struct mg_cgroup) { .dirfd = -1, .io = io, .flags = flags, .path = path };
         for (int i = 0; i < MG_CG_N; i++)
                 cg->fd[i] = -1;
 
@@ -155,6 +163,12 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
         if (r < 0)
                 return r;
         cg->dirfd = r;
+        if (fstat(cg->dirfd, &st) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        cg->dev = st.st_dev;
+        cg->ino = st.st_ino;
         if (!(flags & MG_CGROUP_ANY_FS)) {
                 if (fstatfs(cg->dirfd, &sfs) < 0) {
                         r = -errno;
@@ -168,38 +182,118 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
         for (int i = 0; i < MG_CG_N; i++) {
                 if ((flags & MG_CGROUP_HIGH_ONLY) && i != MG_CG_HIGH)
                         continue;
-                int fd = open_beneath(io, cg->dirfd, files[i].name, files[i].flags);
-                if (fd < 0) {
-                        r = fd;
+                r = open_file(cg, i);
+                if (r < 0) {
                         /* Older kernels lack memory.events.local, cgroup.kill;
                          * a kernel booted without PSI lacks memory.pressure. */
                         if (r == -ENOENT && !files[i].required)
                                 continue;
                         goto fail;
                 }
-                cg->fd[i] = fd;
+                cg->have |= MG_CG_BIT(i);
         }
+        cg->all_open = !(flags & MG_CGROUP_HIGH_ONLY);
         return 0;
 fail:
         mg_cgroup_close(cg);
         return r;
 }
 
-int mg_cgroup_open_file(struct mg_cgroup *cg, const char *name, int flags) {
-        if (cg->dirfd < 0)
+/* The directory again, by its path: the same one, or -ESTALE. */
+static int need_dir(struct mg_cgroup *cg) {
+        struct stat st;
+        int fd;
+
+        if (cg->dirfd >= 0)
+                return 0;
+        if (!cg->path)
                 return -EBADF;
-        return open_beneath(cg->io, cg->dirfd, name, flags);
+        fd = open_dir(cg->io, cg->path);
+        if (fd < 0)
+                return fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP ? -ESTALE : fd;
+        if (fstat(fd, &st) < 0 || st.st_dev != cg->dev || st.st_ino != cg->ino) {
+                close(fd);
+                return -ESTALE;
+        }
+        cg->dirfd = fd;
+        return 0;
+}
+
+int mg_cgroup_need(struct mg_cgroup *cg, enum mg_cgfile f) {
+        int r;
+
+        if (cg->fd[f] >= 0)
+                return 0;
+        if (!(cg->have & MG_CG_BIT(f)))
+                return -EOPNOTSUPP;
+        r = need_dir(cg);
+        return r < 0 ? r : open_file(cg, f);
+}
+
+/* An optional file that is not there now (the pressure files a live
+ * cgroup hides: cgroup.pressure 0) is left to its reads, which report it. */
+static bool open_failed(enum mg_cgfile f, int r) {
+        return r < 0 && r != -EOPNOTSUPP && !(r == -ENOENT && !files[f].required);
+}
+
+int mg_cgroup_open_all(struct mg_cgroup *cg) {
+        int r;
+
+        if (cg->all_open)
+                return 0;
+        r = mg_cgroup_need(cg, MG_CG_KILL);
+        if (open_failed(MG_CG_KILL, r))
+                return r;
+        for (int i = 0; i < MG_CG_N; i++) {
+                r = mg_cgroup_need(cg, i);
+                if (open_failed(i, r))
+                        return r;
+        }
+        r = need_dir(cg);
+        cg->all_open = r == 0;
+        return r;
+}
+
+void mg_cgroup_trim(struct mg_cgroup *cg, unsigned keep) {
+        cg->all_open = false;
+        for (int i = 0; i < MG_CG_N; i++) {
+                if (cg->fd[i] >= 0 && !(keep & MG_CG_BIT(i))) {
+                        close(cg->fd[i]);
+                        cg->fd[i] = -1;
+                }
+        }
+        if (cg->dirfd >= 0)
+                close(cg->dirfd);
+        cg->dirfd = -1;
+}
+
+unsigned mg_cgroup_fds_open(const struct mg_cgroup *cg) {
+        unsigned n = cg->dirfd >= 0;
+
+        for (int i = 0; i < MG_CG_N; i++)
+                n += cg->fd[i] >= 0;
+        return n;
+}
+
+int mg_cgroup_open_file(struct mg_cgroup *cg, const char *name, int flags) {
+        int r = need_dir(cg);
+
+        return r < 0 ? r : open_beneath(cg->io, cg->dirfd, name, flags);
 }
 
 int mg_cgroup_reopen(struct mg_cgroup *cg, enum mg_cgfile f) {
+        int r;
+
         if (f >= MG_CG_N)
                 return -EINVAL;
-        if (cg->dirfd < 0 || cg->fd[f] < 0)
-                return -EOPNOTSUPP;
+        r = mg_cgroup_need(cg, f);
+        if (r < 0)
+                return r;
         return open_beneath(cg->io, cg->dirfd, files[f].name, files[f].flags);
 }
 
 void mg_cgroup_close(struct mg_cgroup *cg) {
+        cg->all_open = false;
         for (int i = 0; i < MG_CG_N; i++) {
                 if (cg->fd[i] >= 0)
                         close(cg->fd[i]);
@@ -215,8 +309,8 @@ ssize_t mg_cgroup_read(struct mg_cgroup *cg, enum mg_cgfile f, char *buf, size_t
 
         if (f >= MG_CG_N || size < 2)
                 return -EINVAL;
-        if (cg->fd[f] < 0)
-                return -EOPNOTSUPP;
+        if (cg->fd[f] < 0 && (n = mg_cgroup_need(cg, f)) < 0)
+                return n;
         /* Each pread at offset 0 makes kernfs format the file anew, so one
          * call returns one consistent snapshot; a retry after EINTR too. */
         for (int i = 0;; i++) {
@@ -268,10 +362,12 @@ static int write_fd(struct mg_cgroup *cg, int fd, const char *s) {
 }
 
 int mg_cgroup_write(struct mg_cgroup *cg, enum mg_cgfile f, const char *s) {
+        int r;
+
         if (f >= MG_CG_N)
                 return -EINVAL;
-        if (cg->fd[f] < 0)
-                return -EOPNOTSUPP;
+        if ((r = mg_cgroup_need(cg, f)) < 0)
+                return r;
         return write_fd(cg, cg->fd[f], s);
 }
 
@@ -289,8 +385,8 @@ ssize_t mg_cgroup_get_xattr(struct mg_cgroup *cg, const char *name, void *buf, s
         const struct mg_io *io = cg->io;
         ssize_t n;
 
-        if (cg->dirfd < 0)
-                return -EBADF;
+        if ((n = need_dir(cg)) < 0)
+                return n;
         n = io && io->fgetxattr ? io->fgetxattr(io->userdata, cg->dirfd, name, buf, size)
                                 : fgetxattr(cg->dirfd, name, buf, size);
         return n < 0 ? -errno : n;
@@ -300,8 +396,8 @@ int mg_cgroup_set_xattr(struct mg_cgroup *cg, const char *name, const void *valu
         const struct mg_io *io = cg->io;
         int r;
 
-        if (cg->dirfd < 0)
-                return -EBADF;
+        if ((r = need_dir(cg)) < 0)
+                return r;
         r = io && io->fsetxattr ? io->fsetxattr(io->userdata, cg->dirfd, name, value, size, flags)
                                 : fsetxattr(cg->dirfd, name, value, size, flags);
         return r < 0 ? -errno : 0;
@@ -311,8 +407,8 @@ int mg_cgroup_remove_xattr(struct mg_cgroup *cg, const char *name) {
         const struct mg_io *io = cg->io;
         int r;
 
-        if (cg->dirfd < 0)
-                return -EBADF;
+        if ((r = need_dir(cg)) < 0)
+                return r;
         r = io && io->fremovexattr ? io->fremovexattr(io->userdata, cg->dirfd, name) : fremovexattr(cg->dirfd, name);
         return r < 0 ? -errno : 0;
 }

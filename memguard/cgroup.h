@@ -2,10 +2,16 @@
 #pragma once
 
 /*
- * The cgroup file layer: one actor directory opened once, the files read
- * every tick kept open and read with pread at offset 0 into caller buffers.
- * No allocation and no open() after mg_cgroup_open().  All kernel I/O goes
- * through struct mg_io so tests can count calls and inject faults.
+ * The cgroup file layer: one actor directory, its files read with pread at
+ * offset 0 into caller buffers.  mg_cgroup_open() opens every file, so a
+ * missing one is told at once; mg_cgroup_trim() then closes all but those a
+ * guard far below its limit uses (memory.current, and memory.events.local
+ * while its set watches it), and a file that is not open is opened again
+ * when it is used, or all at once by mg_cgroup_open_all().
+ * The directory is found again by its path, and must be the same one (its
+ * device and inode: cgroup2 inode numbers are kernfs node ids, not reused
+ * within a boot).  No allocation.  All kernel I/O goes through struct
+ * mg_io so tests can count calls and inject faults.
  */
 
 #include <stdbool.h>
@@ -83,11 +89,18 @@ enum {
 /* A persistent EINTR must not spin a guard's thread: retried this often. */
 #define MG_EINTR_RETRIES 8
 
+#define MG_CG_BIT(f) (1u << (f))
+
 struct mg_cgroup {
-        int dirfd;
-        int fd[MG_CG_N];        /* -1 where the kernel has no such file */
-        const struct mg_io *io;
+        /* 64 bytes of what every read uses, then what reopening does */
+        int fd[MG_CG_N];        /* -1: not open now (see have), or the kernel has no such file */
+        int dirfd;              /* -1 while trimmed */
+        uint16_t have;          /* MG_CG_BIT()s of the files mg_cgroup_open() found */
+        bool all_open;          /* mg_cgroup_open_all() did it, no trim since */
         unsigned flags;         /* MG_CGROUP_* given to mg_cgroup_open() */
+        const struct mg_io *io;
+        const char *path;       /* the caller's, kept for reopening: must outlive cg; NULL: none */
+        uint64_t dev, ino;      /* the directory's, to know it again by its path */
 };
 
 enum {
@@ -107,8 +120,29 @@ const char *mg_cgfile_name(enum mg_cgfile f);
  * another mount, or another negative errno of open.
  */
 int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const struct mg_io *io);
-/* Opens one more file below the open directory (a PSI trigger) the same
- * way; name is one component.  Returns the fd or a negative errno. */
+/*
+ * Opens again what mg_cgroup_trim() closed: the directory by its path, then
+ * cgroup.kill first (a kill decided after this needs no free fd), then
+ * every other file mg_cgroup_open() found (an optional one not there now,
+ * a hidden pressure file, is left closed).  Returns 0, -ESTALE if the path
+ * no longer names the directory mg_cgroup_open() opened (removed, maybe
+ * made again; or renamed), or the errno of an open (-EMFILE); what opened
+ * stays open.  Cheap when nothing is closed.
+ */
+int mg_cgroup_open_all(struct mg_cgroup *cg);
+/* File f open (the directory first, if it is not), if this kernel has it.
+ * Returns 0, -EOPNOTSUPP, -ESTALE (as mg_cgroup_open_all()) or the open's
+ * errno. */
+int mg_cgroup_need(struct mg_cgroup *cg, enum mg_cgfile f);
+/* Closes the directory and every file but those in keep (MG_CG_BIT()s).
+ * Every file opened again opens the directory first: a closed directory
+ * means nothing but keep is open. */
+void mg_cgroup_trim(struct mg_cgroup *cg, unsigned keep);
+/* Open files and directory, for the benchmarks and tests. */
+unsigned mg_cgroup_fds_open(const struct mg_cgroup *cg);
+
+/* Opens one more file below the directory (a PSI trigger) the same way;
+ * name is one component.  Returns the fd or a negative errno. */
 int mg_cgroup_open_file(struct mg_cgroup *cg, const char *name, int flags);
 /* Opens file f again, with the flags mg_cgroup_open() gave it: a second
  * open file of it.  kernfs serialises the reads and writes of one open file
@@ -120,7 +154,8 @@ int mg_cgroup_open_file(struct mg_cgroup *cg, const char *name, int flags);
 int mg_cgroup_reopen(struct mg_cgroup *cg, enum mg_cgfile f);
 void mg_cgroup_close(struct mg_cgroup *cg);
 
-/* Reads the whole file into buf (NUL-terminated, size - 1 bytes usable).
+/* Reads the whole file into buf (NUL-terminated, size - 1 bytes usable),
+ * opening it first if it is not open (an error of that open is returned).
  * Returns the length, -EOPNOTSUPP for a file this kernel lacks, -ENOBUFS if
  * the file did not fit (buf then holds what did), -ENODEV/-ENOENT once the cgroup is gone, or the
  * read's errno.  EINTR is retried MG_EINTR_RETRIES times, then returned. */

@@ -87,8 +87,43 @@ void mg_guard_emit(mg_guard *g, struct mg_event *ev) {
                 g->opt.on_event(g, ev, g->opt.userdata);
 }
 
-int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, unsigned cg_flags,
-                          const struct mg_io *io, mg_guard **ret) {
+/*
+ * A guard far below its limit keeps open what its fast path uses, not
+ * twelve files: memory.current, and memory.events.local while its set
+ * watches it (a kernel OOM kill, a limit hit: mg_guard_events_changed()).
+ * Everything else (the directory, cgroup.kill, memory.stat, PSI, the
+ * limits) is open while the slow path, a kill, a lend or a snapshot write
+ * on another thread may use it, and closed by the first fast tick after.
+ */
+static void files_trim(mg_guard *g) {
+        unsigned keep = MG_CG_BIT(MG_CG_CURRENT) | (g->events_watched ? MG_CG_BIT(MG_CG_EVENTS_LOCAL) : 0);
+
+        /* Every file opened again opens the directory first, and trimming
+         * closes it: a closed directory is a trimmed guard (the fast tick's
+         * test, on the line it reads anyway). */
+        if (g->cg.dirfd < 0 || g->slow_state || g->lent || g->lend_ending || g->holds > 0 ||
+            g->state != MG_GUARD_WATCHING ||
+            atomic_load_explicit(&g->restore.state, memory_order_relaxed) != MG_RESTORE_IDLE)
+                return;
+        mg_cgroup_trim(&g->cg, keep);
+}
+
+int mg_guard_files_open(mg_guard *g) {
+        int r = mg_cgroup_open_all(&g->cg);
+
+        if (r >= 0) {
+                mg_guard_error_clear(g, MG_ERR_OPEN);
+                return 0;
+        }
+        /* -ESTALE: the path no longer names this cgroup; removed, if its
+         * memory.current says so too. */
+        if (mg_read_removed(g))
+                return mg_guard_gone(g, "cgroup directory");
+        return mg_guard_error(g, MG_ERR_OPEN, MG_LOG_ERR, "opening", "the cgroup's files", r);
+}
+
+int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsigned cg_flags,
+                        const struct mg_io *io, const struct mg_guard_host *host, mg_guard **ret) {
         mg_guard *g;
         int r;
 
@@ -107,13 +142,17 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         if (r < 0)
                 goto fail;
         g->path = strdup(path);
-        g->stat_buf = g->own_bufs = malloc(MG_STAT_BUF_SIZE + MG_SMALL_BUF_SIZE);
+        if (host) {
+                g->stat_buf = host->stat_buf;
+                g->small_buf = host->small_buf;
+        } else if ((g->stat_buf = g->own_bufs = malloc(MG_STAT_BUF_SIZE + MG_SMALL_BUF_SIZE))) {
+                g->small_buf = g->own_bufs + MG_STAT_BUF_SIZE;
+        }
         if (!g->path || !g->stat_buf) {
                 r = -ENOMEM;
                 goto fail;
         }
-        g->small_buf = g->own_bufs + MG_STAT_BUF_SIZE;
-        r = mg_cgroup_open(&g->cg, path, cg_flags, io);
+        r = mg_cgroup_open(&g->cg, g->path, cg_flags, io);
         if (r < 0)
                 goto fail;
         g->params = (struct mg_policy_params) {
@@ -138,11 +177,18 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
         (void) mg_read_parsed(g, MG_CG_STAT, &(struct mg_memstat) {});
         g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
         mg_lend_adopt(g);
+        if (!host)
+                files_trim(g); /* a set's guard: mg_guard_attach() */
         *ret = g;
         return 0;
 fail:
         mg_guard_free(g);
         return r;
+}
+
+int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, unsigned cg_flags,
+                          const struct mg_io *io, mg_guard **ret) {
+        return mg_guard_new_hosted(path, o, cg_flags, io, NULL, ret);
 }
 
 int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret) {
@@ -225,7 +271,7 @@ static void set_slow(mg_guard *g, bool slow) {
         g->slow = slow;
         if (!g->host)
                 return;
-        host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, !slow);
+        g->events_watched = host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, !slow) == 0 && !slow;
         if (slow)
                 triggers_open(g);
         else
@@ -254,13 +300,17 @@ mg_guard *mg_guard_free(mg_guard *g) {
 
 void mg_guard_attach(mg_guard *g, struct mg_guard_host *h) {
         g->host = h;
-        host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, true);
+        /* A file that cannot be polled (a fixture tree's) is closed with
+         * the rest; one that can stays open for the watch. */
+        (void) mg_cgroup_need(&g->cg, MG_CG_EVENTS_LOCAL);
+        g->events_watched = host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, true) == 0;
         /* A guard leaves its host only to be freed: it never needs its own
          * buffer again. */
         free(g->own_bufs);
         g->own_bufs = NULL;
         g->stat_buf = h->stat_buf;
         g->small_buf = h->small_buf;
+        files_trim(g);
 }
 
 bool mg_guard_detach(mg_guard *g) {
@@ -271,7 +321,9 @@ bool mg_guard_detach(mg_guard *g) {
                 mg_guard_release_lend(g, true);
         if (g->state == MG_GUARD_KILLING)
                 host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
-        host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, false);
+        if (g->events_watched)
+                host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, false);
+        g->events_watched = false;
         /* a trigger that fired would wake the host for good while nobody
          * reads it */
         mg_guard_triggers_close(g);
@@ -574,7 +626,7 @@ static void record_fill(mg_guard *g, enum mg_kill_reason reason, enum mg_kill_me
 
 /* The method a kill would use: cgroup.kill where the kernel has it. */
 static enum mg_kill_method kill_method(const mg_guard *g) {
-        return g->cg.fd[MG_CG_KILL] >= 0 ? MG_KILL_CGROUP_KILL : MG_KILL_PIDFD;
+        return g->cg.have & MG_CG_BIT(MG_CG_KILL) ? MG_KILL_CGROUP_KILL : MG_KILL_PIDFD;
 }
 
 /* MG_GUARD_DRY_RUN: the record a kill would carry, told at once, and
@@ -751,6 +803,9 @@ static int defer_end(mg_guard *g, uint64_t now, uint64_t current) {
         int r;
 
         sl->defer_until_usec = 0;
+        r = mg_guard_files_open(g); /* open since the deferral began (its state keeps them): cheap */
+        if (r < 0)
+                return r;
         r = mg_read_sample(g, current, MG_READ_CONFIRM, &rep, &x);
         if (r < 0) {
                 g->detect_usec = 0;
@@ -791,7 +846,7 @@ static int defer_end(mg_guard *g, uint64_t now, uint64_t current) {
 static void tick_fast(mg_guard *g, uint64_t now) {
         if (!g->below_since_usec)
                 g->below_since_usec = now;
-        if (now - g->below_since_usec >= g->opt.stall_window_usec / 2) {
+        if (now - g->below_since_usec >= g->params.stall_window_usec / 2) {
                 mg_guard_window_reset(g);
                 g->detect_usec = 0;
                 if (g->slow_state)
@@ -808,6 +863,7 @@ static void tick_fast(mg_guard *g, uint64_t now) {
         if (g->detect_usec == 0 && !g->unkillable && !g->empty_over && g->slow_state &&
             g->slow_state->policy.count == 0 && g->slow_state->defer_until_usec == 0)
                 slow_put(g);
+        files_trim(g);
 }
 
 /*
@@ -954,6 +1010,9 @@ int mg_guard_tick(mg_guard *g) {
                 tick_fast(g, now);
                 return acted;
         }
+        r = mg_guard_files_open(g);
+        if (r < 0)
+                return r;
         r = slow_get(g);
         if (r < 0)
                 return r;
@@ -993,6 +1052,9 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
                 return -EINVAL;
         if (g->state == MG_GUARD_GONE)
                 return -ENODEV;
+        r = mg_guard_files_open(g);
+        if (r < 0)
+                return r;
         r = mg_read_current(g, &current);
         if (r < 0)
                 return r;

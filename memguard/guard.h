@@ -27,6 +27,7 @@ enum {
         MG_ERR_WRITE_HIGH = MG_CG_N,    /* restoring memory.high */
         MG_ERR_KILL,                    /* cgroup.kill, or the pidfd fallback */
         MG_ERR_NOMEM,                   /* the slow path's state */
+        MG_ERR_OPEN,                    /* the files a trimmed guard opens again */
         MG_ERR_N,               /* at most 32: a bit each in mg_guard.erring */
 };
 
@@ -148,23 +149,31 @@ struct mg_guard_counts {
 };
 
 struct mg_guard {
-        /* What a fast tick touches comes first: with thousands of guards,
-         * each a few KiB apart, a tick costs the cache lines it touches. */
+        /* What a fast tick touches comes first, in four cache lines: this
+         * one, the hot part of cg, params' line and opt's tick and window.
+         * With thousands of guards, the kernel's work for each read evicts
+         * the last guard's lines, and a tick costs the lines it touches. */
         enum mg_guard_state state;
         bool lent;
         bool slow;                      /* on the slow path (at its limit) since the last tick */
+        bool events_watched;            /* the host watches memory.events.local (the fast path's) */
+        bool empty_over;                /* see below */
+        bool unkillable;                /* see below */
         bool pre_kill_open;             /* an MG_EVENT_PRE_KILL callback runs: mg_guard_defer_kill() may */
-        struct mg_cgroup cg;
-        struct mg_policy_params params;
+        uint32_t erring;                /* a bit per error_streak slot that is not 0 */
         mg_clock_fn clock;
         void *clock_userdata;
-        uint64_t detect_usec;           /* first slow tick with a kill verdict */
+        uint64_t limits_due_usec;       /* next re-read of the kernel limits (see max_bytes) */
         uint64_t below_since_usec;      /* first fast tick of a stay below the line; 0 on the slow path */
-        uint64_t fast_ticks;            /* mg_guard_get_stats(): the one count a fast tick makes */
-        uint32_t erring;                /* a bit per error_streak slot that is not 0 */
+        uint64_t detect_usec;           /* first slow tick with a kill verdict */
         struct mg_slow *slow_state;     /* while at its limit, or an episode is open: mg_guard_slow_get() */
-        struct mg_guard_host *host;     /* the set that runs it, or NULL (mg_guard_attach()) */
+        struct mg_cgroup cg;            /* its first 64 bytes: the fds and the seam */
+        struct mg_policy_params params;
+        /* mg_guard_get_stats(): the one count a fast tick makes, in the
+         * line it shares with params' end and opt's tick and window. */
+        uint64_t fast_ticks;
         struct mg_guard_options opt;
+        struct mg_guard_host *host;     /* the set that runs it, or NULL (mg_guard_attach()) */
 
         int error_streak[MG_ERR_N];     /* the error last reported for each; 0 once it works again */
         unsigned holds;                 /* mg_guard_hold()s not released yet */
@@ -194,20 +203,18 @@ struct mg_guard {
          * guard's own lends.  memory.max, MG_UNLIMITED for "max", is kept
          * for when only memory.high moves. */
         uint64_t max_bytes;
-        uint64_t limits_due_usec;       /* next re-read */
         uint32_t page_bytes;
         bool throttled;                 /* MG_EVENT_THROTTLED sent for this episode */
         int trigger_fd[2];              /* PSI triggers on memory and io.pressure while slow, in a set */
         struct mg_throttle_info throttle;
         /* Over the limit with no process in the cgroup: MG_EVENT_EMPTY_OVER_LIMIT
          * sent for this episode, which ends when used is back at the limit
-         * or below, or a process appears; empty_report is its payload. */
-        bool empty_over;
+         * or below, or a process appears; empty_report is its payload
+         * (empty_over, above). */
         /* Members that outlived a kill: MG_EVENT_UNKILLABLE sent, and while
          * cgroup.procs lists the same ones (count and digest, and whether
          * the read was cut) no new kill and no new report.  Forgotten when
-         * the list changes or the cgroup empties. */
-        bool unkillable;
+         * the list changes or the cgroup empties (unkillable, above). */
         bool unkillable_cut;
 
         /* Every read lands in a buffer the guard holds: no allocation per
@@ -265,6 +272,10 @@ void mg_guard_error_clear(mg_guard *g, unsigned slot);
 /* The cgroup is gone: MG_EVENT_GONE once (what: the file that said so),
  * and the lend with it.  Returns -ENODEV. */
 int mg_guard_gone(mg_guard *g, const char *what);
+/* Opens again what a trimmed guard closed (mg_cgroup_open_all()): before
+ * the slow path, a lend, a report.  Returns 0, -ENODEV once the cgroup is
+ * gone, or the (reported) error of an open. */
+int mg_guard_files_open(mg_guard *g);
 /* The stall windows start over (a gap in the samples, a kill, a lend). */
 void mg_guard_window_reset(mg_guard *g);
 /* The slow path's PSI triggers go (a hidden pressure file, the end of the
@@ -330,6 +341,10 @@ int mg_lend_tick(mg_guard *g, uint64_t now);
 /* Same as mg_guard_new() with cgroup flags and an I/O seam, for tests. */
 int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, unsigned cg_flags,
                           const struct mg_io *io, mg_guard **ret);
+/* The same for a guard about to join host (mg_guard_attach()): it reads
+ * into host's buffers from the start, and allocates none of its own. */
+int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsigned cg_flags,
+                        const struct mg_io *io, const struct mg_guard_host *host, mg_guard **ret);
 void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata);
 uint64_t mg_guard_now(const mg_guard *g);
 
@@ -391,8 +406,9 @@ enum mg_watch {
  * (no watches, its restores on the caller's thread, its own buffer).
  */
 struct mg_guard_host {
-        /* Start (on) or stop waking the host when fd signals EPOLLPRI. */
-        void (*watch)(struct mg_guard_host *h, mg_guard *g, int fd, enum mg_watch what, bool on);
+        /* Start (on) or stop waking the host when fd signals EPOLLPRI.
+         * Returns 0 or a negative errno (-EPERM: fd cannot be polled). */
+        int (*watch)(struct mg_guard_host *h, mg_guard *g, int fd, enum mg_watch what, bool on);
         /* The guard's next tick is due at when_usec. */
         void (*reschedule)(struct mg_guard_host *h, mg_guard *g, uint64_t when_usec);
         /* Runs the filled job (mg_restore_run()) on another thread and
@@ -424,9 +440,10 @@ struct mg_guard_host *mg_guard_get_host(const mg_guard *g);
 bool mg_guard_is_gone(const mg_guard *g);
 
 /* The host's hooks, for a guard that may have none. */
-static inline void host_watch(mg_guard *g, int fd, enum mg_watch what, bool on) {
-        if (g->host && fd >= 0)
-                g->host->watch(g->host, g, fd, what, on);
+static inline int host_watch(mg_guard *g, int fd, enum mg_watch what, bool on) {
+        if (!g->host || fd < 0)
+                return -EBADF;
+        return g->host->watch(g->host, g, fd, what, on);
 }
 
 static inline void host_reschedule(mg_guard *g, uint64_t when_usec) {

@@ -103,6 +103,7 @@ static void restore_fill(mg_guard *g, struct mg_restore *j, int fd, bool own_fd)
         for (int i = 0; i < MG_CG_N; i++)
                 j->cg.fd[i] = -1;
         j->cg.fd[MG_CG_HIGH] = fd;
+        j->cg.have = fd >= 0 ? MG_CG_BIT(MG_CG_HIGH) : 0;
         j->own_fd = own_fd;
         memcpy(j->text, g->lend_old_high, sizeof(j->text));
         j->lend_high_bytes = high_as_kept(g, g->lend.new_high_bytes);
@@ -336,6 +337,11 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
                 return -ENODEV;
         if (g->lent)
                 return -EBUSY;
+        /* Everything the lend and its end use is open before it begins:
+         * the end must not need a free fd. */
+        r = mg_guard_files_open(g);
+        if (r < 0)
+                return r;
         n = mg_cgroup_read(&g->cg, MG_CG_HIGH, buf, sizeof(buf));
         if (n < 0)
                 return mg_gone_errno((int) n) && mg_read_removed(g) ? mg_guard_gone(g, "memory.high") : (int) n;

@@ -24,10 +24,16 @@ bool mg_gone_errno(int err) {
         return err == -ENODEV || err == -ENOENT;
 }
 
-/* cgroup.events is a core file that neither of those can hide. */
+/* cgroup.events is a core file that neither of those can hide.  A trimmed
+ * guard opens it by the directory's path: -ESTALE if the path names
+ * another directory or none, and then memory.current, which it keeps open,
+ * tells a removed cgroup (ENODEV) from a renamed one. */
 bool mg_read_removed(mg_guard *g) {
         char buf[64];
         ssize_t n = mg_cgroup_read(&g->cg, MG_CG_EVENTS, buf, sizeof(buf));
+
+        if (n == -ESTALE)
+                n = mg_cgroup_read(&g->cg, MG_CG_CURRENT, buf, sizeof(buf));
         return n < 0 && mg_gone_errno((int) n);
 }
 

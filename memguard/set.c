@@ -172,13 +172,11 @@ static void host_reschedule_cb(struct mg_guard_host *h, mg_guard *g, uint64_t wh
  * fired trigger, as EPOLLPRI (and EPOLLERR, which epoll always reports)
  * until the file is read again.  The entry is the guard, tagged with what
  * in the low bits (a guard is aligned far more than 4). */
-static void host_watch_cb(struct mg_guard_host *h, mg_guard *g, int fd, enum mg_watch what, bool on) {
+static int host_watch_cb(struct mg_guard_host *h, mg_guard *g, int fd, enum mg_watch what, bool on) {
         struct epoll_event ev = { .events = EPOLLPRI, .data.u64 = (uint64_t) (uintptr_t) g | what };
+        int r = epoll_ctl(set_of(h)->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, on ? &ev : NULL);
 
-        if (on)
-                (void) epoll_ctl(set_of(h)->epfd, EPOLL_CTL_ADD, fd, &ev);
-        else
-                (void) epoll_ctl(set_of(h)->epfd, EPOLL_CTL_DEL, fd, NULL);
+        return r < 0 ? -errno : 0;
 }
 
 static void host_queue_restore_cb(struct mg_guard_host *h, struct mg_restore *j) {
@@ -370,7 +368,7 @@ int mg_set_add_internal(mg_set *s, const char *cgroup_path, const struct mg_guar
 
         if (!s)
                 return -EINVAL;
-        r = mg_guard_new_internal(cgroup_path, o, cg_flags, io, &g);
+        r = mg_guard_new_hosted(cgroup_path, o, cg_flags, io, &s->host, &g);
         if (r < 0)
                 return r;
         r = mg_set_add_guard(s, g);

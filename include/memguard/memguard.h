@@ -350,9 +350,13 @@ int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes);
 
 /*
  * Opens the actor's cgroup v2 directory (absolute path, or relative to the
- * working directory), checks it is cgroup2, keeps the files it reads open.
+ * working directory), checks it is cgroup2, opens every file it reads.
  * Neither the directory (its last component) nor any file below it may be a
- * symlink.  A lend record left on the directory (see mg_guard_recover()) is
+ * symlink.  Far below its limit the guard keeps memory.current open (and
+ * memory.events.local in a set, which watches it); the rest is opened again
+ * below the directory, found by its path and known by its inode, when it
+ * reaches its limit, lends or reports (-ESTALE, reported: the path names
+ * another directory now).  A lend record left on the directory (see mg_guard_recover()) is
  * taken over: the guard starts lent, kills paused, and restores memory.high
  * at the record's deadline, at most its own lend deadline away
  * (MG_EVENT_LEND_EXPIRED); the log says so.

@@ -179,8 +179,8 @@ static int field_run(const struct mgt_actor_spec *a, struct field *f) {
         return KT_PASS;
 }
 
-/* A thrash is killed as a stall within 30 s of its onset (seed 000's
- * systemd-oomd at 20 % for 20 s took 35 s), by SIGKILL. */
+/* A thrash is killed as a stall within 30 s of its onset (systemd-oomd at
+ * 20 % for 20 s took 35 s: docs/field-facts.md F1), by SIGKILL. */
 static int expect_thrash_killed(const char *name, const struct field *f) {
         int st = kt_wait(f->pid, 0);
         KT_CHECK(f->ev.n[MG_EVENT_KILL] == 1, "%s: not killed", name);
@@ -215,7 +215,7 @@ static int thrash_killed(const char *file, uint64_t mib, const struct mgt_actor_
         return r == KT_PASS ? expect_thrash_killed(a->name, &f) : r;
 }
 
-/* Seed 000's sequential variant: a 96 MiB file mapped and walked front to
+/* The sequential file-hot (docs/field-facts.md F3): a 96 MiB file mapped and walked front to
  * back, 200 ms between passes, memory.max = guard limit = 48 MiB.  Every
  * pass reads the file from disk again; the refault distance is larger than
  * the active list, so the kernel books no restores.  Expect: killed. */
@@ -223,8 +223,8 @@ int t_thrash_sequential(void) {
         return thrash_killed("seq-hot", mgt_spec_thrash_sequential.file_mib, &mgt_spec_thrash_sequential);
 }
 
-/* Seed 000's skewed app under kubelet's MemoryQoS memory.high (seed 001:
- * 90 % of the limit): guard limit = memory.max = 64 MiB, memory.high
+/* The skewed app under kubelet's MemoryQoS memory.high (docs/field-facts.md
+ * F4: 90 % of the limit): guard limit = memory.max = 64 MiB, memory.high
  * 57.6 MiB, below the fast-path line of 60 MiB.  16 MiB of heap and a
  * 128 MiB file, 95 % of touches in its first 80 MiB: a hot set twice the
  * ~40 MiB of cache left under memory.high.  Expect: killed. */

@@ -23,10 +23,11 @@ static bool oom_seen(void *ud) {
 /* Actor: no limit of its own, in a parent whose memory.max is 32 MiB; guard
  * limit 256 MiB.  The guard's line follows the actor's own kernel limits
  * only, so it stays on its fast path and never reads memory.events.local on
- * a tick; anon grows to 96 MiB.  Expect: the kernel OOM-kills it (the
- * victim's memory.events.local counts the oom_kill), and the set, woken by
- * the change of memory.events.local, reports MG_EVENT_KERNEL_OOM within a
- * second. */
+ * a tick; anon grows to 96 MiB.  Expect: on its fast path the guard keeps
+ * two fds open, memory.current and memory.events.local (the set's watch);
+ * the kernel OOM-kills the actor (the victim's memory.events.local counts
+ * the oom_kill), and the set, woken by the change of memory.events.local,
+ * reports MG_EVENT_KERNEL_OOM within a second. */
 int t_kernel_oom_attributed(void) {
         struct mgt_events ev = {};
         mg_set *s = kt_set_new();
@@ -38,7 +39,13 @@ int t_kernel_oom_attributed(void) {
         cg = kt_cg_new("kernel-oom");
         kt_base = base;
         KT_CHECK(cg, "child");
-        KT_CHECK(kt_guard(s, cg, 256 * MG_MIB, &ev, NULL) == 0, "guard");
+        mg_guard *g = NULL;
+        KT_CHECK(kt_guard(s, cg, 256 * MG_MIB, &ev, &g) == 0, "guard");
+        /* its first tick, which trims what mg_guard_new() opened */
+        (void) mgt_run(s, 400 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+        unsigned fds = mg_cgroup_fds_open(&g->cg);
+        kt_note("fast-path fds=%u memory.events.local watched=%d", fds, g->events_watched);
+        KT_CHECK(fds == 2 && g->events_watched && g->cg.fd[MG_CG_EVENTS_LOCAL] >= 0, "fast-path fds %u", fds);
         pid_t pid = kt_spawn(cg, (const char *[]) { "anon", "96", "256", "-1", NULL });
         KT_CHECK(pid > 0, "spawn");
         int st = kt_wait(pid, 30 * MG_USEC_PER_SEC);

@@ -19,10 +19,35 @@ static void bump(unsigned *counter) {
         __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 }
 
+static bool same_file(int a, int b) {
+        struct stat sa, sb;
+        return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+void fixture_note_open(struct fixture *f, const char *name, int fd) {
+        if (fd < 0)
+                return;
+        for (int i = 0; i < MG_CG_N; i++) {
+                bool named = strcmp(mg_cgfile_name((enum mg_cgfile) i), name) == 0;
+                /* fd was closed and its number reused for another file */
+                if (f->fd_of[i] == fd && !named)
+                        f->fd_of[i] = -1;
+                /* the first open of the file, or one again after its fd
+                 * was closed (a trimmed guard); not a second one (the
+                 * restore's own fd of memory.high) */
+                if (named && (f->fd_of[i] < 0 || f->fd_of[i] == fd || !same_file(f->fd_of[i], fd)))
+                        f->fd_of[i] = fd;
+        }
+}
+
 static int fx_openat(void *ud, int dirfd, const char *name, int flags) {
         struct fixture *f = ud;
+        int fd;
+
         bump(&f->opens);
-        return openat(dirfd, name, flags);
+        fd = openat(dirfd, name, flags);
+        fixture_note_open(f, name, fd);
+        return fd;
 }
 
 static ssize_t fx_pread(void *ud, int fd, void *buf, size_t len, off_t off) {

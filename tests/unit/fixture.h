@@ -74,6 +74,9 @@ void fixture_stat(struct fixture *f, uint64_t anon, uint64_t file, uint64_t kern
 void fixture_psi(struct fixture *f, const char *file, uint64_t some_total_usec);
 void fixture_events(struct fixture *f, uint64_t high, uint64_t max, uint64_t oom_kill);
 void fixture_current(struct fixture *f, uint64_t bytes);
+/* The seam's opens tell which fd is which file (also after a trimmed
+ * guard opens its files again); a seam of a test's own calls this. */
+void fixture_note_open(struct fixture *f, const char *name, int fd);
 /* Learns which fd is which file from the guard's open cgroup. */
 void fixture_map_fds(struct fixture *f, const struct mg_cgroup *cg);
 void fixture_reset_counts(struct fixture *f);

@@ -46,6 +46,7 @@
 #include "fixture.h"
 #include "guard.h"
 #include "kill.h"
+#include "set.h"
 #include "util.h"
 
 
@@ -164,6 +165,7 @@ static int ft_openat2(void *ud, int dirfd, const char *name, int flags, uint64_t
          * it either): the library falls back to openat, which counts. */
         if (!(fd < 0 && errno == ENOSYS))
                 fx.opens++;
+        fixture_note_open(&fx, name, fd);
         return fd;
 }
 
@@ -1389,4 +1391,164 @@ Test(lend, record_format_round_trip) {
         cr_assert_eq(mg_lend_record_parse(buf, (size_t) n, &back), 0);
         cr_expect_eq(back.old_high_bytes, UINT64_MAX - 1);
         cr_expect_eq(mg_lend_record_format(&r, buf, 20), -ENOBUFS);
+}
+
+/* ---- fds: a guard far below its limit keeps two ------------------------------ */
+
+TestSuite(fds, .init = setup, .fini = teardown);
+
+/* Below for half a stall window: the slow path's state goes back, and with
+ * it the files only the slow path reads. */
+static void below_for_a_while(mg_guard *g) {
+        fixture_current(&fx, 100 * MG_MIB);
+        for (uint64_t t = 0; t <= g->opt.stall_window_usec / 2 + 250 * MG_USEC_PER_MSEC; t += 250 * MG_USEC_PER_MSEC)
+                cr_expect_eq(tick(g), 0);
+}
+
+/* A guard alone reads nothing but memory.current far below its limit, and
+ * keeps nothing else open.  (In a set on a real cgroup, memory.events.local
+ * stays open too, for the set's watch: the kernel suite's fds check.) */
+Test(fds, fast_path_keeps_memory_current) {
+        unsigned base = open_fds();
+        mg_guard *g = new_guard();
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1);
+        cr_expect_geq(g->cg.fd[MG_CG_CURRENT], 0);
+        cr_expect_eq(open_fds(), base + 1, "the process holds what the guard says");
+        /* the periodic re-read of the limits opens them and closes them again */
+        const int period = (int) (MG_LIMITS_REREAD_USEC / (250 * MG_USEC_PER_MSEC));
+        fixture_current(&fx, 100 * MG_MIB);
+        for (int i = 0; i < period + 2; i++)
+                cr_expect_eq(tick(g), 0);
+        cr_expect_geq(fx.reads_of[MG_CG_MAX], 1, "memory.max re-read");
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1);
+
+        at_limit();
+        cr_expect_eq(tick(g), 0);
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1 + MG_CG_N, "at the limit: the directory and every file");
+        cr_expect_eq(open_fds(), base + 1 + MG_CG_N);
+        below_for_a_while(g);
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1, "back below: trimmed");
+        cr_expect_eq(open_fds(), base + 1);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR] + seen.n[MG_EVENT_KILL] + seen.n[MG_EVENT_GONE], 0);
+        mg_guard_free(g);
+        cr_expect_eq(open_fds(), base);
+}
+
+/* In a set whose epoll cannot watch memory.events.local (a fixture's is a
+ * plain file: EPERM), the guard does not keep it either; at its limit and
+ * back the same as alone. */
+Test(fds, set_guard_keeps_what_its_set_watches) {
+        mg_set *s;
+        mg_guard *g;
+        struct mg_guard_options o;
+        cr_assert_eq(mg_set_new(NULL, &s), 0);
+        unsigned base = open_fds();
+        cr_assert_eq(mg_guard_options_init(&o, 256 * MG_MIB), 0);
+        o.on_event = on_event;
+        cr_assert_eq(mg_set_add_internal(s, fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g), 0);
+        mg_guard_set_clock(g, fixture_clock, &fx);
+        fixture_current(&fx, 100 * MG_MIB);
+        cr_expect_eq(tick(g), 0);
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1);
+        cr_expect_eq(open_fds(), base + 1);
+        at_limit();
+        cr_expect_eq(tick(g), 0);
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1 + MG_CG_N);
+        below_for_a_while(g);
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1);
+        mg_set_free(s);
+}
+
+/* No free fd when the actor reaches its limit: no decision (it needs
+ * memory.stat), an error once, never a kill; the overshoot is killed once
+ * the files open. */
+Test(fds, slow_path_files_that_cannot_open) {
+        mg_guard *g = new_guard();
+        overshoot();
+        arm(FOP_OPEN, ANY_FILE, EMFILE, PERSISTENT, SHORT_NONE);
+        for (int i = 0; i < 4; i++)
+                cr_expect_eq(tick(g), -EMFILE);
+        cr_expect(!killed());
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "once per streak: %d", seen.n[MG_EVENT_ERROR]);
+        cr_expect_eq(seen.last_error, -EMFILE);
+        cr_expect_eq(seen.n[MG_EVENT_GONE], 0);
+        disarm();
+        cr_expect_eq(tick(g), 1);
+        cr_expect(killed());
+        mg_guard_free(g);
+}
+
+/* What the kill writes was opened when the guard reached its limit (and
+ * cgroup.kill first): with no fd left, the kill and its record still happen. */
+Test(fds, a_kill_needs_no_free_fd) {
+        mg_guard *g = new_guard();
+        at_limit();
+        cr_expect_eq(tick(g), 0);
+        arm(FOP_OPEN, ANY_FILE, EMFILE, PERSISTENT, SHORT_NONE);
+        overshoot();
+        cr_expect_eq(tick(g), 1);
+        cr_expect(killed());
+        cr_expect_eq(flt.hits, 0, "an open was tried for the kill");
+        cr_expect(mg_guard_is_killing(g), "waiting for the cgroup to empty, the record filled");
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 0);
+        disarm();
+        mg_guard_free(g);
+}
+
+/* A trimmed guard finds its directory again by path.  Another cgroup made
+ * at that path is not its own (not killed for its overshoot); its own,
+ * removed, is gone. */
+Test(fds, a_cgroup_made_again_at_the_path_is_not_the_guards) {
+        char away[sizeof(fx.dir) + 8];
+        mg_guard *g = new_guard();
+        snprintf(away, sizeof(away), "%s.away", fx.dir);
+        overshoot(); /* of its own, which moves away */
+        cr_assert_eq(rename(fx.dir, away), 0);
+        cr_assert_eq(mkdir(fx.dir, 0700), 0);
+        cr_assert_eq(fixture_tree_make(fx.dir, NULL), 0);
+        overshoot(); /* of the new one */
+        int r = tick(g);
+        cr_expect_lt(r, 0, "tick: %d, errors %d last %d", r, seen.n[MG_EVENT_ERROR], seen.last_error);
+        cr_expect(!killed(), "the cgroup that took the path was killed");
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1);
+        cr_expect_eq(seen.last_error, -ESTALE);
+        cr_expect_eq(seen.n[MG_EVENT_GONE], 0, "its own cgroup still reads");
+        /* its own removed: its memory.current reads ENODEV */
+        arm(FOP_READ, MG_CG_CURRENT, ENODEV, PERSISTENT, SHORT_NONE);
+        cr_expect_eq(tick(g), -ENODEV);
+        cr_expect_eq(seen.n[MG_EVENT_GONE], 1);
+        cr_expect(!killed());
+        disarm();
+        mg_guard_free(g);
+        cr_expect_eq(fixture_remove_tree(away), 0);
+}
+
+/* A lend opens what it and its end need; the first fast tick after it
+ * trims again. */
+Test(fds, a_lend_opens_its_files_and_the_end_trims) {
+        mg_guard *g = new_guard();
+        uint64_t id;
+        cr_assert_eq(mg_guard_lend_begin(g, 16 * MG_MIB, 0, &id), 0);
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1 + MG_CG_N);
+        fixture_current(&fx, 100 * MG_MIB);
+        cr_expect_eq(tick(g), 0);
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1 + MG_CG_N, "kept while lent");
+        cr_expect_eq(mg_guard_lend_end(g, id), 0);
+        cr_expect_eq(tick(g), 0);
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1);
+        mg_guard_free(g);
+}
+
+/* A pressure file hidden (cgroup.pressure 0) while the guard was trimmed:
+ * opening again leaves it to its read, which reports it, and the overshoot
+ * is killed all the same. */
+Test(fds, a_hidden_pressure_file_does_not_stop_the_slow_path) {
+        mg_guard *g = new_guard();
+        fixture_remove(&fx, "memory.pressure");
+        overshoot();
+        cr_expect_eq(tick(g), 1);
+        cr_expect(killed());
+        cr_expect_eq(seen.n[MG_EVENT_GONE], 0);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "the hidden file reported: %d", seen.n[MG_EVENT_ERROR]);
+        mg_guard_free(g);
 }

@@ -13,7 +13,8 @@
  * anon (the slow path); K is capped at 10 there to fit the VM.
  *
  * Figures: CPU share of one core over the run (getrusage, user + system,
- * over wall time), preads and wakeups per second, fds per guard, resident
+ * over wall time), preads and wakeups per second, fds per guard (added, and
+ * after the run with the K at their limit), resident
  * memory per guard ((VmRSS after the run - VmRSS before the guards) / N),
  * heap bytes allocated per guard, the kernel's slab growth per guard
  * (/proc/meminfo Slab, noisy), time to add a guard, sizeof(struct mg_guard)
@@ -103,9 +104,10 @@ static uint64_t run_set(mg_set *s, uint64_t usec) {
 /*
  * The floor: the same N memory.current files read at the same rate and in
  * the same 25 ms batches by a loop that does nothing else (a pread into a
- * stack buffer, strtoull, a compare), in the same process with the guards'
- * fds still open.  What no design that reads memory.current once per actor
- * per tick can go below; memguard's share is measured against it.
+ * stack buffer, strtoull, a compare), in the same process once the set is
+ * freed (its fds and the floor's fit under a hard RLIMIT_NOFILE of 20,000
+ * with 10,000 actors).  What no design that reads memory.current once per
+ * actor per tick can go below; memguard's share is measured against it.
  */
 static int floor_run(const char *dir, uint64_t n, uint64_t limit, uint64_t tick_ms, uint64_t seconds) {
         uint64_t slots = tick_ms >= 25 ? tick_ms / 25 : 1, reads = 0, below = 0, sys0, sys1;
@@ -205,10 +207,12 @@ int main(int argc, char **argv) {
         setvbuf(stdout, NULL, _IOLBF, 0);
         bench_io_init(&io);
 
-        /* Each guard keeps its directory and up to 11 files open. */
-        r = bench_raise_nofile(n * 14 + 256);
+        /* A guard at rest keeps 2 files open at most, one at its limit its
+         * directory and every file; the floor (after the set) one each. */
+        uint64_t nofile = n * 2 + slow * (1 + MG_CG_N) + 256;
+        r = bench_raise_nofile(nofile);
         if (r < 0) {
-                fprintf(stderr, "bench-scale: RLIMIT_NOFILE to %" PRIu64 ": %s\n", n * 14 + 256, strerror(-r));
+                fprintf(stderr, "bench-scale: RLIMIT_NOFILE to %" PRIu64 ": %s\n", nofile, strerror(-r));
                 return 1;
         }
         holders = calloc(slow + 1, sizeof(*holders));
@@ -290,9 +294,7 @@ int main(int argc, char **argv) {
                 mg_guard_options_init(&o, limit);
                 o.tick_usec = tick_ms * 1000;
                 snprintf(path, sizeof(path), "%s/a%" PRIu64, dir, i);
-                r = mg_guard_new_internal(path, &o, root ? 0 : MG_CGROUP_ANY_FS, &io.io, &g);
-                if (r == 0 && (r = mg_set_add_guard(s, g)) < 0)
-                        mg_guard_free(g);
+                r = mg_set_add_internal(s, path, &o, root ? 0 : MG_CGROUP_ANY_FS, &io.io, &g);
                 if (r == 0)
                         guards[i] = g;
                 if (r < 0) {
@@ -321,16 +323,20 @@ int main(int argc, char **argv) {
         bench_cg_dump("scale:run");
         uint64_t wall = mg_mono_nsec() - wall0, cpu = cpu_usec(&sys1) - cpu0, preads = io.preads - preads0;
         uint64_t rss2 = bench_rss_bytes();
+        unsigned fds2 = bench_count_fds();
         double secs = (double) wall / 1e9;
 
         uname(&u);
+        struct rlimit nl = {};
+        (void) getrlimit(RLIMIT_NOFILE, &nl);
         printf("env bench=scale where=%s kernel=%s n=%" PRIu64 " slow=%" PRIu64 " tick_ms=%" PRIu64
-               " seconds=%" PRIu64 " alloc_counting=%d\n",
-               root ? "cgroup" : "fixture", u.release, n, n_slow, tick_ms, seconds, bench_alloc_counting());
+               " seconds=%" PRIu64 " alloc_counting=%d nofile_limit=%" PRIu64 "\n",
+               root ? "cgroup" : "fixture", u.release, n, n_slow, tick_ms, seconds, bench_alloc_counting(),
+               (uint64_t) nl.rlim_cur);
         printf("result bench=scale where=%s n=%" PRIu64 " slow=%" PRIu64 " tick_ms=%" PRIu64 " align_ms=%" PRIu64
                " seconds=%.1f cpu_us_per_wakeup=%.2f sys_pct_of_cpu=%.1f "
                "cpu_pct=%.3f cpu_us_per_tick=%.2f preads_per_sec=%.0f expected_ticks_per_sec=%.0f "
-               "wakeups_per_sec=%.1f fds_per_guard=%.2f rss_per_guard_bytes=%.0f rss_added_per_guard_bytes=%.0f "
+               "wakeups_per_sec=%.1f fds_per_guard=%.2f fds_per_guard_running=%.2f rss_per_guard_bytes=%.0f rss_added_per_guard_bytes=%.0f "
                "heap_bytes_per_guard=%.0f heap_allocs_per_guard=%.2f slab_kib_per_guard=%.2f "
                "add_us_per_guard=%.2f make_us_per_actor=%.1f\n",
                root ? "cgroup" : "fixture", n, n_slow, tick_ms, align_ms, secs,
@@ -338,10 +344,13 @@ int main(int argc, char **argv) {
                100.0 * (double) cpu / 1000.0 / (secs * 1000.0),
                (double) cpu / (secs * (double) n * 1000.0 / (double) tick_ms), (double) preads / secs,
                (double) n * 1000.0 / (double) tick_ms, (double) wakeups / secs, (double) (fds1 - fds0) / (double) n,
+               (double) (fds2 - fds0) / (double) n,
                (double) (rss2 - rss0) / (double) n, (double) (rss1 - rss0) / (double) n,
                (double) (a1.bytes - a0.bytes) / (double) n, (double) (a1.allocs - a0.allocs) / (double) n,
                ((double) slab1 - (double) slab0) / (double) n, (double) t_add / 1000.0 / (double) n,
                (double) t_make / 1000.0 / (double) n);
+        s = mg_set_free(s);
+        s = mg_set_free(s);
         if (floor && (r = floor_run(dir, n, limit, tick_ms, seconds)) < 0)
                 fprintf(stderr, "bench-scale: floor: %s\n", strerror(-r));
         printf("result bench=sizeof guard=%zu slow_state=%zu stat_buf_per_set=%zu small_buf_per_set=%zu "

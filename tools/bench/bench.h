@@ -43,8 +43,8 @@ uint64_t bench_syscr(void);
 uint64_t bench_rss_bytes(void);
 /* Open fds of this process. */
 unsigned bench_count_fds(void);
-/* Raises RLIMIT_NOFILE to at least n (root may go past the hard limit).
- * Returns 0 or a negative errno. */
+/* Raises RLIMIT_NOFILE to at least n, or to the hard limit where it cannot
+ * be raised (no CAP_SYS_RESOURCE).  Returns 0 or a negative errno. */
 int bench_raise_nofile(uint64_t n);
 
 /* bench_memstat_7x (the keys 7.2 prints, values of a busy actor; see

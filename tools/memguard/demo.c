@@ -436,21 +436,21 @@ static void s_thrash(struct demo *d, struct row *w) {
         thrash_row(d, w, &c);
 }
 
-/* Seed 000's sequential variant: a 96 MiB file mapped and walked front to
+/* The sequential file-hot (docs/field-facts.md F3): a 96 MiB file mapped and walked front to
  * back, 200 ms between passes, at a 48 MiB memory.max.  The hot set is twice
  * the cache: the kernel books no restores and memory pressure stays low;
  * only the re-reads themselves show it. */
 static void s_thrash_seq(struct demo *d, struct row *w) {
-        const struct thrash_case c = { "seed 000's file-hot seq (96 MiB mapped, walked front to back)", "thrash-seq",
+        const struct thrash_case c = { "sequential file-hot (96 MiB mapped, walked front to back)", "thrash-seq",
                                        &mgt_spec_thrash_sequential };
         thrash_row(d, w, &c);
 }
 
-/* Seed 000's skewed app (16 MiB heap, 95 % of touches in the first 80 MiB of
+/* The field's skewed app (docs/field-facts.md F4; 16 MiB heap, 95 % of touches in the first 80 MiB of
  * a 128 MiB file) under kubelet's MemoryQoS memory.high, 90 % of 64 MiB:
  * pressed against a kernel limit below the guard's fast-path line. */
 static void s_thrash_high(struct demo *d, struct row *w) {
-        const struct thrash_case c = { "seed 000's file-hot skew (80 MiB hot, 16 MiB heap)", "thrash-high",
+        const struct thrash_case c = { "skewed file-hot (80 MiB hot, 16 MiB heap)", "thrash-high",
                                        &mgt_spec_thrash_under_high };
         thrash_row(d, w, &c);
 }

@@ -259,7 +259,7 @@ static int mode_hotfile(int argc, char **argv) {
 }
 
 /*
- * Seed 000's file-hot, with its anon-hog beside it in the same process: hold
+ * The field's file-hot (docs/field-facts.md F3, F4), with its anon-hog beside it in the same process: hold
  * ANON_MIB MiB of heap, map FILE PROT_READ|PROT_EXEC as program text and hot
  * data are mapped, and touch its pages in passes of one touch per page of the
  * file.  "seq PAUSE_MS" walks the file front to back and sleeps PAUSE_MS
@@ -427,7 +427,8 @@ static int mode_cpu(int argc, char **argv) {
 }
 
 /* Wakes every period_ms: scheduled start, wake delay and service time of a
- * small memory-touching job, as the canaries of seed 002 recorded them. */
+ * small memory-touching job, as the field's canaries recorded them
+ * (docs/field-facts.md F10). */
 static int mode_canary(int argc, char **argv) {
         double secs = argc > 0 ? num_arg(argv[0]) : 10;
         uint64_t period = (argc > 1 ? strtoull(argv[1], NULL, 0) : 100) * 1000;
