@@ -39,6 +39,9 @@ const char *mg_event_type_to_string(enum mg_event_type t) {
         case MG_EVENT_THROTTLED: return "throttled";
         case MG_EVENT_EMPTY_OVER_LIMIT: return "empty-over-limit";
         case MG_EVENT_UNKILLABLE: return "unkillable";
+        case MG_EVENT_KILL_DRY_RUN: return "kill-dry-run";
+        case MG_EVENT_PRE_KILL: return "pre-kill";
+        case MG_EVENT_KILL_AVERTED: return "kill-averted";
         }
         return "?";
 }
