@@ -11,6 +11,7 @@
 #include "config.h"
 #include "events.h"
 #include "size.h"
+#include "util.h"
 
 void mgt_print_line(const char *s) {
         size_t n = strlen(s);
@@ -66,13 +67,12 @@ size_t mgt_rfc3339(uint64_t realtime_usec, char *buf, size_t len) {
 /* The wall-clock time of a CLOCK_MONOTONIC instant: now, less how long ago
  * it was (the library times events on the monotonic clock). */
 static uint64_t realtime_of(uint64_t monotonic_usec) {
-        struct timespec rt, mono;
+        struct timespec rt;
         uint64_t rt_usec, mono_usec;
 
         clock_gettime(CLOCK_REALTIME, &rt);
-        clock_gettime(CLOCK_MONOTONIC, &mono);
+        mono_usec = mg_mono_usec();
         rt_usec = (uint64_t) rt.tv_sec * 1000000 + (uint64_t) rt.tv_nsec / 1000;
-        mono_usec = (uint64_t) mono.tv_sec * 1000000 + (uint64_t) mono.tv_nsec / 1000;
         if (monotonic_usec == 0 || monotonic_usec > mono_usec || mono_usec - monotonic_usec > rt_usec)
                 return rt_usec;
         return rt_usec - (mono_usec - monotonic_usec);
@@ -174,8 +174,6 @@ static void lend_text(const struct mg_event *ev, char *buf, size_t len) {
                 snprintf(buf, len, "memguard: lend-expired: %s: lend deadline passed, %s", ev->cgroup, what);
 }
 
-#define KIB(x) ((x) >> 10)
-
 /* Over the limit with no process: what holds the memory, in the kill
  * record's terms. */
 static void empty_text(const struct mg_event *ev, char *buf, size_t len) {
@@ -186,8 +184,8 @@ static void empty_text(const struct mg_event *ev, char *buf, size_t len) {
                  "memguard: empty-over-limit: %s: used %" PRIu64 "kB of limit %" PRIu64 "kB held by no process "
                  "(anon %" PRIu64 "kB shmem %" PRIu64 "kB kernel %" PRIu64 "kB sock %" PRIu64 "kB), memory.current %" PRIu64
                  "kB, page cache %" PRIu64 "kB (not counted): nothing to kill",
-                 ev->cgroup, KIB(r->used_bytes), KIB(r->limit_bytes), KIB(s->anon), KIB(s->shmem), KIB(s->kernel),
-                 KIB(s->sock), KIB(r->current_bytes), KIB(s->file));
+                 ev->cgroup, MG_TO_KIB(r->used_bytes), MG_TO_KIB(r->limit_bytes), MG_TO_KIB(s->anon), MG_TO_KIB(s->shmem), MG_TO_KIB(s->kernel),
+                 MG_TO_KIB(s->sock), MG_TO_KIB(r->current_bytes), MG_TO_KIB(s->file));
 }
 
 /* Members that outlived the kill: "1234 (D) 5678 (D)". */
@@ -244,8 +242,8 @@ static void pre_kill_text(const struct mg_event *ev, const struct pre_kill_answe
         snprintf(buf, len,
                  "memguard: pre-kill: %s: about to kill (%s): used %" PRIu64 "kB of limit %" PRIu64 "kB, anon %" PRIu64
                  "kB; %s",
-                 ev->cgroup, mg_kill_reason_to_string(ev->kill->reason), KIB(r->used_bytes), KIB(r->limit_bytes),
-                 KIB(r->stat.anon), how);
+                 ev->cgroup, mg_kill_reason_to_string(ev->kill->reason), MG_TO_KIB(r->used_bytes), MG_TO_KIB(r->limit_bytes),
+                 MG_TO_KIB(r->stat.anon), how);
 }
 
 /* s at buf + *at, cut to what fits; buf stays a string. */
@@ -285,8 +283,8 @@ static void event_text(const struct mg_event *ev, const struct pre_kill_answer *
                 snprintf(buf, len,
                          "memguard: kill-averted: %s: the deferred kill (%s) is not made: used %" PRIu64
                          "kB, memory.current %" PRIu64 "kB of limit %" PRIu64 "kB",
-                         ev->cgroup, mg_kill_reason_to_string(ev->kill->reason), KIB(ev->report->used_bytes),
-                         KIB(ev->report->current_bytes), KIB(ev->report->limit_bytes));
+                         ev->cgroup, mg_kill_reason_to_string(ev->kill->reason), MG_TO_KIB(ev->report->used_bytes),
+                         MG_TO_KIB(ev->report->current_bytes), MG_TO_KIB(ev->report->limit_bytes));
                 break;
         case MG_EVENT_KERNEL_OOM:
                 snprintf(buf, len, "memguard: kernel-oom: %s: the kernel OOM-killed %" PRIu64 " process%s (memory.max)",

@@ -30,6 +30,7 @@
 #include "memguard/memguard.h"
 #include "memguard-tool-config.h"
 #include "size.h"
+#include "util.h"
 
 static const struct {
         const char *name, *usage;
@@ -288,7 +289,6 @@ static int cmd_json_escape(int argc, char **argv) {
 static int cmd_event_sample(int argc, char **argv) {
         struct mgt_out out = { .json = argc == 2 && strcmp(argv[1], "--json") == 0 };
         static const char cg[] = "/sys/fs/cgroup/sample/\"actor\"";
-        struct timespec ts;
         uint64_t now;
         struct mg_kill_record k = {
                 .size = sizeof(k), .reason = MG_KILL_OVERSHOOT, .method = MG_KILL_CGROUP_KILL, .cgroup = cg,
@@ -307,8 +307,7 @@ static int cmd_event_sample(int argc, char **argv) {
 
         if (argc > 2 || (argc == 2 && !out.json))
                 return mgt_usage_error("event-sample", "usage: memguard event-sample [--json]");
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        now = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        now = mg_mono_usec();
         k.detect_usec = now - 300000;
         k.kill_usec = now - 250000;
         k.empty_usec = now - 200000;
