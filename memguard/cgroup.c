@@ -190,8 +190,9 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
                                 continue;
                         goto fail;
                 }
-                cg->have |= MG_CG_BIT(i);
+                cg->have = (uint16_t) (cg->have | MG_CG_BIT(i));
         }
+        cg->all_open = !(flags & MG_CGROUP_HIGH_ONLY);
         return 0;
 fail:
         mg_cgroup_close(cg);
@@ -218,8 +219,7 @@ static int need_dir(struct mg_cgroup *cg) {
         return 0;
 }
 
-/* File f open, if this kernel has it: 0, -EOPNOTSUPP, or the open's errno. */
-static int need_file(struct mg_cgroup *cg, enum mg_cgfile f) {
+int mg_cgroup_need(struct mg_cgroup *cg, enum mg_cgfile f) {
         int r;
 
         if (cg->fd[f] >= 0)
@@ -230,20 +230,32 @@ static int need_file(struct mg_cgroup *cg, enum mg_cgfile f) {
         return r < 0 ? r : open_file(cg, f);
 }
 
-int mg_cgroup_open_all(struct mg_cgroup *cg) {
-        int r = need_file(cg, MG_CG_KILL);
+/* An optional file that is not there now (the pressure files a live
+ * cgroup hides: cgroup.pressure 0) is left to its reads, which report it. */
+static bool open_failed(enum mg_cgfile f, int r) {
+        return r < 0 && r != -EOPNOTSUPP && !(r == -ENOENT && !files[f].required);
+}
 
-        if (r < 0 && r != -EOPNOTSUPP)
+int mg_cgroup_open_all(struct mg_cgroup *cg) {
+        int r;
+
+        if (cg->all_open)
+                return 0;
+        r = mg_cgroup_need(cg, MG_CG_KILL);
+        if (open_failed(MG_CG_KILL, r))
                 return r;
         for (int i = 0; i < MG_CG_N; i++) {
-                r = need_file(cg, i);
-                if (r < 0 && r != -EOPNOTSUPP)
+                r = mg_cgroup_need(cg, i);
+                if (open_failed(i, r))
                         return r;
         }
-        return need_dir(cg);
+        r = need_dir(cg);
+        cg->all_open = r == 0;
+        return r;
 }
 
 void mg_cgroup_trim(struct mg_cgroup *cg, unsigned keep) {
+        cg->all_open = false;
         for (int i = 0; i < MG_CG_N; i++) {
                 if (cg->fd[i] >= 0 && !(keep & MG_CG_BIT(i))) {
                         close(cg->fd[i]);
@@ -274,13 +286,14 @@ int mg_cgroup_reopen(struct mg_cgroup *cg, enum mg_cgfile f) {
 
         if (f >= MG_CG_N)
                 return -EINVAL;
-        r = need_file(cg, f);
+        r = mg_cgroup_need(cg, f);
         if (r < 0)
                 return r;
         return open_beneath(cg->io, cg->dirfd, files[f].name, files[f].flags);
 }
 
 void mg_cgroup_close(struct mg_cgroup *cg) {
+        cg->all_open = false;
         for (int i = 0; i < MG_CG_N; i++) {
                 if (cg->fd[i] >= 0)
                         close(cg->fd[i]);
@@ -296,7 +309,7 @@ ssize_t mg_cgroup_read(struct mg_cgroup *cg, enum mg_cgfile f, char *buf, size_t
 
         if (f >= MG_CG_N || size < 2)
                 return -EINVAL;
-        if (cg->fd[f] < 0 && (n = need_file(cg, f)) < 0)
+        if (cg->fd[f] < 0 && (n = mg_cgroup_need(cg, f)) < 0)
                 return n;
         /* Each pread at offset 0 makes kernfs format the file anew, so one
          * call returns one consistent snapshot; a retry after EINTR too. */
@@ -353,7 +366,7 @@ int mg_cgroup_write(struct mg_cgroup *cg, enum mg_cgfile f, const char *s) {
 
         if (f >= MG_CG_N)
                 return -EINVAL;
-        if ((r = need_file(cg, f)) < 0)
+        if ((r = mg_cgroup_need(cg, f)) < 0)
                 return r;
         return write_fd(cg, cg->fd[f], s);
 }

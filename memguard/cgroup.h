@@ -96,6 +96,7 @@ struct mg_cgroup {
         int fd[MG_CG_N];        /* -1: not open now (see have), or the kernel has no such file */
         int dirfd;              /* -1 while trimmed */
         uint16_t have;          /* MG_CG_BIT()s of the files mg_cgroup_open() found */
+        bool all_open;          /* mg_cgroup_open_all() did it, no trim since */
         unsigned flags;         /* MG_CGROUP_* given to mg_cgroup_open() */
         const struct mg_io *io;
         const char *path;       /* the caller's, kept for reopening: must outlive cg; NULL: none */
@@ -122,12 +123,17 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
 /*
  * Opens again what mg_cgroup_trim() closed: the directory by its path, then
  * cgroup.kill first (a kill decided after this needs no free fd), then
- * every other file mg_cgroup_open() found.  Returns 0, -ESTALE if the path
+ * every other file mg_cgroup_open() found (an optional one not there now,
+ * a hidden pressure file, is left closed).  Returns 0, -ESTALE if the path
  * no longer names the directory mg_cgroup_open() opened (removed, maybe
  * made again; or renamed), or the errno of an open (-EMFILE); what opened
  * stays open.  Cheap when nothing is closed.
  */
 int mg_cgroup_open_all(struct mg_cgroup *cg);
+/* File f open (the directory first, if it is not), if this kernel has it.
+ * Returns 0, -EOPNOTSUPP, -ESTALE (as mg_cgroup_open_all()) or the open's
+ * errno. */
+int mg_cgroup_need(struct mg_cgroup *cg, enum mg_cgfile f);
 /* Closes the directory and every file but those in keep (MG_CG_BIT()s).
  * Every file opened again opens the directory first: a closed directory
  * means nothing but keep is open. */

@@ -56,9 +56,30 @@ __attribute__((format(printf, 3, 4))) void mg_guard_log(const mg_guard *g, int l
         g->opt.log(level, msg, g->opt.log_userdata);
 }
 
+/* mg_guard_get_stats(): each event as it is delivered. */
+static void count_event(struct mg_guard_counts *c, const struct mg_event *ev) {
+        switch (ev->type) {
+        case MG_EVENT_KILL:
+                if (ev->kill->reason == MG_KILL_STALL)
+                        c->kills_stall++;
+                else
+                        c->kills_overshoot++;
+                break;
+        case MG_EVENT_KILL_DRY_RUN: c->dry_run_kills++; break;
+        case MG_EVENT_KERNEL_OOM: c->kernel_oom_kills += (uint32_t) ev->count; break;
+        case MG_EVENT_ERROR: c->errors++; break;
+        case MG_EVENT_LEND_BEGIN: c->lends++; break;
+        case MG_EVENT_LEND_EXPIRED: c->lend_expiries++; break;
+        case MG_EVENT_THROTTLED: c->throttles++; break;
+        case MG_EVENT_KILL_AVERTED: c->kills_averted++; break;
+        default: break;
+        }
+}
+
 void mg_guard_emit(mg_guard *g, struct mg_event *ev) {
         if (g->detached)
                 return;
+        count_event(&g->counts, ev);
         ev->cgroup = g->path;
         if (ev->time_usec == 0)
                 ev->time_usec = mg_guard_now(g);
@@ -156,7 +177,8 @@ int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsi
         (void) mg_read_parsed(g, MG_CG_STAT, &(struct mg_memstat) {});
         g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
         mg_lend_adopt(g);
-        files_trim(g);
+        if (!host)
+                files_trim(g); /* a set's guard: mg_guard_attach() */
         *ret = g;
         return 0;
 fail:
@@ -278,8 +300,9 @@ mg_guard *mg_guard_free(mg_guard *g) {
 
 void mg_guard_attach(mg_guard *g, struct mg_guard_host *h) {
         g->host = h;
-        /* A file that cannot be polled (a fixture tree's) is closed by the
-         * first fast tick; one that can stays open for the watch. */
+        /* A file that cannot be polled (a fixture tree's) is closed with
+         * the rest; one that can stays open for the watch. */
+        (void) mg_cgroup_need(&g->cg, MG_CG_EVENTS_LOCAL);
         g->events_watched = host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, true) == 0;
         /* A guard leaves its host only to be freed: it never needs its own
          * buffer again. */
@@ -287,6 +310,7 @@ void mg_guard_attach(mg_guard *g, struct mg_guard_host *h) {
         g->own_bufs = NULL;
         g->stat_buf = h->stat_buf;
         g->small_buf = h->small_buf;
+        files_trim(g);
 }
 
 bool mg_guard_detach(mg_guard *g) {
@@ -339,6 +363,32 @@ int mg_guard_get_options(const mg_guard *g, struct mg_guard_options *ret) {
                 return -EINVAL;
         /* ret may be an older caller's, shorter struct */
         return mg_sized_copy_out(ret, &g->opt, sizeof(g->opt));
+}
+
+void mg_guard_stats_add(const mg_guard *g, struct mg_stats *sum) {
+        const struct mg_guard_counts *c = &g->counts;
+
+        sum->fast_ticks += g->fast_ticks;
+        sum->slow_ticks += c->slow_ticks;
+        sum->kills_overshoot += c->kills_overshoot;
+        sum->kills_stall += c->kills_stall;
+        sum->dry_run_kills += c->dry_run_kills;
+        sum->kernel_oom_kills += c->kernel_oom_kills;
+        sum->errors += c->errors;
+        sum->lends += c->lends;
+        sum->lend_expiries += c->lend_expiries;
+        sum->throttles += c->throttles;
+        sum->kills_deferred += c->kills_deferred;
+        sum->kills_averted += c->kills_averted;
+}
+
+int mg_guard_get_stats(const mg_guard *g, struct mg_stats *ret) {
+        struct mg_stats st = { .size = sizeof(st) };
+
+        if (!g || !ret || mg_sized_check_out(ret) < 0)
+                return -EINVAL;
+        mg_guard_stats_add(g, &st);
+        return mg_sized_copy_out(ret, &st, sizeof(st));
 }
 
 bool mg_guard_is_killing(const mg_guard *g) {
@@ -558,6 +608,92 @@ static void report_unkillable(mg_guard *g, uint64_t now) {
                                      .unkillable = u });
 }
 
+/* The kill record of reason over rep, in the slow path's state: a real
+ * kill's, a dry run's, a pre-kill's (kill_usec 0: not sent). */
+static void record_fill(mg_guard *g, enum mg_kill_reason reason, enum mg_kill_method method,
+                        const struct mg_report *rep, uint64_t kill_usec) {
+        g->slow_state->kill = (struct mg_kill_record) {
+                .size = sizeof(g->slow_state->kill),
+                .reason = reason,
+                .method = method,
+                .cgroup = g->path,
+                .report = *rep,
+                .detect_usec = g->detect_usec,
+                .kill_usec = kill_usec,
+        };
+        mg_read_report_limits(g, &g->slow_state->kill.report);
+}
+
+/* The method a kill would use: cgroup.kill where the kernel has it. */
+static enum mg_kill_method kill_method(const mg_guard *g) {
+        return g->cg.have & MG_CG_BIT(MG_CG_KILL) ? MG_KILL_CGROUP_KILL : MG_KILL_PIDFD;
+}
+
+/* MG_GUARD_DRY_RUN: the record a kill would carry, told at once, and
+ * nothing signalled.  The windows start over as after a kill, and the same
+ * would-be kill is not told again before the hold (MG_EVENT_KILL_DRY_RUN). */
+static void dry_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep, uint64_t now) {
+        record_fill(g, reason, kill_method(g), rep, now);
+        mg_guard_log(g, MG_LOG_WARNING, "%s: would kill (%s, dry run): used %" PRIu64 " of limit %" PRIu64, g->path,
+                     mg_kill_reason_to_string(reason), rep->used_bytes, rep->limit_bytes);
+        g->slow_state->dry_hold_until_usec = mg_usec_add(now, MG_DRY_RUN_HOLDOFF_USEC);
+        mg_guard_window_reset(g);
+        g->detect_usec = 0;
+        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_KILL_DRY_RUN, .time_usec = now,
+                                              .kill = &g->slow_state->kill });
+}
+
+int mg_guard_defer_kill(mg_guard *g, uint64_t usec) {
+        const struct mg_report *rep;
+
+        if (!g || usec == 0)
+                return -EINVAL;
+        if (!g->pre_kill_open || !g->slow_state)
+                return -ENOENT;
+        if (usec > g->opt.pre_kill_max_defer_usec)
+                return -ERANGE;
+        rep = &g->slow_state->kill.report;
+        if (!mg_policy_may_defer(&g->params, rep->stat.anon + rep->stat.shmem, g->max_bytes))
+                return -EPERM;
+        g->slow_state->defer_until_usec = mg_usec_add(mg_guard_now(g), usec);
+        return 0;
+}
+
+/* MG_EVENT_PRE_KILL, where the options ask for it.  Returns 1 if the kill
+ * is put off (or the callback removed the guard: nothing more to do), 0 to
+ * kill now. */
+static int pre_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep, uint64_t now) {
+        struct mg_guard_host *host = g->host;
+        struct mg_slow *sl = g->slow_state;
+
+        if (g->opt.pre_kill_max_defer_usec == 0)
+                return 0;
+        record_fill(g, reason, kill_method(g), rep, 0);
+        sl->defer_until_usec = 0;
+        g->pre_kill_open = true;
+        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_PRE_KILL, .time_usec = now, .kill = &sl->kill });
+        g->pre_kill_open = false;
+        if (g->host != host || g->detached) {
+                sl->defer_until_usec = 0;
+                return 1; /* removed by its callback */
+        }
+        if (sl->defer_until_usec == 0)
+                return 0;
+        g->counts.kills_deferred++;
+        mg_guard_log(g, MG_LOG_WARNING, "%s: kill (%s) deferred %" PRIu64 " ms at the caller's request", g->path,
+                     mg_kill_reason_to_string(reason), (sl->defer_until_usec - mg_guard_now(g)) / 1000);
+        return 1;
+}
+
+/* The deferral goes without a kill decision of its own (a lend began). */
+static void defer_drop(mg_guard *g, const char *why) {
+        if (!g->slow_state || !g->slow_state->defer_until_usec)
+                return;
+        g->slow_state->defer_until_usec = 0;
+        g->detect_usec = 0;
+        mg_guard_log(g, MG_LOG_INFO, "%s: the deferred kill is dropped: %s", g->path, why);
+}
+
 static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep) {
         enum mg_kill_method method;
         int r;
@@ -570,16 +706,7 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
                 return mg_guard_error(g, MG_ERR_KILL, MG_LOG_ERR, NULL, "kill", r);
         }
         mg_guard_error_clear(g, MG_ERR_KILL);
-        g->slow_state->kill = (struct mg_kill_record) {
-                .size = sizeof(g->slow_state->kill),
-                .reason = reason,
-                .method = method,
-                .cgroup = g->path,
-                .report = *rep,
-                .detect_usec = g->detect_usec,
-                .kill_usec = mg_guard_now(g),
-        };
-        mg_read_report_limits(g, &g->slow_state->kill.report);
+        record_fill(g, reason, method, rep, mg_guard_now(g));
         g->state = MG_GUARD_KILLING;
         mg_guard_log(g, MG_LOG_WARNING, "%s: killed (%s): used %" PRIu64 " of limit %" PRIu64, g->path,
              mg_kill_reason_to_string(reason), rep->used_bytes, rep->limit_bytes);
@@ -644,6 +771,72 @@ static int tick_killing(mg_guard *g, uint64_t now) {
         return 0;
 }
 
+/* The kill, or under MG_GUARD_DRY_RUN what it would be.  Returns 1 if it
+ * killed, 0 (a dry run) or a negative errno. */
+static int act(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep, uint64_t now) {
+        int r;
+
+        if (g->opt.flags & MG_GUARD_DRY_RUN) {
+                dry_kill(g, reason, rep, now);
+                return 0;
+        }
+        r = start_kill(g, reason, rep);
+        if (r < 0)
+                return r;
+        /* cgroup.kill is synchronous for signalling; the group may already be empty. */
+        tick_killing(g, mg_guard_now(g));
+        return 1;
+}
+
+/*
+ * The end of a deferral (mg_guard_defer_kill()): a fresh read, as before
+ * any kill, and the deferred kill if it still stands; if the actor has
+ * left its limit, MG_EVENT_KILL_AVERTED instead.  Returns 1 if it killed, 0,
+ * or a negative errno (a read that failed: the deferral is over, and the
+ * next tick decides anew).
+ */
+static int defer_end(mg_guard *g, uint64_t now, uint64_t current) {
+        struct mg_slow *sl = g->slow_state;
+        enum mg_verdict v = sl->kill.reason == MG_KILL_STALL ? MG_VERDICT_STALL : MG_VERDICT_OVERSHOOT;
+        struct mg_report rep;
+        struct mg_sample x;
+        int r;
+
+        sl->defer_until_usec = 0;
+        r = mg_guard_files_open(g); /* open since the deferral began (its state keeps them): cheap */
+        if (r < 0)
+                return r;
+        r = mg_read_sample(g, current, MG_READ_CONFIRM, &rep, &x);
+        if (r < 0) {
+                g->detect_usec = 0;
+                return r;
+        }
+        mg_read_report_limits(g, &rep);
+        if (mg_policy_confirm(&g->params, v, rep.current_bytes, rep.used_bytes) != v) {
+                g->detect_usec = 0;
+                mg_guard_log(g, MG_LOG_INFO,
+                             "%s: the deferred kill (%s) is not made: the actor left its limit (used %" PRIu64
+                             ", memory.current %" PRIu64 " of limit %" PRIu64 ")",
+                             g->path, mg_kill_reason_to_string(sl->kill.reason), rep.used_bytes, rep.current_bytes,
+                             rep.limit_bytes);
+                mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_KILL_AVERTED, .time_usec = now,
+                                                      .kill = &sl->kill, .report = &rep });
+                return 0;
+        }
+        rep.verdict = v;
+        rep.stall_usec = sl->kill.report.stall_usec;
+        rep.stall_signals = sl->kill.report.stall_signals;
+        rep.stall_refault_bytes = sl->kill.report.stall_refault_bytes;
+        r = mg_read_populated(g);
+        if (g->state == MG_GUARD_GONE)
+                return r;
+        if (r == 0) {
+                g->detect_usec = 0;
+                return 0; /* nobody left to kill: judged anew if a process appears */
+        }
+        return act(g, sl->kill.reason, &rep, now);
+}
+
 /*
  * Below the line.  A thrashing actor's memory.current dips under it now
  * and then (6.12 reclaims in batches: 40 of 48 MiB for a moment in
@@ -656,6 +849,8 @@ static void tick_fast(mg_guard *g, uint64_t now) {
         if (now - g->below_since_usec >= g->params.stall_window_usec / 2) {
                 mg_guard_window_reset(g);
                 g->detect_usec = 0;
+                if (g->slow_state)
+                        g->slow_state->dry_hold_until_usec = 0; /* it left its limit */
         }
         if (g->slow)
                 /* a kernel OOM kill since the last slow tick ended it
@@ -666,7 +861,7 @@ static void tick_fast(mg_guard *g, uint64_t now) {
         /* Its windows are gone and no episode is open: what only the slow
          * path needs goes back. */
         if (g->detect_usec == 0 && !g->unkillable && !g->empty_over && g->slow_state &&
-            g->slow_state->policy.count == 0)
+            g->slow_state->policy.count == 0 && g->slow_state->defer_until_usec == 0)
                 slow_put(g);
         files_trim(g);
 }
@@ -686,12 +881,39 @@ static void tick_fast(mg_guard *g, uint64_t now) {
  */
 static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_report *rep, uint64_t stall_usec,
                        unsigned signals) {
+        struct mg_slow *sl = g->slow_state;
         struct mg_sample fresh;
+        enum mg_kill_reason reason;
         uint64_t current;
+        bool told = false; /* MG_EVENT_PRE_KILL went out for this kill already */
         int r;
 
-        if (g->lent || (v != MG_VERDICT_OVERSHOOT && v != MG_VERDICT_STALL))
+        if (g->lent) {
+                defer_drop(g, "a lend began (kills are paused)");
                 return 0;
+        }
+        if (sl->defer_until_usec) {
+                /* Put off until defer_end(), unless past the hard bound. */
+                if (mg_policy_may_defer(&g->params, rep->stat.anon + rep->stat.shmem, g->max_bytes))
+                        return 0;
+                mg_guard_log(g, MG_LOG_WARNING,
+                             "%s: anon + shmem %" PRIu64 " past the bound of a deferral: the deferred kill is made now",
+                             g->path, rep->stat.anon + rep->stat.shmem);
+                if (v != MG_VERDICT_OVERSHOOT && v != MG_VERDICT_STALL) {
+                        v = sl->kill.reason == MG_KILL_STALL ? MG_VERDICT_STALL : MG_VERDICT_OVERSHOOT;
+                        stall_usec = sl->kill.report.stall_usec;
+                        signals = sl->kill.report.stall_signals;
+                }
+                sl->defer_until_usec = 0;
+                told = true;
+        }
+        if (v != MG_VERDICT_OVERSHOOT && v != MG_VERDICT_STALL)
+                return 0;
+        if (sl->dry_hold_until_usec) {
+                if (now < sl->dry_hold_until_usec)
+                        return 0;
+                sl->dry_hold_until_usec = 0;
+        }
         if (g->empty_over || g->unkillable) {
                 r = nothing_new(g);
                 if (r != 0)
@@ -736,12 +958,10 @@ static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_r
                         note_empty(g, rep);
                 return 0;
         }
-        r = start_kill(g, v == MG_VERDICT_OVERSHOOT ? MG_KILL_OVERSHOOT : MG_KILL_STALL, rep);
-        if (r < 0)
-                return r;
-        /* cgroup.kill is synchronous for signalling; the group may already be empty. */
-        tick_killing(g, mg_guard_now(g));
-        return 1;
+        reason = v == MG_VERDICT_OVERSHOOT ? MG_KILL_OVERSHOOT : MG_KILL_STALL;
+        if (!told && pre_kill(g, reason, rep, now))
+                return 0;
+        return act(g, reason, rep, now);
 }
 
 int mg_guard_tick(mg_guard *g) {
@@ -772,12 +992,25 @@ int mg_guard_tick(mg_guard *g) {
                 g->state = MG_GUARD_WATCHING;
         }
 
-        if (now >= g->limits_due_usec)
+        /* A set that watches memory.events.local hears of a kernel limit
+         * the actor hits (mg_guard_events_changed()); a trimmed guard would
+         * open both files for the periodic re-read, so there it waits for
+         * the slow path. */
+        if (now >= g->limits_due_usec && !g->events_watched)
                 mg_read_line_limits(g);
         r = mg_read_current(g, &current);
         if (r < 0)
                 return r;
+        if (g->slow_state && g->slow_state->defer_until_usec) {
+                if (g->lent) {
+                        defer_drop(g, "a lend began (kills are paused)");
+                } else if (now >= g->slow_state->defer_until_usec) {
+                        r = defer_end(g, now, current);
+                        return r < 0 ? r : r > 0 ? 1 : acted;
+                }
+        }
         if (mg_policy_fast(&g->params, current)) {
+                g->fast_ticks++;
                 tick_fast(g, now);
                 return acted;
         }
@@ -787,6 +1020,7 @@ int mg_guard_tick(mg_guard *g) {
         r = slow_get(g);
         if (r < 0)
                 return r;
+        g->counts.slow_ticks++;
         set_slow(g, true);
         g->below_since_usec = 0;
 

@@ -66,8 +66,8 @@ int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flag
 
 /* How often memory.high and memory.max are re-read for the fast-path line:
  * an outside change is seen within this (at once, in a set, when the actor
- * hits the new limit: memory.events.local changes).  Two preads every 120
- * ticks, 1.017 per fast tick. */
+ * hits the new limit: memory.events.local changes; a set's guard on its
+ * fast path waits for that).  Two preads every 120 ticks, 1.017 per tick. */
 #define MG_LIMITS_REREAD_USEC (30 * UINT64_C(1000000))
 
 /* memory.stat is about 2.5 KiB on 7.x (71 keys of at most 40 bytes). */
@@ -139,6 +139,15 @@ struct mg_restore {
  * found_high_bytes. */
 void mg_restore_run(struct mg_restore *j);
 
+/* What a guard counts besides its fast ticks (mg_guard_get_stats()): the
+ * events as they are delivered, 32 bits each to keep thousands of guards
+ * small. */
+struct mg_guard_counts {
+        uint64_t slow_ticks;
+        uint32_t kills_overshoot, kills_stall, dry_run_kills, kernel_oom_kills, errors;
+        uint32_t lends, lend_expiries, throttles, kills_deferred, kills_averted;
+};
+
 struct mg_guard {
         /* What a fast tick touches comes first, in four cache lines: this
          * one, the hot part of cg, params' line and opt's tick and window.
@@ -150,6 +159,7 @@ struct mg_guard {
         bool events_watched;            /* the host watches memory.events.local (the fast path's) */
         bool empty_over;                /* see below */
         bool unkillable;                /* see below */
+        bool pre_kill_open;             /* an MG_EVENT_PRE_KILL callback runs: mg_guard_defer_kill() may */
         uint32_t erring;                /* a bit per error_streak slot that is not 0 */
         mg_clock_fn clock;
         void *clock_userdata;
@@ -159,6 +169,9 @@ struct mg_guard {
         struct mg_slow *slow_state;     /* while at its limit, or an episode is open: mg_guard_slow_get() */
         struct mg_cgroup cg;            /* its first 64 bytes: the fds and the seam */
         struct mg_policy_params params;
+        /* mg_guard_get_stats(): the one count a fast tick makes, in the
+         * line it shares with params' end and opt's tick and window. */
+        uint64_t fast_ticks;
         struct mg_guard_options opt;
         struct mg_guard_host *host;     /* the set that runs it, or NULL (mg_guard_attach()) */
 
@@ -185,7 +198,8 @@ struct mg_guard {
         uint64_t last_high_events;      /* memory.events.local high at the last slow tick, or UINT64_MAX */
         uint64_t throttle_until_usec;   /* read memory.high and cpu.stat until then (at memory.high) */
         /* The fast-path line follows memory.high and memory.max: read at
-         * mg_guard_new() and every MG_LIMITS_REREAD_USEC, at once when
+         * mg_guard_new() and every MG_LIMITS_REREAD_USEC (on the fast path
+         * only where no set watches memory.events.local), at once when
          * memory.events.local changes on the fast path, and written by the
          * guard's own lends.  memory.max, MG_UNLIMITED for "max", is kept
          * for when only memory.high moves. */
@@ -212,6 +226,8 @@ struct mg_guard {
         char *stat_buf;
         char *small_buf;
         char *own_bufs;
+
+        struct mg_guard_counts counts;  /* the rest of mg_guard_get_stats() */
 };
 
 /*
@@ -230,6 +246,13 @@ struct mg_slow {
         struct mg_report empty_report;          /* MG_EVENT_EMPTY_OVER_LIMIT's payload */
         struct mg_procs unkillable_procs;       /* the members that outlived the kill */
         struct mg_unkillable_info unkillable_info;
+        /* A kill put off by mg_guard_defer_kill() (kill holds its
+         * record): made, or averted, at this time; 0: none. */
+        uint64_t defer_until_usec;
+        /* MG_GUARD_DRY_RUN: no would-be kill is told again before this
+         * (or before the actor has stayed below its line, which gives this
+         * state back); 0: none. */
+        uint64_t dry_hold_until_usec;
         struct mg_slow *next_free;              /* the pool's */
 };
 
@@ -361,6 +384,10 @@ void mg_guard_release_lend(mg_guard *g, bool taken_over_too);
  */
 int mg_guard_restore_done(mg_guard *g, struct mg_guard_host *host);
 
+
+/* g's counts added into *sum (mg_set_get_stats(), and a set keeping a
+ * removed guard's). */
+void mg_guard_stats_add(const mg_guard *g, struct mg_stats *sum);
 
 /* memory.events.local changed (a set saw POLLPRI on it): reads it and
  * reports a kernel OOM kill at once, whatever the tick. */

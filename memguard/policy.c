@@ -40,6 +40,15 @@ enum mg_verdict mg_policy_confirm(const struct mg_policy_params *p, enum mg_verd
         }
 }
 
+bool mg_policy_may_defer(const struct mg_policy_params *p, uint64_t anon_shmem_bytes, uint64_t max_bytes) {
+        uint64_t headroom = p->limit_bytes / 32, over = p->limit_bytes / 8;
+        uint64_t bound = p->limit_bytes > UINT64_MAX - over ? UINT64_MAX : p->limit_bytes + over;
+
+        if (anon_shmem_bytes > bound)
+                return false;
+        return max_bytes == MG_UNLIMITED || (max_bytes > headroom && anon_shmem_bytes < max_bytes - headroom);
+}
+
 /* The newest sample at least age_usec older than the newest, or NULL. */
 static const struct mg_ring_sample *sample_older_than(const struct mg_policy_state *s, uint64_t age_usec) {
         const struct mg_ring_sample *x = &s->ring[s->head];

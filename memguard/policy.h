@@ -144,3 +144,16 @@ enum mg_verdict mg_policy_confirm(const struct mg_policy_params *p, enum mg_verd
  */
 enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_policy_state *s,
                                  const struct mg_sample *x, uint64_t *ret_stall_usec, unsigned *ret_signals);
+
+/*
+ * May a kill be deferred (mg_guard_defer_kill())?  Not once anon + shmem
+ * (anon_shmem_bytes: what no reclaim frees without swap) is above limit +
+ * limit/8, nor once it is within limit/32 of memory.max (max_bytes,
+ * MG_UNLIMITED for none).  An actor that keeps allocating through a
+ * deferral meets memory.max, and there the kernel's memcg OOM killer acts
+ * instead of the guard: it kills the one task oom_badness() picks (the
+ * whole group only with memory.oom.group) and leaves a count in
+ * memory.events.local, no record.  Page cache is not counted: the kernel
+ * reclaims it before it OOM-kills.
+ */
+bool mg_policy_may_defer(const struct mg_policy_params *p, uint64_t anon_shmem_bytes, uint64_t max_bytes);

@@ -7,6 +7,7 @@
 
 #include "memguard/memguard.h"
 #include "sized.h"
+#include "util.h"
 
 const char *mg_verdict_to_string(enum mg_verdict v) {
         switch (v) {
@@ -39,11 +40,12 @@ const char *mg_event_type_to_string(enum mg_event_type t) {
         case MG_EVENT_THROTTLED: return "throttled";
         case MG_EVENT_EMPTY_OVER_LIMIT: return "empty-over-limit";
         case MG_EVENT_UNKILLABLE: return "unkillable";
+        case MG_EVENT_KILL_DRY_RUN: return "kill-dry-run";
+        case MG_EVENT_PRE_KILL: return "pre-kill";
+        case MG_EVENT_KILL_AVERTED: return "kill-averted";
         }
         return "?";
 }
-
-#define KIB(x) ((x) >> 10)
 
 /* Modelled on the kernel's "Memory cgroup out of memory" report: what the
  * limit was, what was charged and what of it the tenant could not give back. */
@@ -81,7 +83,7 @@ int mg_kill_record_format(const struct mg_kill_record *kr, char *buf, size_t len
                 snprintf(reread, sizeof(reread),
                          ", re-read %" PRIu64 "kB of file pages in %" PRIu64 "ms (%" PRIu64
                          "x its page cache, %" PRIu64 "%% of it mapped)",
-                         KIB(r->stall_refault_bytes), r->stall_usec / 1000,
+                         MG_TO_KIB(r->stall_refault_bytes), r->stall_usec / 1000,
                          s->file ? r->stall_refault_bytes / s->file : 0, s->file ? s->file_mapped * 100 / s->file : 0);
         return snprintf(buf, len,
                         "memguard: %s killed: %s; limit %" PRIu64 "kB, used %" PRIu64 "kB "
@@ -93,9 +95,9 @@ int mg_kill_record_format(const struct mg_kill_record *kr, char *buf, size_t len
                         k->cgroup ? k->cgroup : "?", k->reason == MG_KILL_OVERSHOOT
                                                          ? "used memory above its limit"
                                                          : "stuck at its memory limit (stall)",
-                        KIB(r->limit_bytes), KIB(r->used_bytes), KIB(s->anon), KIB(s->shmem), KIB(s->kernel),
-                        KIB(s->sock), KIB(r->current_bytes), KIB(s->file), KIB(s->file_dirty),
-                        KIB(s->file_writeback), r->events.high, r->events.max, r->events.oom_kill,
+                        MG_TO_KIB(r->limit_bytes), MG_TO_KIB(r->used_bytes), MG_TO_KIB(s->anon), MG_TO_KIB(s->shmem), MG_TO_KIB(s->kernel),
+                        MG_TO_KIB(s->sock), MG_TO_KIB(r->current_bytes), MG_TO_KIB(s->file), MG_TO_KIB(s->file_dirty),
+                        MG_TO_KIB(s->file_writeback), r->events.high, r->events.max, r->events.oom_kill,
                         r->memory_pressure.some.total_usec / 1000, r->io_pressure.some.total_usec / 1000,
                         r->stall_usec / 1000, r->stall_signals & MG_STALL_MEMORY ? " on memory" : "",
                         r->stall_signals & MG_STALL_IO ? " on io" : "", reread,

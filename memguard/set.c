@@ -57,6 +57,8 @@ struct mg_set {
         /* The slow path's states its guards gave back (struct mg_slow):
          * as many as were ever at their limits at once. */
         struct mg_slow *slow_free;
+        /* mg_set_get_stats(): the counts of the guards removed so far. */
+        struct mg_stats removed;
 };
 
 static mg_set *set_of(struct mg_guard_host *h) {
@@ -384,6 +386,7 @@ int mg_set_remove(mg_set *s, mg_guard *g) {
 
         if (!s || !g || mg_guard_get_host(g) != &s->host)
                 return -EINVAL;
+        mg_guard_stats_add(g, &s->removed);
         ours = mg_guard_detach(g);
         heap_remove(s, g);
         if (ours && s->processing)
@@ -393,6 +396,18 @@ int mg_set_remove(mg_set *s, mg_guard *g) {
         else if (ours)
                 mg_guard_free(g);
         return arm(s);
+}
+
+int mg_set_get_stats(const mg_set *s, struct mg_stats *ret) {
+        struct mg_stats st;
+
+        if (!s || !ret || mg_sized_check_out(ret) < 0)
+                return -EINVAL;
+        st = s->removed;
+        st.size = sizeof(st);
+        for (size_t i = 0; i < s->n; i++)
+                mg_guard_stats_add(s->heap[i].g, &st);
+        return mg_sized_copy_out(ret, &st, sizeof(st));
 }
 
 size_t mg_set_size(const mg_set *s) {

@@ -99,7 +99,8 @@ int mg_options_resolve(const struct mg_guard_options *o, struct mg_guard_options
         if (r.margin_bytes >= r.limit_bytes || r.tick_usec < 10 * MG_USEC_PER_MSEC || r.tick_usec > MG_TICK_MAX_USEC ||
             r.stall_pressure_permyriad > 10000 ||
             /* the ring must span the window (see MG_POLICY_RING) */
-            r.stall_window_usec / r.tick_usec >= MG_POLICY_RING - 1)
+            r.stall_window_usec / r.tick_usec >= MG_POLICY_RING - 1 ||
+            (r.flags & ~(uint32_t) MG_GUARD_DRY_RUN) || r.pre_kill_max_defer_usec > MG_PRE_KILL_MAX_DEFER_USEC)
                 return -EINVAL;
         *ret = r;
         return 0;

@@ -14,6 +14,8 @@
 #define MG_KIB (UINT64_C(1) << 10)
 #define MG_MIB (UINT64_C(1) << 20)
 #define MG_GIB (UINT64_C(1) << 30)
+/* Bytes in whole KiB, as the kernel's reports print them. */
+#define MG_TO_KIB(bytes) ((bytes) >> 10)
 
 #define MG_USEC_PER_MSEC UINT64_C(1000)
 #define MG_USEC_PER_SEC UINT64_C(1000000)

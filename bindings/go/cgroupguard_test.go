@@ -279,3 +279,35 @@ func TestSnapshotWriteAndRestoreOnAPlainDirectory(t *testing.T) {
 		t.Fatalf("a name with a slash: %v, want EINVAL", err)
 	}
 }
+
+// A dry run goes through to the library's flag and back; a new set has
+// counted nothing, and a closed one is EINVAL.
+func TestDryRunAndStats(t *testing.T) {
+	o, err := DefaultOptions(256 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.DryRun {
+		t.Fatal("DryRun is off by default")
+	}
+	o.DryRun = true
+	c, err := o.toC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !optionsFromC(&c).DryRun {
+		t.Fatal("DryRun lost on the way to C and back")
+	}
+	set, err := NewSet(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := set.Stats()
+	if err != nil || st != (Stats{}) {
+		t.Fatalf("Stats() of a new set = %+v, %v", st, err)
+	}
+	set.Close()
+	if _, err := set.Stats(); err != syscall.EINVAL {
+		t.Fatalf("Stats() of a closed set: %v, want EINVAL", err)
+	}
+}

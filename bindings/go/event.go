@@ -29,6 +29,9 @@ const (
 	EventThrottled      EventType = C.MG_EVENT_THROTTLED        // Throttle set: held over memory.high; not a kill
 	EventEmptyOverLimit EventType = C.MG_EVENT_EMPTY_OVER_LIMIT // Report set: over the limit with no process
 	EventUnkillable     EventType = C.MG_EVENT_UNKILLABLE       // Unkillable and Kill set
+	EventKillDryRun     EventType = C.MG_EVENT_KILL_DRY_RUN     // Kill set: the kill a dry run did not make
+	EventPreKill        EventType = C.MG_EVENT_PRE_KILL         // Kill set: a kill about to be made
+	EventKillAverted    EventType = C.MG_EVENT_KILL_AVERTED     // Kill and Report set: a deferred kill not made
 )
 
 func (t EventType) String() string {

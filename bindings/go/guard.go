@@ -29,6 +29,7 @@ type Options struct {
 	PostKillHoldoff        time.Duration // lagging counters ignored after a kill
 	RefaultWindow          time.Duration // the refault stall rule's window
 	RefaultMappedWindow    time.Duration // the same, while at least half the cache is mapped
+	DryRun                 bool          // decide as usual, kill nothing: each kill is EventKillDryRun
 
 	// OnEvent is called on the set's thread with the event copied out
 	// (see the package documentation). It may call any method of the set
@@ -61,6 +62,7 @@ func optionsFromC(c *C.struct_mg_guard_options) Options {
 		PostKillHoldoff:        duration(c.post_kill_holdoff_usec),
 		RefaultWindow:          duration(c.refault_window_usec),
 		RefaultMappedWindow:    duration(c.refault_mapped_window_usec),
+		DryRun:                 c.flags&C.MG_GUARD_DRY_RUN != 0,
 	}
 }
 
@@ -70,6 +72,9 @@ func (o *Options) toC() (C.struct_mg_guard_options, error) {
 	c.limit_bytes = C.uint64_t(o.LimitBytes)
 	c.margin_bytes = C.uint64_t(o.MarginBytes)
 	c.stall_pressure_permyriad = C.uint32_t(o.StallPressurePermyriad)
+	if o.DryRun {
+		c.flags = C.MG_GUARD_DRY_RUN
+	}
 	for _, f := range []struct {
 		d   time.Duration
 		ret *C.uint64_t
@@ -161,6 +166,38 @@ func (g *Guard) Options() (Options, error) {
 	o := optionsFromC(&c)
 	o.OnEvent, o.Log = g.onEvent, g.log
 	return o, nil
+}
+
+// Stats is what a guard, or a set, has counted (mg_guard_get_stats(),
+// mg_set_get_stats()).
+type Stats struct {
+	FastTicks, SlowTicks        uint64
+	KillsOvershoot, KillsStall  uint64
+	DryRunKills, KernelOOMKills uint64
+	Errors, Lends, LendExpiries uint64
+	Throttles                   uint64
+	KillsDeferred, KillsAverted uint64
+}
+
+func guardStatsFromC(c *C.struct_mg_stats) Stats {
+	return Stats{
+		FastTicks: uint64(c.fast_ticks), SlowTicks: uint64(c.slow_ticks),
+		KillsOvershoot: uint64(c.kills_overshoot), KillsStall: uint64(c.kills_stall),
+		DryRunKills: uint64(c.dry_run_kills), KernelOOMKills: uint64(c.kernel_oom_kills),
+		Errors: uint64(c.errors), Lends: uint64(c.lends), LendExpiries: uint64(c.lend_expiries),
+		Throttles: uint64(c.throttles), KillsDeferred: uint64(c.kills_deferred),
+		KillsAverted: uint64(c.kills_averted),
+	}
+}
+
+// Stats is what the guard has counted since it was made.
+func (g *Guard) Stats() (Stats, error) {
+	var c C.struct_mg_stats
+	c.size = C.uint64_t(unsafe.Sizeof(c))
+	if err := g.call(func(p *C.mg_guard) C.int { return C.mg_guard_get_stats(p, &c) }); err != nil {
+		return Stats{}, err
+	}
+	return guardStatsFromC(&c), nil
 }
 
 // Report reads everything the slow path reads, and the verdict it would

@@ -408,6 +408,23 @@ func (s *Set) processFast() (int, error) {
 	return int(r), nil
 }
 
+// Stats is what every guard of the set has counted, those removed since
+// included.
+func (s *Set) Stats() (Stats, error) {
+	var c C.struct_mg_stats
+	var r C.int = -C.int(syscall.EINVAL)
+	c.size = C.uint64_t(unsafe.Sizeof(c))
+	s.do(func() {
+		if !s.closed {
+			r = C.mg_set_get_stats(s.ptr, &c)
+		}
+	})
+	if err := errno(r); err != nil {
+		return Stats{}, err
+	}
+	return guardStatsFromC(&c), nil
+}
+
 // Len is the number of guards in the set.
 func (s *Set) Len() int {
 	n := 0

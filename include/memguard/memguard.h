@@ -155,7 +155,46 @@ enum mg_event_type {
         MG_EVENT_THROTTLED,     /* .throttle valid: held over memory.high; not a kill */
         MG_EVENT_EMPTY_OVER_LIMIT, /* .report valid: over the limit with no process; not a kill */
         MG_EVENT_UNKILLABLE,    /* .unkillable and .kill valid: members outlived the kill wait */
+        /* Added in 0.2 (a caller built against 0.1 ignores them, as it
+         * does any type it does not know). */
+        MG_EVENT_KILL_DRY_RUN,  /* .kill valid: a kill MG_GUARD_DRY_RUN did not make */
+        MG_EVENT_PRE_KILL,      /* .kill valid: a kill about to be made; see mg_guard_defer_kill() */
+        MG_EVENT_KILL_AVERTED,  /* .kill and .report valid: a deferred kill not made, the actor left its limit */
 };
+
+/*
+ * MG_EVENT_KILL_DRY_RUN: under MG_GUARD_DRY_RUN (mg_guard_options.flags)
+ * every kill the guard would make is this event instead, with the record
+ * MG_EVENT_KILL would carry (reason, method it would use, detect_usec,
+ * kill_usec: when it would have been sent, the confirming read in
+ * .report), except empty_usec 0 and empty_timed_out false: nothing was
+ * signalled, nothing emptied.  It comes at once (there is no wait for the
+ * cgroup to empty).  It is a type of its own, not MG_EVENT_KILL with a
+ * flag, so that a caller that does not know it never takes it for a kill.
+ * The same would-be kill is not told every tick: after one, the guard
+ * holds off until the actor has stayed below its fast-path line for half
+ * a stall window (its windows start over, as after a kill), or for
+ * MG_DRY_RUN_HOLDOFF_USEC, whichever comes first; then a kill verdict is
+ * told again.
+ *
+ * MG_EVENT_PRE_KILL: with mg_guard_options.pre_kill_max_defer_usec set
+ * (0, the default, is off: no such event), a kill the guard has decided
+ * and confirmed is told first, with the record it would carry (kill_usec
+ * 0: not sent).  The callback may call mg_guard_defer_kill() on that
+ * guard to put it off; if it does not, the kill follows in the same tick.
+ * A deferred kill is made when the deferral ends unless a fresh read
+ * (memory.current and memory.stat, as before any kill) shows the actor
+ * has left its limit (an overshoot: used or memory.current at the limit
+ * or below; a stall: memory.current below the fast-path line): then no
+ * kill, MG_EVENT_KILL_AVERTED with the deferred record in .kill and that
+ * read in .report, and a log line.  Ticks go on meanwhile, and a deferral
+ * never covers an actor past the hard bound (mg_guard_defer_kill()): it
+ * is killed at the first tick that sees it there.  A lend that begins
+ * meanwhile ends the deferral (kills are paused); the kill is decided
+ * anew after the lend.  Under MG_GUARD_DRY_RUN the same steps run and the
+ * kill they end in is MG_EVENT_KILL_DRY_RUN.
+ */
+#define MG_DRY_RUN_HOLDOFF_USEC (60 * UINT64_C(1000000))
 
 /*
  * MG_EVENT_EMPTY_OVER_LIMIT: used is above the limit (an overshoot, both
@@ -287,16 +326,37 @@ struct mg_guard_options {
          * mapped window applies while at least half its cache is mapped. */
         uint64_t refault_window_usec;
         uint64_t refault_mapped_window_usec;
+        /* Added in 0.2. */
+        uint32_t flags;                 /* MG_GUARD_*; unknown bits are -EINVAL */
+        /* The longest deferral mg_guard_defer_kill() may ask for, at most
+         * MG_PRE_KILL_MAX_DEFER_USEC; 0 (the default): no MG_EVENT_PRE_KILL,
+         * kills are made at once. */
+        uint32_t pre_kill_max_defer_usec;
 };
+
+enum {
+        /* Decide as usual, kill nothing: each kill is MG_EVENT_KILL_DRY_RUN
+         * instead (see there), and cgroup.kill is never written. */
+        MG_GUARD_DRY_RUN = 1 << 0,
+};
+
+/* The bound of mg_guard_options.pre_kill_max_defer_usec: a deferral is
+ * for saving state before the kill (a checkpoint, a flush), not for
+ * work that needs a lend. */
+#define MG_PRE_KILL_MAX_DEFER_USEC UINT32_C(60000000)
 
 /* Fills *o with defaults tuned to limit_bytes.  Returns 0 or -EINVAL. */
 int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes);
 
 /*
  * Opens the actor's cgroup v2 directory (absolute path, or relative to the
- * working directory), checks it is cgroup2, keeps the files it reads open.
+ * working directory), checks it is cgroup2, opens every file it reads.
  * Neither the directory (its last component) nor any file below it may be a
- * symlink.  A lend record left on the directory (see mg_guard_recover()) is
+ * symlink.  Far below its limit the guard keeps memory.current open (and
+ * memory.events.local in a set, which watches it); the rest is opened again
+ * below the directory, found by its path and known by its inode, when it
+ * reaches its limit, lends or reports (-ESTALE, reported: the path names
+ * another directory now).  A lend record left on the directory (see mg_guard_recover()) is
  * taken over: the guard starts lent, kills paused, and restores memory.high
  * at the record's deadline, at most its own lend deadline away
  * (MG_EVENT_LEND_EXPIRED); the log says so.
@@ -350,6 +410,59 @@ void *mg_guard_get_userdata(const mg_guard *g);
  * 16, that is without time_usec: checked before anything is read), or
  * another negative errno. */
 int mg_guard_report(mg_guard *g, struct mg_report *ret);
+
+/*
+ * Puts off the kill an MG_EVENT_PRE_KILL is telling, by usec (relative),
+ * from inside that event's callback for g (and nowhere else); see
+ * MG_EVENT_PRE_KILL for what follows.  Called again in the same callback,
+ * the last call counts.
+ * The hard bound: no deferral while anon + shmem (memory no reclaim frees
+ * without swap) is above limit + limit/8, or within limit/32 of
+ * memory.max.  An actor that keeps allocating meets memory.max, where the
+ * kernel's memcg OOM killer acts instead of the guard (mm/memcontrol.c,
+ * mem_cgroup_out_of_memory()): it kills the one task oom_badness() picks
+ * (the whole cgroup only with memory.oom.group), and leaves the guard
+ * nothing but a count in memory.events.local (MG_EVENT_KERNEL_OOM): no
+ * record, no report.  So the guard kills at once there, deferral or not.
+ * Returns 0; -EINVAL (g NULL, usec 0); -ENOENT outside an MG_EVENT_PRE_KILL
+ * callback of g; -ERANGE for usec above the guard's
+ * pre_kill_max_defer_usec; -EPERM if the actor is past the hard bound (the
+ * kill is made when the callback returns).
+ * The callback runs on the guard's thread, inside mg_guard_tick() or
+ * mg_set_process() (see "Threads" at mg_set_options), and every other
+ * guard of the set waits while it runs: start the saving elsewhere and
+ * return.  It may call any function on g and its set; mg_set_remove() of g
+ * there means no kill by this guard.
+ */
+int mg_guard_defer_kill(mg_guard *g, uint64_t usec);
+
+/*
+ * What a guard, or a set, has counted.  Sized, out (the conventions
+ * above): the caller sets .size, the library fills min(.size, its sizeof)
+ * and zeroes the rest up to .size.  Counters only go up; a guard made anew
+ * starts from 0.  Events count when they are delivered (a removed guard's
+ * later ones are not, see mg_set_remove()).
+ */
+struct mg_stats {
+        uint64_t size;
+        uint64_t fast_ticks;            /* memory.current below the line: nothing else read */
+        uint64_t slow_ticks;            /* at the limit: memory.stat and the pressure files read */
+        uint64_t kills_overshoot;       /* MG_EVENT_KILL, by reason */
+        uint64_t kills_stall;
+        uint64_t dry_run_kills;         /* MG_EVENT_KILL_DRY_RUN */
+        uint64_t kernel_oom_kills;      /* the .count of every MG_EVENT_KERNEL_OOM */
+        uint64_t errors;                /* MG_EVENT_ERROR (once per streak of an error) */
+        uint64_t lends;                 /* MG_EVENT_LEND_BEGIN (taken-over lends included) */
+        uint64_t lend_expiries;         /* MG_EVENT_LEND_EXPIRED */
+        uint64_t throttles;             /* MG_EVENT_THROTTLED */
+        uint64_t kills_deferred;        /* MG_EVENT_PRE_KILLs deferred by mg_guard_defer_kill() */
+        uint64_t kills_averted;         /* MG_EVENT_KILL_AVERTED */
+};
+
+/* g's counts since it was made.  Returns 0, or -EINVAL (g or ret NULL, a
+ * .size below 8).  Per guard the event counters are 32 bits wide and wrap
+ * after 2^32 events of a kind; the ticks are 64 bits. */
+int mg_guard_get_stats(const mg_guard *g, struct mg_stats *ret);
 
 /*
  * Lends memory.high around a snapshot write: raises it by extra_bytes
@@ -497,6 +610,11 @@ int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options
  * errno of re-arming the set's timer. */
 int mg_set_remove(mg_set *s, mg_guard *g);
 size_t mg_set_size(const mg_set *s);
+/* The counts of every guard of s since s was made: those in it now
+ * (mg_guard_get_stats() of each, summed: one pass over the set) and those
+ * removed since, up to their removal.  Returns 0, or -EINVAL (s or ret
+ * NULL, a .size below 8). */
+int mg_set_get_stats(const mg_set *s, struct mg_stats *ret);
 int mg_set_get_fd(const mg_set *s);
 /* Absolute CLOCK_MONOTONIC usec of the next due tick, UINT64_MAX if none. */
 int mg_set_get_timeout(const mg_set *s, uint64_t *ret_usec);

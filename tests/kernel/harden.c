@@ -209,8 +209,12 @@ static int confined_child(const char *a, const char *b) {
 
         if (!s || kt_guard(s, a, 64 * MG_MIB, &ea, NULL) < 0 || kt_guard(s, b, 64 * MG_MIB, &eb, &gb) < 0)
                 return 0;
-        close(gb->cg.fd[MG_CG_KILL]); /* what a kernel before 5.14 looks like to the guard */
+        /* what a kernel before 5.14 looks like to the guard: no cgroup.kill
+         * found at mg_guard_new() */
+        if (gb->cg.fd[MG_CG_KILL] >= 0)
+                close(gb->cg.fd[MG_CG_KILL]);
         gb->cg.fd[MG_CG_KILL] = -1;
+        gb->cg.have &= (uint16_t) ~MG_CG_BIT(MG_CG_KILL);
         if (kt_spawn(a, (const char *[]) { "anon", "160", "256", "-1", NULL }) < 0 ||
             kt_spawn(b, (const char *[]) { "anon", "160", "256", "-1", NULL }) < 0)
                 return 0;
@@ -394,10 +398,11 @@ int t_restore_beside_overshoot(void) {
         KT_CHECK(kt_guard_io(s, a, &o, &aio, &w.a, &ga) == 0, "guard a");
         KT_CHECK(mg_guard_options_init(&o, 64 * MG_MIB) == 0, "options");
         KT_CHECK(kt_guard_io(s, b, &o, &bio, &w.b, &gb) == 0, "guard b");
-        rb.b_current_fd = gb->cg.fd[MG_CG_CURRENT];
-        w.a_high_fd = ga->cg.fd[MG_CG_HIGH];
+        rb.b_current_fd = gb->cg.fd[MG_CG_CURRENT]; /* kept open on the fast path too */
 
         KT_CHECK(mg_guard_lend_begin(ga, MG_UNLIMITED, 60 * MG_USEC_PER_SEC, &lend) == 0, "lend_begin");
+        /* opened for the lend, and open until it ends */
+        w.a_high_fd = ga->cg.fd[MG_CG_HIGH];
         snprintf(cmd, sizeof(cmd), "cat %s > /dev/null && echo workload=cat", file);
         pid_t reader = kt_spawn_exe(a, "/bin/sh", (const char *[]) { "-c", cmd, NULL });
         KT_CHECK(reader > 0, "spawn the reader: %s", strerror((int) -reader));

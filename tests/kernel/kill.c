@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ktest.h"
@@ -40,16 +41,18 @@
 
 #define LIMIT (64 * MG_MIB)
 
-/* Counts the guard's writes to its cgroup.kill; everything else is the
- * system calls (NULL members of the seam). */
+/* Counts the guard's writes to its cgroup.kill, known by its inode (the
+ * guard opens it when it reaches its limit, so its fd is not known ahead);
+ * everything else is the system calls (NULL members of the seam). */
 static struct {
-        int kill_fd;
+        ino_t kill_ino;
         unsigned kill_writes;
-} seam = { .kill_fd = -1 };
+} seam;
 
 static ssize_t counting_pwrite(void *ud, int fd, const void *buf, size_t len, off_t off) {
+        struct stat st;
         (void) ud;
-        if (fd == seam.kill_fd)
+        if (seam.kill_ino && fstat(fd, &st) == 0 && st.st_ino == seam.kill_ino)
                 seam.kill_writes++;
         return pwrite(fd, buf, len, off);
 }
@@ -96,7 +99,11 @@ static int empty_over_limit(const char *dir, struct empty_run *e) {
         KT_CHECK(mg_guard_options_init(&o, LIMIT) == 0, "options");
         int r = kt_guard_io(s, cg, &o, &counting_io, &e->ev, &g);
         KT_CHECK(r == 0, "guard: %s", strerror(-r));
-        seam.kill_fd = g->cg.fd[MG_CG_KILL];
+        char kill_path[512];
+        struct stat kst;
+        snprintf(kill_path, sizeof(kill_path), "%s/cgroup.kill", cg);
+        KT_CHECK(stat(kill_path, &kst) == 0, "stat %s", kill_path);
+        seam.kill_ino = kst.st_ino;
         seam.kill_writes = 0;
         mgt_run(s, 8 * MG_USEC_PER_SEC, NULL, NULL, NULL);
         int kills = e->ev.n[MG_EVENT_KILL], empties = e->ev.n[MG_EVENT_EMPTY_OVER_LIMIT];

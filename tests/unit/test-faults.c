@@ -1447,6 +1447,7 @@ Test(fds, set_guard_keeps_what_its_set_watches) {
         o.on_event = on_event;
         cr_assert_eq(mg_set_add_internal(s, fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g), 0);
         mg_guard_set_clock(g, fixture_clock, &fx);
+        cr_expect_null(g->own_bufs, "a set's guard reads into the set's buffers, from the start");
         fixture_current(&fx, 100 * MG_MIB);
         cr_expect_eq(tick(g), 0);
         cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1);
@@ -1536,5 +1537,66 @@ Test(fds, a_lend_opens_its_files_and_the_end_trims) {
         cr_expect_eq(mg_guard_lend_end(g, id), 0);
         cr_expect_eq(tick(g), 0);
         cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1);
+        mg_guard_free(g);
+}
+
+/* A pressure file hidden (cgroup.pressure 0) while the guard was trimmed:
+ * opening again leaves it to its read, which reports it, and the overshoot
+ * is killed all the same. */
+Test(fds, a_hidden_pressure_file_does_not_stop_the_slow_path) {
+        mg_guard *g = new_guard();
+        fixture_remove(&fx, "memory.pressure");
+        overshoot();
+        cr_expect_eq(tick(g), 1);
+        cr_expect(killed());
+        cr_expect_eq(seen.n[MG_EVENT_GONE], 0);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "the hidden file reported: %d", seen.n[MG_EVENT_ERROR]);
+        mg_guard_free(g);
+}
+
+/* A host whose watch of memory.events.local works, as a set's does on a
+ * real cgroup (a fixture's plain file cannot be polled). */
+static int stub_watch(struct mg_guard_host *h, mg_guard *g, int fd, enum mg_watch what, bool on) {
+        (void) h, (void) g, (void) fd, (void) what, (void) on;
+        return 0;
+}
+static void stub_reschedule(struct mg_guard_host *h, mg_guard *g, uint64_t when_usec) {
+        (void) h, (void) g, (void) when_usec;
+}
+static struct mg_slow *stub_slow_get(struct mg_guard_host *h) {
+        (void) h;
+        return calloc(1, sizeof(struct mg_slow));
+}
+static void stub_slow_put(struct mg_guard_host *h, struct mg_slow *sl) {
+        (void) h;
+        free(sl);
+}
+
+/* Watched: two fds far below the limit, and no open at all there, the
+ * periodic re-read of the kernel limits included (a limit the actor hits
+ * wakes the set); at the limit the re-read comes back. */
+Test(fds, a_watched_guard_opens_nothing_on_its_fast_path) {
+        static char stat_buf[MG_STAT_BUF_SIZE], small_buf[MG_SMALL_BUF_SIZE];
+        struct mg_guard_host h = { .watch = stub_watch, .reschedule = stub_reschedule, .slow_get = stub_slow_get,
+                                   .slow_put = stub_slow_put, .stat_buf = stat_buf, .small_buf = small_buf };
+        mg_guard *g = new_guard();
+        mg_guard_attach(g, &h);
+        cr_expect(g->events_watched);
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 2, "memory.current and memory.events.local");
+        fixture_current(&fx, 100 * MG_MIB);
+        fixture_reset_counts(&fx);
+        const int period = (int) (MG_LIMITS_REREAD_USEC / (250 * MG_USEC_PER_MSEC));
+        for (int i = 0; i < period + 2; i++)
+                cr_expect_eq(tick(g), 0);
+        cr_expect_eq(fx.opens, 0, "%u opens on the fast path", fx.opens);
+        cr_expect_eq(fx.reads, (unsigned) period + 2, "memory.current alone");
+        at_limit();
+        cr_expect_eq(tick(g), 0);
+        cr_expect(!g->events_watched, "the slow path reads memory.events.local itself");
+        cr_expect_eq(fx.reads_of[MG_CG_MAX], 0);
+        at_limit();
+        cr_expect_eq(tick(g), 0);
+        cr_expect_eq(fx.reads_of[MG_CG_MAX], 1, "the limits re-read at the next slow tick, being due");
+        cr_expect(mg_guard_detach(g));
         mg_guard_free(g);
 }

@@ -444,3 +444,20 @@ Test(throttle, busy_or_unstalled_is_not_throttled) {
         feed_throttle(&s, 5, 240 * MG_USEC_PER_MSEC, 2 * MG_USEC_PER_MSEC, 17);
         cr_expect_not(mg_policy_throttled(&P, &s, NULL), "window not covered yet");
 }
+
+/* A deferral never covers anon + shmem past limit + limit/8, nor within
+ * limit/32 of memory.max (the kernel's OOM killer would act first). */
+Test(policy, may_defer_up_to_the_hard_bound) {
+        const uint64_t l = P.limit_bytes;
+
+        cr_expect(mg_policy_may_defer(&P, l, MG_UNLIMITED));
+        cr_expect(mg_policy_may_defer(&P, l + l / 8, MG_UNLIMITED), "the bound itself");
+        cr_expect_not(mg_policy_may_defer(&P, l + l / 8 + 1, MG_UNLIMITED));
+        cr_expect(mg_policy_may_defer(&P, l, 2 * l));
+        cr_expect(mg_policy_may_defer(&P, l - l / 32 - 1, l), "below memory.max less its headroom");
+        cr_expect_not(mg_policy_may_defer(&P, l - l / 32, l));
+        cr_expect_not(mg_policy_may_defer(&P, 0, l / 64), "a memory.max within the headroom itself");
+        struct mg_policy_params huge = P;
+        huge.limit_bytes = UINT64_MAX - 1;
+        cr_expect(mg_policy_may_defer(&huge, UINT64_MAX - 1, MG_UNLIMITED), "no overflow near UINT64_MAX");
+}

@@ -297,10 +297,10 @@ if scale_rows:
                      fmt(num(r.get("sys_pct_of_cpu")), 0), fmt(num(r["cpu_us_per_tick"]), 2),
                      f"{fmt(num(r['preads_per_sec']))} ({fmt(num(r['expected_ticks_per_sec']))})",
                      fmt(num(r["wakeups_per_sec"]), 0), fmt(num(r.get("cpu_us_per_wakeup")), 1),
-                     fmt(num(r["fds_per_guard"]), 2)])
+                     fmt(num(r["fds_per_guard"]), 2), fmt(num(r.get("fds_per_guard_running")), 2)])
     out.append(table(["where", "guards", "at the limit", "seconds", "CPU % of one core", "of it in the kernel %",
                       "CPU µs per tick", "preads/s (ticks due/s)", "wakeups/s", "CPU µs per wakeup",
-                      "fds per guard"], rows))
+                      "fds per guard (added)", "fds per guard (running)"], rows))
     out.append("")
     floor_rows = []
     for r in scale_rows:
@@ -573,7 +573,7 @@ if tick:
         # one pread of memory.current, and memory.high + memory.max every
         # 30 s (MG_LIMITS_REREAD_USEC: 2 reads per 120 ticks), for the line
         targets.append(["fast path: one pread (+ the kernel limits every 30 s)",
-                        f"{p:.3f} preads, {num(f['opens_per_tick']):.0f} opens per tick (fixture)",
+                        f"{p:.3f} preads, {num(f['opens_per_tick']):.3f} opens per tick (fixture)",
                         "met" if p <= 1 + 2 / 120 + 1e-3 else "missed"])
     if s:
         p = num(s["preads_per_tick"])

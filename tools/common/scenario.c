@@ -465,6 +465,24 @@ const struct mgt_actor_spec mgt_spec_thrash_under_high = {
         .timeout_usec = 60 * MG_USEC_PER_SEC,
 };
 
+const struct mgt_actor_spec mgt_spec_page_cache_writer = {
+        .name = "pagecache", .limit = 64 * MG_MIB, .max = 64 * MG_MIB,
+        .args = (const char *const[]) { "write", "FILE", "192", "0", NULL },
+        .timeout_usec = 60 * MG_USEC_PER_SEC,
+};
+
+const struct mgt_actor_spec mgt_spec_page_cache_reader = {
+        .name = "pagecache", .file_mib = 128, .limit = 64 * MG_MIB, .max = 64 * MG_MIB,
+        .args = (const char *const[]) { "read", "FILE", "SECONDS", NULL },
+        .timeout_usec = 60 * MG_USEC_PER_SEC,
+};
+
+const struct mgt_actor_spec mgt_spec_dirty_after_lend = {
+        .name = "lend", .limit = 64 * MG_MIB, .high = 64 * MG_MIB * 9 / 10,
+        .args = (const char *const[]) { "write", "FILE", "256", "0", NULL },
+        .timeout_usec = 60 * MG_USEC_PER_SEC,
+};
+
 int mgt_spec_args(const struct mgt_actor_spec *s, const char *file, const char *seconds, const char *argv[], size_t n) {
         size_t i = 0;
 

@@ -192,6 +192,16 @@ extern const struct mgt_actor_spec mgt_spec_thrash_sequential;
  * (kubelet's MemoryQoS), below the guard's fast-path line. */
 extern const struct mgt_actor_spec mgt_spec_thrash_under_high;
 
+/* memory.max = guard limit = 64 MiB, all of it page cache: a writer of
+ * 192 MiB without fsync (FILE: where it writes), and in the same cgroup a
+ * reader looping over a 128 MiB FILE for SECONDS.  Nothing to kill. */
+extern const struct mgt_actor_spec mgt_spec_page_cache_writer;
+extern const struct mgt_actor_spec mgt_spec_page_cache_reader;
+/* memory.high at 90 % of 64 MiB, no memory.max, guard limit 64 MiB: a
+ * 256 MiB write without fsync to FILE, in a lend of memory.high; the dirty
+ * cache it leaves is no reason to kill. */
+extern const struct mgt_actor_spec mgt_spec_dirty_after_lend;
+
 /* s->args with FILE and SECONDS replaced, into argv (n entries with the
  * terminating NULL).  0 or -E2BIG. */
 int mgt_spec_args(const struct mgt_actor_spec *s, const char *file, const char *seconds, const char *argv[], size_t n);

@@ -148,13 +148,17 @@ static void s_overshoot(struct demo *d, struct row *w) {
  * time, all of it reclaimable cache: neither the kernel nor the guard
  * should touch them. */
 static void s_page_cache(struct demo *d, struct row *w) {
+        const struct mgt_actor_spec *sw = &mgt_spec_page_cache_writer, *sr = &mgt_spec_page_cache_reader;
         char rfile[PATH_MAX], wfile[PATH_MAX], b1[32], b2[32], b3[32];
+        const char *wargs[8], *rargs[8];
         int r;
 
         file_path(d, "pagecache-read", rfile, sizeof(rfile));
         file_path(d, "pagecache-write", wfile, sizeof(wfile));
+        (void) mgt_spec_args(sw, wfile, NULL, wargs, 8); /* the specs have fewer */
+        (void) mgt_spec_args(sr, rfile, "10", rargs, 8);
         step(d, "writing a 128 MiB file to read");
-        r = mgt_make_file(rfile, 128);
+        r = mgt_make_file(rfile, sr->file_mib);
         if (r < 0) {
                 demo_progress("%s: %s", rfile, strerror(-r));
                 snprintf(w->alone, sizeof(w->alone), "could not run");
@@ -163,16 +167,14 @@ static void s_page_cache(struct demo *d, struct row *w) {
                 return;
         }
         for (int guarded = 0; guarded < 2 && !d->interrupted; guarded++) {
-                const char *const wargs[] = { "write", wfile, "192", "0", NULL };
-                const char *const rargs[] = { "read", rfile, "10", NULL };
                 const char *who = guarded ? "memguard" : "kernel alone";
                 char *cell = guarded ? w->guarded : w->alone;
                 size_t cell_len = guarded ? sizeof(w->guarded) : sizeof(w->alone);
                 struct mgt_actor a;
 
                 step(d, "%s: memory.max 64 MiB, a 192 MiB writer and a 10 s reader of 128 MiB", who);
-                if (demo_actor_new(d, guarded ? "pagecache-guarded" : "pagecache-alone", guarded ? LIMIT : 0, &a) < 0 ||
-                    demo_actor_set(&a, "memory.max", LIMIT) < 0 || demo_proc_start(&a, wargs) < 0 ||
+                if (demo_actor_new(d, guarded ? "pagecache-guarded" : "pagecache-alone", guarded ? sw->limit : 0, &a) < 0 ||
+                    demo_actor_set(&a, "memory.max", sw->max) < 0 || demo_proc_start(&a, wargs) < 0 ||
                     demo_proc_start(&a, rargs) < 0) {
                         snprintf(cell, cell_len, "could not run");
                         expect_failed(w, "%s: setup failed", who);
@@ -220,12 +222,14 @@ static bool lend_ended(struct mgt_actor *a, void *ud) {
  * the write, then the lend ends: memory.high must read back exactly as
  * before, and the dirty cache left behind must not get the actor killed. */
 static void s_lend(struct demo *d, struct row *w) {
-        static const uint64_t high = LIMIT * 9 / 10;
+        const struct mgt_actor_spec *sp = &mgt_spec_dirty_after_lend;
+        const uint64_t high = sp->high;
         char file[PATH_MAX], before[64] = "", lent[64] = "", after[64] = "", b1[32], b2[32];
-        const char *const args[] = { "write", file, "256", "0", NULL };
+        const char *args[8];
         struct mgt_actor a;
 
         file_path(d, "lend-write", file, sizeof(file));
+        (void) mgt_spec_args(sp, file, NULL, args, 8);
         step(d, "kernel alone: memory.high 90%% of 64 MiB, a 256 MiB buffered write");
         if (demo_actor_new(d, "lend-alone", 0, &a) == 0 && demo_actor_set(&a, "memory.high", high) == 0 &&
             demo_proc_start(&a, args) == 0) {
@@ -255,7 +259,7 @@ static void s_lend(struct demo *d, struct row *w) {
                 return;
 
         step(d, "memguard: memory.high 90%% of 64 MiB, lent around the same write");
-        if (demo_actor_new(d, "lend-guarded", LIMIT, &a) < 0 || demo_actor_set(&a, "memory.high", high) < 0 ||
+        if (demo_actor_new(d, "lend-guarded", sp->limit, &a) < 0 || demo_actor_set(&a, "memory.high", high) < 0 ||
             mgt_cg_read(a.cg, "memory.high", before, sizeof(before)) < 0) {
                 snprintf(w->guarded, sizeof(w->guarded), "could not run");
                 expect_failed(w, "memguard: setup failed");

@@ -8,8 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "events.h"
 #include "size.h"
+#include "util.h"
 
 void mgt_print_line(const char *s) {
         size_t n = strlen(s);
@@ -65,13 +67,12 @@ size_t mgt_rfc3339(uint64_t realtime_usec, char *buf, size_t len) {
 /* The wall-clock time of a CLOCK_MONOTONIC instant: now, less how long ago
  * it was (the library times events on the monotonic clock). */
 static uint64_t realtime_of(uint64_t monotonic_usec) {
-        struct timespec rt, mono;
+        struct timespec rt;
         uint64_t rt_usec, mono_usec;
 
         clock_gettime(CLOCK_REALTIME, &rt);
-        clock_gettime(CLOCK_MONOTONIC, &mono);
+        mono_usec = mg_mono_usec();
         rt_usec = (uint64_t) rt.tv_sec * 1000000 + (uint64_t) rt.tv_nsec / 1000;
-        mono_usec = (uint64_t) mono.tv_sec * 1000000 + (uint64_t) mono.tv_nsec / 1000;
         if (monotonic_usec == 0 || monotonic_usec > mono_usec || mono_usec - monotonic_usec > rt_usec)
                 return rt_usec;
         return rt_usec - (mono_usec - monotonic_usec);
@@ -173,8 +174,6 @@ static void lend_text(const struct mg_event *ev, char *buf, size_t len) {
                 snprintf(buf, len, "memguard: lend-expired: %s: lend deadline passed, %s", ev->cgroup, what);
 }
 
-#define KIB(x) ((x) >> 10)
-
 /* Over the limit with no process: what holds the memory, in the kill
  * record's terms. */
 static void empty_text(const struct mg_event *ev, char *buf, size_t len) {
@@ -185,8 +184,8 @@ static void empty_text(const struct mg_event *ev, char *buf, size_t len) {
                  "memguard: empty-over-limit: %s: used %" PRIu64 "kB of limit %" PRIu64 "kB held by no process "
                  "(anon %" PRIu64 "kB shmem %" PRIu64 "kB kernel %" PRIu64 "kB sock %" PRIu64 "kB), memory.current %" PRIu64
                  "kB, page cache %" PRIu64 "kB (not counted): nothing to kill",
-                 ev->cgroup, KIB(r->used_bytes), KIB(r->limit_bytes), KIB(s->anon), KIB(s->shmem), KIB(s->kernel),
-                 KIB(s->sock), KIB(r->current_bytes), KIB(s->file));
+                 ev->cgroup, MG_TO_KIB(r->used_bytes), MG_TO_KIB(r->limit_bytes), MG_TO_KIB(s->anon), MG_TO_KIB(s->shmem), MG_TO_KIB(s->kernel),
+                 MG_TO_KIB(s->sock), MG_TO_KIB(r->current_bytes), MG_TO_KIB(s->file));
 }
 
 /* Members that outlived the kill: "1234 (D) 5678 (D)". */
@@ -222,10 +221,70 @@ static void throttle_text(const struct mg_event *ev, char *buf, size_t len) {
                  t->cpu_permyriad % 100);
 }
 
-static void event_text(const struct mg_event *ev, char *buf, size_t len) {
+/* What mgt_on_event() did with an MG_EVENT_PRE_KILL: the deferral it asked
+ * for (0: none) and mg_guard_defer_kill()'s answer. */
+struct pre_kill_answer {
+        uint64_t usec;
+        int r;
+        bool dry_run;
+};
+
+static void pre_kill_text(const struct mg_event *ev, const struct pre_kill_answer *a, char *buf, size_t len) {
+        const struct mg_report *r = &ev->kill->report;
+        char how[96];
+
+        if (a->usec == 0)
+                snprintf(how, sizeof(how), "the kill follows");
+        else if (a->r == 0)
+                snprintf(how, sizeof(how), "deferred %" PRIu64 " ms", a->usec / 1000);
+        else
+                snprintf(how, sizeof(how), "not deferred (%s): the kill follows", strerror(-a->r));
+        snprintf(buf, len,
+                 "memguard: pre-kill: %s: about to kill (%s): used %" PRIu64 "kB of limit %" PRIu64 "kB, anon %" PRIu64
+                 "kB; %s",
+                 ev->cgroup, mg_kill_reason_to_string(ev->kill->reason), MG_TO_KIB(r->used_bytes), MG_TO_KIB(r->limit_bytes),
+                 MG_TO_KIB(r->stat.anon), how);
+}
+
+/* s at buf + *at, cut to what fits; buf stays a string. */
+static void append(char *buf, size_t len, size_t *at, const char *s) {
+        size_t n = strlen(s);
+
+        if (len == 0 || *at >= len - 1)
+                return;
+        if (n > len - 1 - *at)
+                n = len - 1 - *at;
+        memcpy(buf + *at, s, n);
+        *at += n;
+        buf[*at] = '\0';
+}
+
+static void event_text(const struct mg_event *ev, const struct pre_kill_answer *a, char *buf, size_t len) {
         switch (ev->type) {
         case MG_EVENT_KILL:
                 mgt_kill_text(ev->kill, buf, len);
+                break;
+        case MG_EVENT_KILL_DRY_RUN: {
+                /* "memguard: kill: ..." as "memguard: kill-dry-run: ...":
+                 * a dry run's line must not read as a kill */
+                static const char kill_prefix[] = "memguard: kill: ";
+                char rec[4096];
+                size_t at = 0;
+                mgt_kill_text(ev->kill, rec, sizeof(rec));
+                append(buf, len, &at, "memguard: kill-dry-run: ");
+                append(buf, len, &at, rec + sizeof(kill_prefix) - 1);
+                append(buf, len, &at, " (dry run: nothing was killed)");
+                break;
+        }
+        case MG_EVENT_PRE_KILL:
+                pre_kill_text(ev, a, buf, len);
+                break;
+        case MG_EVENT_KILL_AVERTED:
+                snprintf(buf, len,
+                         "memguard: kill-averted: %s: the deferred kill (%s) is not made: used %" PRIu64
+                         "kB, memory.current %" PRIu64 "kB of limit %" PRIu64 "kB",
+                         ev->cgroup, mg_kill_reason_to_string(ev->kill->reason), MG_TO_KIB(ev->report->used_bytes),
+                         MG_TO_KIB(ev->report->current_bytes), MG_TO_KIB(ev->report->limit_bytes));
                 break;
         case MG_EVENT_KERNEL_OOM:
                 snprintf(buf, len, "memguard: kernel-oom: %s: the kernel OOM-killed %" PRIu64 " process%s (memory.max)",
@@ -257,11 +316,35 @@ static void event_text(const struct mg_event *ev, char *buf, size_t len) {
         }
 }
 
-static void event_json(const struct mg_event *ev, struct mgt_json *j) {
+static void event_json(const struct mg_event *ev, const struct pre_kill_answer *a, struct mgt_json *j) {
         mgt_event_json_begin(j, mg_event_type_to_string(ev->type), ev->time_usec);
         switch (ev->type) {
         case MG_EVENT_KILL:
+        case MG_EVENT_KILL_DRY_RUN:
                 mgt_kill_json(j, ev->kill);
+                mgt_json_bool(j, "dry_run", ev->type == MG_EVENT_KILL_DRY_RUN);
+                return;
+        case MG_EVENT_PRE_KILL: {
+                const struct mg_report *r = &ev->kill->report;
+                mgt_json_str(j, "reason", mg_kill_reason_to_string(ev->kill->reason));
+                mgt_json_str(j, "cgroup", ev->cgroup);
+                mgt_json_u64(j, "limit_bytes", r->limit_bytes);
+                mgt_json_u64(j, "used_bytes", r->used_bytes);
+                mgt_json_u64(j, "anon_bytes", r->stat.anon);
+                mgt_json_u64(j, "shmem_bytes", r->stat.shmem);
+                mgt_json_u64(j, "current_bytes", r->current_bytes);
+                mgt_json_bool(j, "dry_run", a->dry_run);
+                mgt_json_u64(j, "deferred_ms", a->usec && a->r == 0 ? a->usec / 1000 : 0);
+                mgt_json_str(j, "defer_error", a->usec && a->r < 0 ? strerror(-a->r) : NULL);
+                return;
+        }
+        case MG_EVENT_KILL_AVERTED:
+                mgt_json_str(j, "reason", mg_kill_reason_to_string(ev->kill->reason));
+                mgt_json_str(j, "cgroup", ev->cgroup);
+                mgt_json_u64(j, "limit_bytes", ev->report->limit_bytes);
+                mgt_json_u64(j, "used_bytes", ev->report->used_bytes);
+                mgt_json_u64(j, "current_bytes", ev->report->current_bytes);
+                mgt_json_u64(j, "detect_to_averted_ms", ms_between(ev->kill->detect_usec, ev->time_usec));
                 return;
         case MG_EVENT_KERNEL_OOM:
                 mgt_json_str(j, "cgroup", ev->cgroup);
@@ -326,6 +409,7 @@ static void event_json(const struct mg_event *ev, struct mgt_json *j) {
 
 void mgt_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
         struct mgt_out *o = userdata;
+        struct pre_kill_answer a = { .dry_run = o->dry_run };
         char line[4096];
 
         switch (ev->type) {
@@ -341,20 +425,43 @@ void mgt_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
         case MG_EVENT_GONE:
                 o->gone++;
                 break;
+        case MG_EVENT_PRE_KILL:
+                /* From inside the callback, as the library asks. */
+                if (o->pre_kill_defer_usec && g) {
+                        a.usec = o->pre_kill_defer_usec;
+                        a.r = mg_guard_defer_kill(g, a.usec);
+                }
+                break;
         default:
                 break;
         }
         if (o->json) {
                 struct mgt_json j;
-                event_json(ev, &j);
+                event_json(ev, &a, &j);
                 print_json(&j);
         } else {
-                event_text(ev, line, sizeof(line));
+                event_text(ev, &a, line, sizeof(line));
                 mgt_print_line(line);
         }
         /* The set allows removing a guard from its own callback. */
         if (ev->type == MG_EVENT_GONE && o->remove_gone_from)
                 (void) mg_set_remove(o->remove_gone_from, g);
+}
+
+int mgt_pre_kill_defer_parse(const char *s, uint64_t *ret_usec) {
+        uint64_t v;
+
+        if (mgt_duration_parse(s, &v) < 0 || v < 1000 || v > MG_PRE_KILL_MAX_DEFER_USEC)
+                return -EINVAL;
+        *ret_usec = v;
+        return 0;
+}
+
+void mgt_kill_options(const struct mgt_out *o, struct mg_guard_options *opt) {
+        if (o->dry_run)
+                opt->flags |= MG_GUARD_DRY_RUN;
+        /* the bound is what the callback asks for: it asks for all of it */
+        opt->pre_kill_max_defer_usec = (uint32_t) o->pre_kill_defer_usec;
 }
 
 void mgt_on_log(int level, const char *msg, void *userdata) {

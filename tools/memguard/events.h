@@ -17,7 +17,17 @@ struct mgt_out {
         bool json;
         mg_set *remove_gone_from;       /* watch: drop guards whose cgroup vanished */
         unsigned kills, kernel_ooms, gone, errors;
+        /* --pre-kill-defer: what mgt_on_event() asks mg_guard_defer_kill()
+         * for at each MG_EVENT_PRE_KILL; 0: nothing. */
+        uint64_t pre_kill_defer_usec;
+        bool dry_run;                   /* --dry-run: said in pre-kill events */
 };
+
+/* --pre-kill-defer DURATION: 1 ms to 60 s (MG_PRE_KILL_MAX_DEFER_USEC).
+ * Returns 0 or -EINVAL. */
+int mgt_pre_kill_defer_parse(const char *s, uint64_t *ret_usec);
+/* --dry-run and --pre-kill-defer into a guard's options. */
+void mgt_kill_options(const struct mgt_out *o, struct mg_guard_options *opt);
 
 /* The "format_version" of every event object: raised when a field changes
  * meaning or goes away (adding one does not); the schema

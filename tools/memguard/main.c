@@ -30,11 +30,13 @@
 #include "memguard/memguard.h"
 #include "memguard-tool-config.h"
 #include "size.h"
+#include "util.h"
 
 static const struct {
         const char *name, *usage;
 } usages[] = {
-        { "run", "run --limit SIZE [--high SIZE] [--max SIZE] [--parent CGROUP] [--json] -- CMD [ARGS...]\n"
+        { "run", "run --limit SIZE [--high SIZE] [--max SIZE] [--parent CGROUP] [--json] [--dry-run]\n"
+                 "      [--pre-kill-defer DURATION] -- CMD [ARGS...]\n"
                  "        Runs CMD in a new cgroup below CGROUP (default: the parent of memguard's own\n"
                  "        cgroup), guarded at --limit; removes the cgroup afterwards.  Exits with CMD's\n"
                  "        status, 128+N if a signal N ended it, 137 if memguard killed it." },
@@ -44,7 +46,9 @@ static const struct {
                    "        SIGTERM, then restores any lent memory.high and exits 0; a cgroup that\n"
                    "        vanishes is dropped.  Each one's limit: its user.memguard.limit xattr, else\n"
                    "        its memory.max, else --limit.  SIGHUP re-reads the config and the limits.\n"
-                   "        OPTIONS: --json, --metrics-interval DURATION, and the tuning: --tick,\n"
+                   "        OPTIONS: --json, --metrics-interval DURATION, --dry-run (report kills, make\n"
+                   "        none), --pre-kill-defer DURATION (a pre-kill event, the kill put off that\n"
+                   "        long unless the actor leaves its limit), and the tuning: --tick,\n"
                    "        --margin, --stall-window, --stall-pressure, --lend-deadline, --kill-wait,\n"
                    "        --post-kill-holdoff, --refault-window, --refault-mapped-window." },
         { "stat", "stat [--limit SIZE] [--json] CGROUP\n"
@@ -285,7 +289,6 @@ static int cmd_json_escape(int argc, char **argv) {
 static int cmd_event_sample(int argc, char **argv) {
         struct mgt_out out = { .json = argc == 2 && strcmp(argv[1], "--json") == 0 };
         static const char cg[] = "/sys/fs/cgroup/sample/\"actor\"";
-        struct timespec ts;
         uint64_t now;
         struct mg_kill_record k = {
                 .size = sizeof(k), .reason = MG_KILL_OVERSHOOT, .method = MG_KILL_CGROUP_KILL, .cgroup = cg,
@@ -304,8 +307,7 @@ static int cmd_event_sample(int argc, char **argv) {
 
         if (argc > 2 || (argc == 2 && !out.json))
                 return mgt_usage_error("event-sample", "usage: memguard event-sample [--json]");
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        now = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        now = mg_mono_usec();
         k.detect_usec = now - 300000;
         k.kill_usec = now - 250000;
         k.empty_usec = now - 200000;
@@ -315,6 +317,9 @@ static int cmd_event_sample(int argc, char **argv) {
         stall.report.stall_refault_bytes = 900u << 20;
         stall.report.verdict = MG_VERDICT_STALL;
         stall.empty_timed_out = true;
+        struct mg_kill_record dry = k, pre = k;
+        dry.empty_usec = 0;
+        pre.kill_usec = pre.empty_usec = 0;
         const struct mg_event evs[] = {
                 { .type = MG_EVENT_KILL, .cgroup = cg, .time_usec = k.empty_usec, .kill = &k },
                 { .type = MG_EVENT_KILL, .cgroup = cg, .time_usec = now, .kill = &stall },
@@ -327,6 +332,9 @@ static int cmd_event_sample(int argc, char **argv) {
                 { .type = MG_EVENT_THROTTLED, .cgroup = cg, .time_usec = now, .throttle = &thr },
                 { .type = MG_EVENT_EMPTY_OVER_LIMIT, .cgroup = cg, .time_usec = now, .report = &k.report },
                 { .type = MG_EVENT_GONE, .cgroup = cg, .time_usec = now },
+                { .type = MG_EVENT_KILL_DRY_RUN, .cgroup = cg, .time_usec = now, .kill = &dry },
+                { .type = MG_EVENT_PRE_KILL, .cgroup = cg, .time_usec = now, .kill = &pre },
+                { .type = MG_EVENT_KILL_AVERTED, .cgroup = cg, .time_usec = now, .kill = &pre, .report = &k.report },
         };
         lend.restored = true;
         for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
@@ -342,18 +350,23 @@ static int cmd_event_sample(int argc, char **argv) {
 /* The metrics text of two made-up actors (one with a name that needs every
  * escape, one whose report failed), for the format checks of the tests. */
 static int cmd_metrics_sample(int argc, char **argv) {
-        struct mgt_counts c1 = { .kills_overshoot = 2, .kills_stall = 1, .kernel_oom_kills = 3, .errors = 1,
-                                 .throttled = 1, .lends = 4, .lends_expired = 1 };
-        struct mgt_counts c2 = {}, node = { .kills_overshoot = 5, .kills_stall = 1, .kernel_oom_kills = 3 };
+        struct mg_stats s1 = { .size = sizeof(s1), .fast_ticks = 1200, .slow_ticks = 34, .kills_overshoot = 2,
+                               .kills_stall = 1, .kernel_oom_kills = 3, .errors = 1, .throttles = 1, .lends = 4,
+                               .lend_expiries = 1, .kills_deferred = 1, .kills_averted = 1 };
+        struct mg_stats s2 = { .size = sizeof(s2), .fast_ticks = 1234, .dry_run_kills = 2 };
+        struct mg_stats ns = { .size = sizeof(ns), .fast_ticks = 2434, .slow_ticks = 34, .kills_overshoot = 5,
+                               .kills_stall = 1, .kernel_oom_kills = 3, .dry_run_kills = 2, .errors = 1 };
+        struct mgt_counts c1 = { .empty_over_limit = 1 }, c2 = {}, node = { .empty_over_limit = 1 };
         struct mg_report r = { .size = sizeof(r), .used_bytes = 60u << 20, .current_bytes = 100u << 20,
                                .stall_usec = 1500000, .high_bytes = 60397977, .max_bytes = MG_UNLIMITED,
                                .stat = { .file = 40u << 20 }, .verdict = MG_VERDICT_STALLING };
         const struct mgt_metrics_actor a[] = {
                 { .cgroup = "/sandboxes/a \"q\" \\ \n\xff", .limit_bytes = 64u << 20, .limit_source = "xattr",
-                  .lent = true, .report = &r, .counts = &c1 },
-                { .cgroup = "/sandboxes/b", .limit_bytes = 1u << 30, .limit_source = "default", .counts = &c2 },
+                  .lent = true, .report = &r, .stats = &s1, .counts = &c1 },
+                { .cgroup = "/sandboxes/b", .limit_bytes = 1u << 30, .limit_source = "default", .stats = &s2,
+                  .counts = &c2 },
         };
-        struct mgt_metrics_node n = { .counts = &node, .cgroups = 2, .reloads = 3, .reload_errors = 1,
+        struct mgt_metrics_node n = { .stats = &ns, .counts = &node, .cgroups = 2, .reloads = 3, .reload_errors = 1,
                                       .time_usec = UINT64_C(1796164055123456), .version = mg_version() };
         size_t len;
         char *text;

@@ -19,17 +19,6 @@
 
 void mgt_counts_add(struct mgt_counts *c, const struct mg_event *ev) {
         switch (ev->type) {
-        case MG_EVENT_KILL:
-                if (ev->kill->reason == MG_KILL_STALL)
-                        c->kills_stall++;
-                else
-                        c->kills_overshoot++;
-                break;
-        case MG_EVENT_KERNEL_OOM: c->kernel_oom_kills += ev->count; break;
-        case MG_EVENT_ERROR: c->errors++; break;
-        case MG_EVENT_THROTTLED: c->throttled++; break;
-        case MG_EVENT_LEND_BEGIN: c->lends++; break;
-        case MG_EVENT_LEND_EXPIRED: c->lends_expired++; break;
         case MG_EVENT_EMPTY_OVER_LIMIT: c->empty_over_limit++; break;
         case MG_EVENT_UNKILLABLE: c->unkillable++; break;
         default: break;
@@ -117,7 +106,7 @@ static void label(struct buf *b, const struct mgt_metrics_actor *a) {
 
 char *mgt_metrics_format(const struct mgt_metrics_actor *a, size_t n, const struct mgt_metrics_node *node,
                          size_t *ret_len) {
-        const struct mgt_counts *nc = node->counts;
+        const struct mg_stats *ns = node->stats;
         struct buf b = {};
 
         family(&b, "memguard_info", "gauge", "The memguard watch that wrote this file: 1, its version as a label.");
@@ -137,11 +126,20 @@ char *mgt_metrics_format(const struct mgt_metrics_actor *a, size_t n, const stru
         put(&b, "memguard_metrics_skipped_total %" PRIu64 "\n", node->metrics_skipped);
         family(&b, "memguard_node_kills_total", "counter",
                "Kills by every guard since watch started, cgroups since removed included.");
-        put(&b, "memguard_node_kills_total{reason=\"overshoot\"} %" PRIu64 "\n", nc->kills_overshoot);
-        put(&b, "memguard_node_kills_total{reason=\"stall\"} %" PRIu64 "\n", nc->kills_stall);
+        put(&b, "memguard_node_kills_total{reason=\"overshoot\"} %" PRIu64 "\n", ns->kills_overshoot);
+        put(&b, "memguard_node_kills_total{reason=\"stall\"} %" PRIu64 "\n", ns->kills_stall);
         family(&b, "memguard_node_kernel_oom_kills_total", "counter",
                "Kernel OOM kills seen in guarded cgroups since watch started.");
-        put(&b, "memguard_node_kernel_oom_kills_total %" PRIu64 "\n", nc->kernel_oom_kills);
+        put(&b, "memguard_node_kernel_oom_kills_total %" PRIu64 "\n", ns->kernel_oom_kills);
+        family(&b, "memguard_node_dry_run_kills_total", "counter",
+               "Kills a dry run (--dry-run) would have made, by every guard since watch started.");
+        put(&b, "memguard_node_dry_run_kills_total %" PRIu64 "\n", ns->dry_run_kills);
+        family(&b, "memguard_node_ticks_total", "counter",
+               "Ticks of every guard since watch started: fast (memory.current alone) or slow (at the limit).");
+        put(&b, "memguard_node_ticks_total{path=\"fast\"} %" PRIu64 "\n", ns->fast_ticks);
+        put(&b, "memguard_node_ticks_total{path=\"slow\"} %" PRIu64 "\n", ns->slow_ticks);
+        family(&b, "memguard_node_errors_total", "counter", "Errors every guard reported since watch started.");
+        put(&b, "memguard_node_errors_total %" PRIu64 "\n", ns->errors);
 
         family(&b, "memguard_kills_total", "counter", "Kills of the cgroup's processes by its guard, by reason.");
         for (size_t i = 0; i < n; i++) {
@@ -150,23 +148,42 @@ char *mgt_metrics_format(const struct mgt_metrics_actor *a, size_t n, const stru
                         put(&b, "memguard_kills_total{");
                         label(&b, &a[i]);
                         put(&b, ",reason=\"%s\"} %" PRIu64 "\n", reasons[r],
-                            r == 0 ? a[i].counts->kills_overshoot : a[i].counts->kills_stall);
+                            r == 0 ? a[i].stats->kills_overshoot : a[i].stats->kills_stall);
                 }
         }
+        family(&b, "memguard_dry_run_kills_total", "counter",
+               "Kills a dry run (--dry-run) would have made in the cgroup: nothing was killed.");
+        PER_ACTOR(&b, a, n, "memguard_dry_run_kills_total", true, "%" PRIu64, x->stats->dry_run_kills);
+        family(&b, "memguard_kills_deferred_total", "counter",
+               "Kills put off after a pre-kill event (--pre-kill-defer).");
+        PER_ACTOR(&b, a, n, "memguard_kills_deferred_total", true, "%" PRIu64, x->stats->kills_deferred);
+        family(&b, "memguard_kills_averted_total", "counter",
+               "Deferred kills not made: the actor had left its limit when the deferral ended.");
+        PER_ACTOR(&b, a, n, "memguard_kills_averted_total", true, "%" PRIu64, x->stats->kills_averted);
+        family(&b, "memguard_ticks_total", "counter",
+               "The guard's ticks: fast (memory.current alone, below the line) or slow (at the limit).");
+        for (size_t i = 0; i < n; i++) {
+                put(&b, "memguard_ticks_total{");
+                label(&b, &a[i]);
+                put(&b, ",path=\"fast\"} %" PRIu64 "\n", a[i].stats->fast_ticks);
+                put(&b, "memguard_ticks_total{");
+                label(&b, &a[i]);
+                put(&b, ",path=\"slow\"} %" PRIu64 "\n", a[i].stats->slow_ticks);
+        }
         family(&b, "memguard_kernel_oom_kills_total", "counter", "The kernel's OOM kills in the cgroup (memory.max).");
-        PER_ACTOR(&b, a, n, "memguard_kernel_oom_kills_total", true, "%" PRIu64, x->counts->kernel_oom_kills);
+        PER_ACTOR(&b, a, n, "memguard_kernel_oom_kills_total", true, "%" PRIu64, x->stats->kernel_oom_kills);
         family(&b, "memguard_errors_total", "counter", "Errors the guard reported (reads that failed; never a kill).");
-        PER_ACTOR(&b, a, n, "memguard_errors_total", true, "%" PRIu64, x->counts->errors);
+        PER_ACTOR(&b, a, n, "memguard_errors_total", true, "%" PRIu64, x->stats->errors);
         family(&b, "memguard_throttled_total", "counter", "Episodes held over memory.high with nothing to reclaim.");
-        PER_ACTOR(&b, a, n, "memguard_throttled_total", true, "%" PRIu64, x->counts->throttled);
+        PER_ACTOR(&b, a, n, "memguard_throttled_total", true, "%" PRIu64, x->stats->throttles);
         family(&b, "memguard_empty_over_limit_total", "counter", "Episodes over the limit with no process to kill.");
         PER_ACTOR(&b, a, n, "memguard_empty_over_limit_total", true, "%" PRIu64, x->counts->empty_over_limit);
         family(&b, "memguard_unkillable_total", "counter", "Kills whose processes outlived the kill wait.");
         PER_ACTOR(&b, a, n, "memguard_unkillable_total", true, "%" PRIu64, x->counts->unkillable);
         family(&b, "memguard_lends_total", "counter", "Lends of memory.high begun.");
-        PER_ACTOR(&b, a, n, "memguard_lends_total", true, "%" PRIu64, x->counts->lends);
+        PER_ACTOR(&b, a, n, "memguard_lends_total", true, "%" PRIu64, x->stats->lends);
         family(&b, "memguard_lend_expired_total", "counter", "Lends ended by their deadline.");
-        PER_ACTOR(&b, a, n, "memguard_lend_expired_total", true, "%" PRIu64, x->counts->lends_expired);
+        PER_ACTOR(&b, a, n, "memguard_lend_expired_total", true, "%" PRIu64, x->stats->lend_expiries);
         family(&b, "memguard_lend_active", "gauge", "1 while memory.high is lent (kills paused).");
         PER_ACTOR(&b, a, n, "memguard_lend_active", true, "%d", x->lent ? 1 : 0);
         family(&b, "memguard_limit_bytes", "gauge", "The guard's limit: what the actor paid for.");

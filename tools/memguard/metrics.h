@@ -23,10 +23,12 @@
 
 #include "memguard/memguard.h"
 
-/* What watch counted from one actor's events (or, for the node, from every
- * actor's since it started, including actors since removed). */
+/* What watch counts itself from one actor's events (or, for the node, from
+ * every actor's since it started, including actors since removed): the
+ * episodes the library has no counter of.  Ticks, kills, errors, lends and
+ * the rest come from the library (struct mg_stats: mg_guard_get_stats(),
+ * mg_set_get_stats()). */
 struct mgt_counts {
-        uint64_t kills_overshoot, kills_stall, kernel_oom_kills, errors, throttled, lends, lends_expired;
         uint64_t empty_over_limit, unkillable;
 };
 
@@ -39,10 +41,12 @@ struct mgt_metrics_actor {
         const char *limit_source;       /* "xattr", "memory.max", "default" */
         bool lent;
         const struct mg_report *report; /* NULL if the read failed */
+        const struct mg_stats *stats;   /* the library's counts, the actor's guards made before included */
         const struct mgt_counts *counts;
 };
 
 struct mgt_metrics_node {
+        const struct mg_stats *stats;   /* mg_set_get_stats() */
         const struct mgt_counts *counts;
         uint64_t cgroups;               /* guarded now */
         uint64_t reloads, reload_errors, metrics_skipped;

@@ -22,6 +22,7 @@
 
 #include "cgdir.h"
 #include "cli.h"
+#include "config.h"
 #include "events.h"
 #include "loop.h"
 #include "memguard/memguard.h"
@@ -87,6 +88,8 @@ static int parse(struct run *r, int argc, char **argv) {
                 { "max", required_argument, NULL, 'M' },
                 { "parent", required_argument, NULL, 'p' },
                 { "json", no_argument, NULL, 'j' },
+                { "dry-run", no_argument, NULL, 'd' },
+                { "pre-kill-defer", required_argument, NULL, 'P' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -101,6 +104,12 @@ static int parse(struct run *r, int argc, char **argv) {
                 case 'M': r->max_s = optarg; break;
                 case 'p': r->parent_s = optarg; break;
                 case 'j': r->out.json = true; break;
+                case 'd': r->out.dry_run = true; break;
+                case 'P':
+                        if (mgt_pre_kill_defer_parse(optarg, &r->out.pre_kill_defer_usec) < 0)
+                                return mgt_usage_error("run", "--pre-kill-defer %s: not a duration of 1 ms to 60 s",
+                                                       optarg);
+                        break;
                 case 'h': return -1;
                 default: return mgt_getopt_error("run", c, argv);
                 }
@@ -289,6 +298,7 @@ int mgt_cmd_run(int argc, char **argv) {
                 o.userdata = &r.out;
                 o.log = mgt_on_log;
                 o.log_userdata = &r.out;
+                mgt_kill_options(&r.out, &o);
                 e = mg_set_add(r.set, r.cg, &o, NULL);
         }
         if (e < 0) {

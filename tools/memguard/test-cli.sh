@@ -90,6 +90,9 @@ expect_error 2 'not a duration above 0' "watch: bad --tick" watch --limit 64M --
 expect_error 2 'not a percentage' "watch: bad --stall-pressure" watch --limit 64M --stall-pressure 10 /sys/fs/cgroup
 expect_error 2 'not a size or a percentage' "watch: bad --margin" watch --limit 64M --margin lots /sys/fs/cgroup
 expect_error 2 '1 s or more' "watch: --metrics-interval too short" watch --limit 64M --metrics-interval 10ms /sys/fs/cgroup
+expect_error 2 '1 ms to 60 s' "watch: --pre-kill-defer above 60 s" watch --limit 64M --pre-kill-defer 61s /sys/fs/cgroup
+expect_error 2 '1 ms to 60 s' "watch: --pre-kill-defer not a duration" watch --limit 64M --pre-kill-defer soon /sys/fs/cgroup
+expect_error 2 '1 ms to 60 s' "run: --pre-kill-defer of 0" run --limit 64M --pre-kill-defer 0 -- true
 expect_error 1 'No such file' "watch: a missing --config" watch --config "$tmp/nonexistent.conf" /sys/fs/cgroup
 
 # ---- environment errors: clear, one line, non-zero

@@ -22,7 +22,11 @@ LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 VALUE = re.compile(r"^(?:[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?Inf|NaN)$")
 REQUIRED = ["memguard_kills_total", "memguard_used_bytes", "memguard_limit_bytes", "memguard_current_bytes",
             "memguard_stall_seconds", "memguard_lend_active", "memguard_cgroups",
-            "memguard_last_update_timestamp_seconds"]
+            "memguard_last_update_timestamp_seconds", "memguard_ticks_total", "memguard_node_ticks_total",
+            "memguard_errors_total", "memguard_node_errors_total", "memguard_lends_total",
+            "memguard_lend_expired_total", "memguard_throttled_total", "memguard_kernel_oom_kills_total",
+            "memguard_dry_run_kills_total", "memguard_node_dry_run_kills_total", "memguard_kills_deferred_total",
+            "memguard_kills_averted_total"]
 n = failed = 0
 
 
@@ -175,6 +179,27 @@ tap("memguard_used_bytes{cgroup=\"/sandboxes/b\"}" not in text,
     "an actor whose report failed has no used_bytes sample (no made-up 0)")
 tap('memguard_limit_bytes{cgroup="/sandboxes/b",source="default"} 1073741824' in text, "limit_bytes with its source")
 tap("memguard_stall_seconds{cgroup=" in text and " 1.500000\n" in text, "stall_seconds in seconds (1.5)")
+# The library's counters (struct mg_stats) as the sample gives them.
+for sample, desc in [
+    ('memguard_ticks_total{cgroup="/sandboxes/b",path="fast"} 1234\n', "ticks_total by path, fast"),
+    ('memguard_ticks_total{cgroup="/sandboxes/b",path="slow"} 0\n', "ticks_total by path, slow (0 is a sample)"),
+    ('memguard_node_ticks_total{path="fast"} 2434\n', "node_ticks_total by path"),
+    ('memguard_node_kills_total{reason="overshoot"} 5\n', "node_kills_total by reason"),
+    ('memguard_node_errors_total 1\n', "node_errors_total"),
+    ('memguard_node_dry_run_kills_total 2\n', "node_dry_run_kills_total"),
+    ('memguard_dry_run_kills_total{cgroup="/sandboxes/b"} 2\n', "dry_run_kills_total per cgroup"),
+    ('memguard_kills_deferred_total{cgroup="/sandboxes/b"} 0\n', "kills_deferred_total per cgroup"),
+    ('memguard_kills_averted_total{cgroup="/sandboxes/b"} 0\n', "kills_averted_total per cgroup"),
+]:
+    tap(sample in text, f"{desc}: {sample.strip()}")
+tap(re.search(r'^memguard_lends_total\{cgroup="/sandboxes/a [^\n]*\} 4$', text, re.M) is not None,
+    "lends_total of a: 4")
+tap(re.search(r'^memguard_lend_expired_total\{cgroup="/sandboxes/a [^\n]*\} 1$', text, re.M) is not None,
+    "lend_expired_total of a: 1")
+tap(re.search(r'^memguard_throttled_total\{cgroup="/sandboxes/a [^\n]*\} 1$', text, re.M) is not None,
+    "throttled_total of a: 1")
+tap(re.search(r'^memguard_empty_over_limit_total\{cgroup="/sandboxes/a [^\n]*\} 1$', text, re.M) is not None,
+    "empty_over_limit_total of a (counted by watch): 1")
 # The checker itself must refuse what the format does not allow.
 for desc, bad in [
     ("a sample without TYPE", "# HELP memguard_x_total x\nmemguard_x_total 1\n"),

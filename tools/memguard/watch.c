@@ -55,7 +55,8 @@ struct actor {
         uint64_t limit;
         const char *source;
         struct mg_guard_options opt;    /* what g was made with */
-        struct mgt_counts counts;
+        struct mgt_counts counts;       /* what the library does not count */
+        struct mg_stats before;         /* the library's counts of the guards made anew since */
         uint64_t recheck_usec;          /* read the limit again then; 0: no */
         bool readd;                     /* options changed: make g anew when it is not lent or killing */
         bool dead;
@@ -78,6 +79,26 @@ struct watch {
         int notify;
         uint64_t watchdog_interval, next_watchdog;
 };
+
+/* Adds a guard's counts into a->before, before the guard goes. */
+static void actor_keep_stats(struct actor *a) {
+        struct mg_stats st = { .size = sizeof(st) };
+
+        if (!a->g || mg_guard_get_stats(a->g, &st) < 0)
+                return;
+        a->before.fast_ticks += st.fast_ticks;
+        a->before.slow_ticks += st.slow_ticks;
+        a->before.kills_overshoot += st.kills_overshoot;
+        a->before.kills_stall += st.kills_stall;
+        a->before.dry_run_kills += st.dry_run_kills;
+        a->before.kernel_oom_kills += st.kernel_oom_kills;
+        a->before.errors += st.errors;
+        a->before.lends += st.lends;
+        a->before.lend_expiries += st.lend_expiries;
+        a->before.throttles += st.throttles;
+        a->before.kills_deferred += st.kills_deferred;
+        a->before.kills_averted += st.kills_averted;
+}
 
 static void actor_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
         struct actor *a = userdata;
@@ -157,6 +178,7 @@ static int guard_actor(struct actor *a, bool announce) {
                 mgt_error(&w->out, "watch", e, "%s: options", a->path);
                 return e;
         }
+        mgt_kill_options(&w->out, &a->opt);
         a->opt.on_event = actor_on_event;
         a->opt.userdata = a;
         a->opt.log = mgt_on_log;
@@ -265,7 +287,8 @@ static bool same_tuning(const struct mg_guard_options *x, const struct mg_guard_
                x->lend_deadline_usec == y->lend_deadline_usec && x->kill_wait_usec == y->kill_wait_usec &&
                x->post_kill_holdoff_usec == y->post_kill_holdoff_usec &&
                x->refault_window_usec == y->refault_window_usec &&
-               x->refault_mapped_window_usec == y->refault_mapped_window_usec;
+               x->refault_mapped_window_usec == y->refault_mapped_window_usec && x->flags == y->flags &&
+               x->pre_kill_max_defer_usec == y->pre_kill_max_defer_usec;
 }
 
 /* Reads a's limit again; a guard whose options would change is made anew
@@ -284,6 +307,7 @@ static void recheck_actor(struct actor *a) {
         }
         if (resolve_limit(w, a->path, &limit, &source) < 0 || mgt_settings_apply(&w->eff, limit, &o) < 0)
                 return; /* no limit any more: keep the one in force, said at the next add */
+        mgt_kill_options(&w->out, &o);
         if (!same_tuning(&o, &a->opt) || strcmp(source, a->source) != 0)
                 a->readd = true;
 }
@@ -297,6 +321,7 @@ static void readd_pending(struct watch *w) {
                 if (a->g && (mg_guard_is_lent(a->g) || mg_guard_is_killing(a->g)))
                         continue;
                 a->readd = false;
+                actor_keep_stats(a);
                 if (a->g)
                         (void) mg_set_remove(w->set, a->g);
                 a->g = NULL;
@@ -461,16 +486,34 @@ static int scan_parent(struct watch *w) {
         return 0;
 }
 
+static void add_stats(struct mg_stats *sum, const struct mg_stats *x) {
+        sum->fast_ticks += x->fast_ticks;
+        sum->slow_ticks += x->slow_ticks;
+        sum->kills_overshoot += x->kills_overshoot;
+        sum->kills_stall += x->kills_stall;
+        sum->dry_run_kills += x->dry_run_kills;
+        sum->kernel_oom_kills += x->kernel_oom_kills;
+        sum->errors += x->errors;
+        sum->lends += x->lends;
+        sum->lend_expiries += x->lend_expiries;
+        sum->throttles += x->throttles;
+        sum->kills_deferred += x->kills_deferred;
+        sum->kills_averted += x->kills_averted;
+}
+
 static void write_metrics(struct watch *w) {
         struct mgt_metrics_actor *ma = calloc(w->n ? w->n : 1, sizeof(*ma));
         struct mg_report *reps = calloc(w->n ? w->n : 1, sizeof(*reps));
+        struct mg_stats *stats = calloc(w->n ? w->n : 1, sizeof(*stats));
+        struct mg_stats node_stats = { .size = sizeof(node_stats) };
         struct timespec ts;
         size_t k = 0, len;
         char *text;
 
-        if (!ma || !reps) {
+        if (!ma || !reps || !stats || mg_set_get_stats(w->set, &node_stats) < 0) {
                 free(ma);
                 free(reps);
+                free(stats);
                 return;
         }
         for (size_t i = 0; i < w->n; i++) {
@@ -478,18 +521,24 @@ static void write_metrics(struct watch *w) {
                 if (!a->g || a->dead)
                         continue;
                 reps[k].size = sizeof(reps[k]);
+                stats[k].size = sizeof(stats[k]);
+                if (mg_guard_get_stats(a->g, &stats[k]) < 0)
+                        stats[k] = (struct mg_stats) { .size = sizeof(stats[k]) };
+                add_stats(&stats[k], &a->before);
                 ma[k] = (struct mgt_metrics_actor) {
                         .cgroup = a->label,
                         .limit_bytes = a->limit,
                         .limit_source = a->source,
                         .lent = mg_guard_is_lent(a->g),
                         .report = mg_guard_report(a->g, &reps[k]) == 0 ? &reps[k] : NULL,
+                        .stats = &stats[k],
                         .counts = &a->counts,
                 };
                 k++;
         }
         clock_gettime(CLOCK_REALTIME, &ts);
         struct mgt_metrics_node node = {
+                .stats = &node_stats,
                 .counts = &w->node,
                 .cgroups = k,
                 .reloads = w->reloads,
@@ -501,6 +550,7 @@ static void write_metrics(struct watch *w) {
         text = mgt_metrics_format(ma, k, &node, &len);
         free(ma);
         free(reps);
+        free(stats);
         if (!text)
                 return;
         int r = mgt_metrics_writer_send(&w->mw, text, len);
@@ -511,7 +561,8 @@ static void write_metrics(struct watch *w) {
 }
 
 int mgt_cmd_watch(int argc, char **argv) {
-        enum { OPT_METRICS_INTERVAL = 0x100, OPT_CONFIG, OPT_METRICS, OPT_MLOCK, OPT_PARENT, OPT_KEY };
+        enum { OPT_METRICS_INTERVAL = 0x100, OPT_CONFIG, OPT_METRICS, OPT_MLOCK, OPT_PARENT, OPT_DRY_RUN,
+               OPT_PRE_KILL_DEFER, OPT_KEY };
         static const struct option opts[] = {
                 { "limit", required_argument, NULL, OPT_KEY + MGT_KEY_LIMIT },
                 { "tick", required_argument, NULL, OPT_KEY + MGT_KEY_TICK },
@@ -528,6 +579,8 @@ int mgt_cmd_watch(int argc, char **argv) {
                 { "metrics", required_argument, NULL, OPT_METRICS },
                 { "metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL },
                 { "mlock", no_argument, NULL, OPT_MLOCK },
+                { "dry-run", no_argument, NULL, OPT_DRY_RUN },
+                { "pre-kill-defer", required_argument, NULL, OPT_PRE_KILL_DEFER },
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -549,6 +602,12 @@ int mgt_cmd_watch(int argc, char **argv) {
                 case OPT_CONFIG: w.config = optarg; break;
                 case OPT_METRICS: metrics = optarg; break;
                 case OPT_MLOCK: mlock = true; break;
+                case OPT_DRY_RUN: w.out.dry_run = true; break;
+                case OPT_PRE_KILL_DEFER:
+                        if (mgt_pre_kill_defer_parse(optarg, &w.out.pre_kill_defer_usec) < 0)
+                                return mgt_usage_error("watch", "--pre-kill-defer %s: not a duration of 1 ms to 60 s",
+                                                       optarg);
+                        break;
                 case OPT_METRICS_INTERVAL:
                         if (mgt_duration_parse(optarg, &w.metrics_interval) < 0 || w.metrics_interval < 1000000)
                                 return mgt_usage_error("watch", "--metrics-interval %s: not a duration of 1 s or more", optarg);

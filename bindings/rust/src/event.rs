@@ -77,6 +77,13 @@ c_enum!(
         EmptyOverLimit = ffi::MG_EVENT_EMPTY_OVER_LIMIT,
         /// `unkillable` and `kill` set: members outlived the kill wait.
         Unkillable = ffi::MG_EVENT_UNKILLABLE,
+        /// `kill` set: the kill a dry run (`Options::dry_run`) did not make.
+        KillDryRun = ffi::MG_EVENT_KILL_DRY_RUN,
+        /// `kill` set: a kill about to be made (the C API's deferral is not
+        /// offered here: events reach closures after the tick).
+        PreKill = ffi::MG_EVENT_PRE_KILL,
+        /// `kill` and `report` set: a deferred kill not made.
+        KillAverted = ffi::MG_EVENT_KILL_AVERTED,
     }
 );
 

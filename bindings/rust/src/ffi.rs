@@ -146,6 +146,9 @@ pub const MG_EVENT_KERNEL_OOM: c_uint = 7;
 pub const MG_EVENT_THROTTLED: c_uint = 8;
 pub const MG_EVENT_EMPTY_OVER_LIMIT: c_uint = 9;
 pub const MG_EVENT_UNKILLABLE: c_uint = 10;
+pub const MG_EVENT_KILL_DRY_RUN: c_uint = 11;
+pub const MG_EVENT_PRE_KILL: c_uint = 12;
+pub const MG_EVENT_KILL_AVERTED: c_uint = 13;
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -222,6 +225,30 @@ pub struct mg_guard_options {
     pub log_userdata: *mut c_void,
     pub refault_window_usec: u64,
     pub refault_mapped_window_usec: u64,
+    pub flags: u32,
+    pub pre_kill_max_defer_usec: u32,
+}
+
+pub const MG_GUARD_DRY_RUN: u32 = 1 << 0;
+pub const MG_DRY_RUN_HOLDOFF_USEC: u64 = 60_000_000;
+pub const MG_PRE_KILL_MAX_DEFER_USEC: u32 = 60_000_000;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct mg_stats {
+    pub size: u64,
+    pub fast_ticks: u64,
+    pub slow_ticks: u64,
+    pub kills_overshoot: u64,
+    pub kills_stall: u64,
+    pub dry_run_kills: u64,
+    pub kernel_oom_kills: u64,
+    pub errors: u64,
+    pub lends: u64,
+    pub lend_expiries: u64,
+    pub throttles: u64,
+    pub kills_deferred: u64,
+    pub kills_averted: u64,
 }
 
 pub const MG_RECOVER_EXPIRED: c_uint = 1 << 0;
@@ -338,6 +365,9 @@ extern "C" {
     ) -> c_int;
     pub fn mg_set_remove(s: *mut mg_set, g: *mut mg_guard) -> c_int;
     pub fn mg_set_size(s: *const mg_set) -> usize;
+    pub fn mg_guard_get_stats(g: *const mg_guard, ret: *mut mg_stats) -> c_int;
+    pub fn mg_set_get_stats(s: *const mg_set, ret: *mut mg_stats) -> c_int;
+    pub fn mg_guard_defer_kill(g: *mut mg_guard, usec: u64) -> c_int;
     pub fn mg_set_get_fd(s: *const mg_set) -> c_int;
     pub fn mg_set_get_timeout(s: *const mg_set, ret_usec: *mut u64) -> c_int;
     pub fn mg_set_process(s: *mut mg_set) -> c_int;

@@ -154,6 +154,45 @@ pub struct Options {
     pub post_kill_holdoff: Duration,
     pub refault_window: Duration,
     pub refault_mapped_window: Duration,
+    /// Decide as usual, kill nothing: each kill is an `EventType::KillDryRun`.
+    pub dry_run: bool,
+}
+
+/// What a guard, or a set, has counted (`mg_guard_get_stats()`,
+/// `mg_set_get_stats()`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub fast_ticks: u64,
+    pub slow_ticks: u64,
+    pub kills_overshoot: u64,
+    pub kills_stall: u64,
+    pub dry_run_kills: u64,
+    pub kernel_oom_kills: u64,
+    pub errors: u64,
+    pub lends: u64,
+    pub lend_expiries: u64,
+    pub throttles: u64,
+    pub kills_deferred: u64,
+    pub kills_averted: u64,
+}
+
+impl Stats {
+    fn from_c(c: &ffi::mg_stats) -> Stats {
+        Stats {
+            fast_ticks: c.fast_ticks,
+            slow_ticks: c.slow_ticks,
+            kills_overshoot: c.kills_overshoot,
+            kills_stall: c.kills_stall,
+            dry_run_kills: c.dry_run_kills,
+            kernel_oom_kills: c.kernel_oom_kills,
+            errors: c.errors,
+            lends: c.lends,
+            lend_expiries: c.lend_expiries,
+            throttles: c.throttles,
+            kills_deferred: c.kills_deferred,
+            kills_averted: c.kills_averted,
+        }
+    }
 }
 
 impl Options {
@@ -178,6 +217,7 @@ impl Options {
             post_kill_holdoff: usec_to_duration(c.post_kill_holdoff_usec),
             refault_window: usec_to_duration(c.refault_window_usec),
             refault_mapped_window: usec_to_duration(c.refault_mapped_window_usec),
+            dry_run: c.flags & ffi::MG_GUARD_DRY_RUN != 0,
         }
     }
 
@@ -198,6 +238,8 @@ impl Options {
             log_userdata: std::ptr::null_mut(),
             refault_window_usec: usec(self.refault_window),
             refault_mapped_window_usec: usec(self.refault_mapped_window),
+            flags: if self.dry_run { ffi::MG_GUARD_DRY_RUN } else { 0 },
+            pre_kill_max_defer_usec: 0,
         }
     }
 }
@@ -566,6 +608,28 @@ impl Set {
         // SAFETY: c is a report of our size.
         check(self.with_guard(g, |p| unsafe { ffi::mg_guard_report(p, &mut c) })?)?;
         Ok(Report::from_c(&c))
+    }
+
+    /// What the guard has counted since it was made.
+    pub fn guard_stats(&self, g: Guard) -> io::Result<Stats> {
+        let mut c = ffi::mg_stats {
+            size: std::mem::size_of::<ffi::mg_stats>() as u64,
+            ..Default::default()
+        };
+        // SAFETY: c is a stats struct of our size.
+        check(self.with_guard(g, |p| unsafe { ffi::mg_guard_get_stats(p, &mut c) })?)?;
+        Ok(Stats::from_c(&c))
+    }
+
+    /// What every guard of the set has counted, those removed since included.
+    pub fn stats(&self) -> io::Result<Stats> {
+        let mut c = ffi::mg_stats {
+            size: std::mem::size_of::<ffi::mg_stats>() as u64,
+            ..Default::default()
+        };
+        // SAFETY: a live set; c is a stats struct of our size.
+        check(unsafe { ffi::mg_set_get_stats(self.ptr.get(), &mut c) })?;
+        Ok(Stats::from_c(&c))
     }
 
     /// The options in force, every default filled in.

@@ -30,12 +30,25 @@ fn default_options_are_the_librarys_tuning() {
             post_kill_holdoff: ms(2250),
             refault_window: ms(20000),
             refault_mapped_window: ms(12000),
+            dry_run: false,
         }
     );
+    let dry = Options {
+        dry_run: true,
+        ..o.clone()
+    };
+    assert_eq!(Options::from_c(&dry.to_c()), dry);
     assert_eq!(Options::from_c(&o.to_c()), o);
     for bad in [0, UNLIMITED] {
         assert_eq!(errno(&Options::new(bad).unwrap_err()), 22);
     }
+}
+
+#[test]
+fn a_new_set_has_counted_nothing() {
+    let set = Set::new().unwrap();
+    assert_eq!(set.stats().unwrap(), Stats::default());
+    assert_eq!(errno(&set.guard_stats(Guard(1)).unwrap_err()), 22);
 }
 
 #[test]

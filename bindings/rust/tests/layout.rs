@@ -63,7 +63,9 @@ fn ffi_declarations_match_the_header() {
         mg_event { type_ = type, cgroup, time_usec, kill, lend, error, what, count, throttle, report, unkillable }
         mg_guard_options { size, limit_bytes, tick_usec, margin_bytes, stall_window_usec, stall_pressure_permyriad,
             lend_deadline_usec, kill_wait_usec, post_kill_holdoff_usec, on_event, userdata, log, log_userdata,
-            refault_window_usec, refault_mapped_window_usec }
+            refault_window_usec, refault_mapped_window_usec, flags, pre_kill_max_defer_usec }
+        mg_stats { size, fast_ticks, slow_ticks, kills_overshoot, kills_stall, dry_run_kills, kernel_oom_kills, errors,
+            lends, lend_expiries, throttles, kills_deferred, kills_averted }
         mg_set_options { size, log, log_userdata }
         mg_snapshot_source { kind, fd, addr, offset, length }
         mg_snapshot_target { kind, fd, addr, offset, length }
@@ -80,6 +82,8 @@ fn ffi_declarations_match_the_header() {
         MG_KILL_OVERSHOOT, MG_KILL_STALL, MG_KILL_CGROUP_KILL, MG_KILL_PIDFD,
         MG_EVENT_KILL, MG_EVENT_LEND_BEGIN, MG_EVENT_LEND_END, MG_EVENT_LEND_EXPIRED, MG_EVENT_ERROR, MG_EVENT_GONE,
         MG_EVENT_KERNEL_OOM, MG_EVENT_THROTTLED, MG_EVENT_EMPTY_OVER_LIMIT, MG_EVENT_UNKILLABLE,
+        MG_EVENT_KILL_DRY_RUN, MG_EVENT_PRE_KILL, MG_EVENT_KILL_AVERTED, MG_GUARD_DRY_RUN,
+        MG_DRY_RUN_HOLDOFF_USEC, MG_PRE_KILL_MAX_DEFER_USEC,
         MG_LOG_ERR, MG_LOG_WARNING, MG_LOG_INFO, MG_LOG_DEBUG,
         MG_RECOVER_EXPIRED, MG_CONFINE_SUPERVISOR,
         MG_SNAPSHOT_MEMORY, MG_SNAPSHOT_FD,
