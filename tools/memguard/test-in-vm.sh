@@ -50,6 +50,15 @@ wait_confined() {
     return 1
 }
 # wait_file FILE [SECONDS]: polls until FILE exists, at most SECONDS (10).
+stop_watch() { # PID NAME JSON_FILE PARENT: SIGTERM ends it with 0; its events; its actors removed
+    kill -TERM "$1"
+    wait "$1"
+    local st=$?
+    check "$2: SIGTERM ends it with 0 (got $st)" [ "$st" = 0 ]
+    sed 's/^/# json: /' "$3"
+    for cg in "$4"/*/; do rmdir "$cg" 2>/dev/null; done
+    rmdir "$4" 2>/dev/null
+}
 wait_file() {
     i=0
     while [ ! -s "$1" ] && [ $i -lt $((${2:-10} * 10)) ]; do sleep 0.1; i=$((i + 1)); done
@@ -450,13 +459,7 @@ else
     n=$((n + 1)); echo "ok $n - watch: a lend record taken over # SKIP no setfattr in the VM (Debian: attr)"
 fi
 sed 's/^/# dry metrics: /' "$tmp/dry.prom" | grep -E 'ticks|kills|lend'
-kill -TERM $drypid
-wait $drypid
-st=$?
-check "watch --dry-run: SIGTERM ends it with 0 (got $st)" [ "$st" = 0 ]
-sed 's/^/# json: /' "$tmp/dry.err"
-for cg in "$dry"/*/; do rmdir "$cg" 2>/dev/null; done
-rmdir "$dry" 2>/dev/null
+stop_watch $drypid "watch --dry-run" "$tmp/dry.err" "$dry"
 
 # ---- watch --pre-kill-defer 2s: each kill told first and put off 2 s; one
 # still over its limit then is killed, one that left it is not, and one past
@@ -504,13 +507,7 @@ check "watch --pre-kill-defer --metrics: kills_deferred_total of hold and leave,
     grep -qx 'memguard_kills_averted_total{cgroup=\"$rel/leave\"} $(grep -c '"event":"kill-averted"' "$tmp/pk.err")' '$tmp/pk.prom' &&
     grep -qx 'memguard_kills_total{cgroup=\"$rel/hold\",reason=\"overshoot\"} 1' '$tmp/pk.prom'"
 sed 's/^/# pk metrics: /' "$tmp/pk.prom" | grep -E 'kills'
-kill -TERM $pkpid
-wait $pkpid
-st=$?
-check "watch --pre-kill-defer: SIGTERM ends it with 0 (got $st)" [ "$st" = 0 ]
-sed 's/^/# json: /' "$tmp/pk.err"
-for cg in "$pk"/*/; do rmdir "$cg" 2>/dev/null; done
-rmdir "$pk" 2>/dev/null
+stop_watch $pkpid "watch --pre-kill-defer" "$tmp/pk.err" "$pk"
 
 # ---- watch under a service manager: READY=1 once confined, RELOADING=1
 # and READY=1 around a SIGHUP, watchdog pings, STOPPING=1 (the manager's

@@ -80,24 +80,28 @@ struct watch {
         uint64_t watchdog_interval, next_watchdog;
 };
 
+/* Adds the counts of x into *sum. */
+static void add_stats(struct mg_stats *sum, const struct mg_stats *x) {
+        sum->fast_ticks += x->fast_ticks;
+        sum->slow_ticks += x->slow_ticks;
+        sum->kills_overshoot += x->kills_overshoot;
+        sum->kills_stall += x->kills_stall;
+        sum->dry_run_kills += x->dry_run_kills;
+        sum->kernel_oom_kills += x->kernel_oom_kills;
+        sum->errors += x->errors;
+        sum->lends += x->lends;
+        sum->lend_expiries += x->lend_expiries;
+        sum->throttles += x->throttles;
+        sum->kills_deferred += x->kills_deferred;
+        sum->kills_averted += x->kills_averted;
+}
+
 /* Adds a guard's counts into a->before, before the guard goes. */
 static void actor_keep_stats(struct actor *a) {
         struct mg_stats st = { .size = sizeof(st) };
 
-        if (!a->g || mg_guard_get_stats(a->g, &st) < 0)
-                return;
-        a->before.fast_ticks += st.fast_ticks;
-        a->before.slow_ticks += st.slow_ticks;
-        a->before.kills_overshoot += st.kills_overshoot;
-        a->before.kills_stall += st.kills_stall;
-        a->before.dry_run_kills += st.dry_run_kills;
-        a->before.kernel_oom_kills += st.kernel_oom_kills;
-        a->before.errors += st.errors;
-        a->before.lends += st.lends;
-        a->before.lend_expiries += st.lend_expiries;
-        a->before.throttles += st.throttles;
-        a->before.kills_deferred += st.kills_deferred;
-        a->before.kills_averted += st.kills_averted;
+        if (a->g && mg_guard_get_stats(a->g, &st) == 0)
+                add_stats(&a->before, &st);
 }
 
 static void actor_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
@@ -486,20 +490,6 @@ static int scan_parent(struct watch *w) {
         return 0;
 }
 
-static void add_stats(struct mg_stats *sum, const struct mg_stats *x) {
-        sum->fast_ticks += x->fast_ticks;
-        sum->slow_ticks += x->slow_ticks;
-        sum->kills_overshoot += x->kills_overshoot;
-        sum->kills_stall += x->kills_stall;
-        sum->dry_run_kills += x->dry_run_kills;
-        sum->kernel_oom_kills += x->kernel_oom_kills;
-        sum->errors += x->errors;
-        sum->lends += x->lends;
-        sum->lend_expiries += x->lend_expiries;
-        sum->throttles += x->throttles;
-        sum->kills_deferred += x->kills_deferred;
-        sum->kills_averted += x->kills_averted;
-}
 
 static void write_metrics(struct watch *w) {
         struct mgt_metrics_actor *ma = calloc(w->n ? w->n : 1, sizeof(*ma));
