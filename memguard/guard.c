@@ -337,14 +337,6 @@ bool mg_guard_detach(mg_guard *g) {
         return false;
 }
 
-struct mg_guard_host *mg_guard_get_host(const mg_guard *g) {
-        return g->host;
-}
-
-bool mg_guard_is_gone(const mg_guard *g) {
-        return g->state == MG_GUARD_GONE;
-}
-
 void mg_guard_hold(mg_guard *g) {
         g->holds++;
 }
@@ -429,13 +421,6 @@ int mg_guard_error(mg_guard *g, unsigned slot, int level, const char *verb, cons
                 mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_ERROR, .error = err, .what = what });
         }
         return err;
-}
-
-void mg_guard_error_clear(mg_guard *g, unsigned slot) {
-        if (g->erring & (1u << slot)) {
-                g->erring &= ~(1u << slot);
-                g->error_streak[slot] = 0;
-        }
 }
 
 /* A throttle is reported once per episode; it ends when the criteria stop
@@ -965,22 +950,24 @@ static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_r
 }
 
 int mg_guard_tick(mg_guard *g) {
+        return g ? mg_guard_tick_at(g, mg_guard_now(g)) : -EINVAL;
+}
+
+int mg_guard_tick_at(mg_guard *g, uint64_t now) {
         struct mg_report rep;
         struct mg_sample x;
-        uint64_t now, current, stall_usec;
+        uint64_t current, stall_usec;
         unsigned signals;
         enum mg_verdict v;
-        int r, acted;
+        int r, acted = 0;
 
-        if (!g)
-                return -EINVAL;
         if (g->state == MG_GUARD_GONE)
                 return -ENODEV;
-        now = mg_guard_now(g);
-
-        acted = mg_lend_tick(g, now);
-        if (acted < 0)
-                return acted;
+        if (g->lent) {
+                acted = mg_lend_tick(g, now);
+                if (acted < 0)
+                        return acted;
+        }
 
         if (g->state == MG_GUARD_KILLING) {
                 r = tick_killing(g, now);

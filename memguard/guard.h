@@ -150,7 +150,8 @@ struct mg_guard_counts {
 
 struct mg_guard {
         /* What a fast tick touches comes first, in four cache lines: this
-         * one, the hot part of cg, params' line and opt's tick and window.
+         * one, the hot part of cg, params' line, and the host with opt's
+         * tick and window (a set checks the host before and after a tick).
          * With thousands of guards, the kernel's work for each read evicts
          * the last guard's lines, and a tick costs the lines it touches. */
         enum mg_guard_state state;
@@ -169,11 +170,12 @@ struct mg_guard {
         struct mg_slow *slow_state;     /* while at its limit, or an episode is open: mg_guard_slow_get() */
         struct mg_cgroup cg;            /* its first 64 bytes: the fds and the seam */
         struct mg_policy_params params;
+        struct mg_guard_host *host;     /* the set that runs it, or NULL (mg_guard_attach()) */
         /* mg_guard_get_stats(): the one count a fast tick makes, in the
-         * line it shares with params' end and opt's tick and window. */
+         * line it shares with params' end, the host and opt's tick and
+         * window. */
         uint64_t fast_ticks;
         struct mg_guard_options opt;
-        struct mg_guard_host *host;     /* the set that runs it, or NULL (mg_guard_attach()) */
 
         int error_streak[MG_ERR_N];     /* the error last reported for each; 0 once it works again */
         unsigned holds;                 /* mg_guard_hold()s not released yet */
@@ -269,7 +271,13 @@ void mg_guard_emit(mg_guard *g, struct mg_event *ev);
  * "<verb> <what>: <error>", or "<what> failed: <error>" without a verb.
  * Returns err. */
 int mg_guard_error(mg_guard *g, unsigned slot, int level, const char *verb, const char *what, int err);
-void mg_guard_error_clear(mg_guard *g, unsigned slot);
+/* The slot works again: its next error is reported. */
+static inline void mg_guard_error_clear(mg_guard *g, unsigned slot) {
+        if (g->erring & (1u << slot)) {
+                g->erring &= ~(1u << slot);
+                g->error_streak[slot] = 0;
+        }
+}
 /* The cgroup is gone: MG_EVENT_GONE once (what: the file that said so),
  * and the lend with it.  Returns -ENODEV. */
 int mg_guard_gone(mg_guard *g, const char *what);
@@ -348,6 +356,9 @@ int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsi
                         const struct mg_io *io, const struct mg_guard_host *host, mg_guard **ret);
 void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata);
 uint64_t mg_guard_now(const mg_guard *g);
+/* mg_guard_tick() at now, the guard's clock as its caller just read it (a
+ * set reads it once per guard to see the tick is due). */
+int mg_guard_tick_at(mg_guard *g, uint64_t now);
 
 /* a + b for points in time, saturated: UINT64_MAX is "never" (a deadline,
  * a next tick) and stays so, rather than wrapping into the past. */
@@ -437,8 +448,13 @@ void mg_guard_attach(mg_guard *g, struct mg_guard_host *h);
  * true if g is the caller's to free, false if a hold keeps it: then it is
  * detached (no more events or logs) and the last release frees it. */
 bool mg_guard_detach(mg_guard *g);
-struct mg_guard_host *mg_guard_get_host(const mg_guard *g);
-bool mg_guard_is_gone(const mg_guard *g);
+static inline struct mg_guard_host *mg_guard_get_host(const mg_guard *g) {
+        return g->host;
+}
+
+static inline bool mg_guard_is_gone(const mg_guard *g) {
+        return g->state == MG_GUARD_GONE;
+}
 
 /* The host's hooks, for a guard that may have none. */
 static inline int host_watch(mg_guard *g, int fd, enum mg_watch what, bool on) {

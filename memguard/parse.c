@@ -5,12 +5,39 @@
 
 #include "parse.h"
 
+/* Eight ASCII digits at s, read as one little-endian word, into their
+ * value: the value of a kernel file is most often 8 to 12 digits (a
+ * byte count), and this takes a dozen instructions where a loop over the
+ * digits takes fifty.  False if any of the eight is not a digit. */
+static inline bool eight_digits(const char *s, uint64_t *ret) {
+        uint64_t v;
+
+        memcpy(&v, s, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        v = __builtin_bswap64(v);
+#endif
+        /* '0'..'9' is 0x30..0x39: the high nibble is 3, and stays 3 with 6 added */
+        if (((v & 0xF0F0F0F0F0F0F0F0) | (((v + 0x0606060606060606) & 0xF0F0F0F0F0F0F0F0) >> 4)) !=
+            0x3333333333333333)
+                return false;
+        v -= 0x3030303030303030;
+        v = v * 10 + (v >> 8); /* pairs of digits, in every other byte */
+        *ret = (((v & 0x000000FF000000FF) * (100 + (UINT64_C(1000000) << 32))) +
+                (((v >> 16) & 0x000000FF000000FF) * (1 + (UINT64_C(10000) << 32)))) >>
+               32;
+        return true;
+}
+
 /* Reads a decimal u64 at *p (no sign, no spaces); advances *p.  Up to 19
  * digits cannot overflow, so only longer numbers pay for the check. */
-static int parse_digits(const char **p, const char *end, uint64_t *ret) {
+static inline int parse_digits(const char **p, const char *end, uint64_t *ret) {
         const char *s = *p, *start = *p;
-        uint64_t v = 0;
+        uint64_t v = 0, eight;
 
+        while (end - s >= 8 && eight_digits(s, &eight)) {
+                v = v * 100000000 + eight; /* wraps past 19 digits: redone below */
+                s += 8;
+        }
         while (s < end && (unsigned) (*s - '0') < 10)
                 v = v * 10 + (unsigned) (*s++ - '0');
         if (s == start)

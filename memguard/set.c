@@ -9,13 +9,14 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "schedule.h"
 #include "set.h"
 #include "sized.h"
 #include "worker.h"
 
 /*
- * Many guards, one thread: a binary min-heap of guards by next tick time
- * behind one timerfd, all in one epoll fd with what the guards watch
+ * Many guards, one thread: a schedule of guards by next tick time
+ * (schedule.c) behind one timerfd, all in one epoll fd with what the guards watch
  * through their host interface (struct mg_guard_host): memory.events.local
  * on the fast path (a kernel OOM kill, a limit hit), PSI triggers on the
  * slow path, cgroup.events while a kill waits for the cgroup to empty.
@@ -30,25 +31,14 @@
  * (docs/benchmarks.md: 7.5 % of a core before, 2.0 % after). */
 #define MG_SET_SLACK_USEC 25000
 
-/* The heap holds each guard's next tick time next to its pointer, and the
- * guards do not hold their place in it: sifting moves entries within this
- * array and never touches a guard, which with thousands of guards spread
- * over memory would cost a cache miss per level (most of a fast tick's
- * time).  Finding a guard is a scan, for the rare remove or reschedule. */
-struct heap_entry {
-        uint64_t when;
-        mg_guard *g;
-};
-
 struct mg_set {
         struct mg_guard_host host; /* first: a guard's host is its set */
         int epfd, tfd;
-        struct heap_entry *heap;
-        size_t n, cap;
+        struct mg_sched sched;
         uint64_t armed_usec;
         bool processing;
         /* Guards removed by a callback during process(), freed after it.
-         * Every guard is in the heap or here, and mg_set_add_guard() keeps
+         * Every guard is in the schedule or here, and mg_set_add_guard() keeps
          * room for all of them: a removal never allocates. */
         mg_guard **zombies;
         size_t n_zombies, zombies_cap;
@@ -77,66 +67,11 @@ __attribute__((format(printf, 3, 4))) static void slog(const mg_set *s, int leve
         s->opt.log(level, msg, s->opt.log_userdata);
 }
 
-/* Both return the entry's final index. */
-static size_t heap_up(mg_set *s, size_t i) {
-        struct heap_entry e = s->heap[i];
-
-        while (i > 0 && s->heap[(i - 1) / 2].when > e.when) {
-                s->heap[i] = s->heap[(i - 1) / 2];
-                i = (i - 1) / 2;
-        }
-        s->heap[i] = e;
-        return i;
-}
-
-static size_t heap_down(mg_set *s, size_t i) {
-        struct heap_entry e = s->heap[i];
-
-        for (;;) {
-                size_t l = 2 * i + 1, r = l + 1, m = l;
-                if (l >= s->n)
-                        break;
-                if (r < s->n && s->heap[r].when < s->heap[l].when)
-                        m = r;
-                if (s->heap[m].when >= e.when)
-                        break;
-                s->heap[i] = s->heap[m];
-                i = m;
-        }
-        s->heap[i] = e;
-        return i;
-}
-
-/* Sets entry i's next tick and restores the heap order. */
-static void heap_update(mg_set *s, size_t i, uint64_t when) {
-        s->heap[i].when = when;
-        heap_up(s, heap_down(s, i));
-}
-
-/* g's index, or s->n.  From the end: mg_set_free() removes from there. */
-static size_t heap_find(const mg_set *s, const mg_guard *g) {
-        for (size_t i = s->n; i > 0; i--)
-                if (s->heap[i - 1].g == g)
-                        return i - 1;
-        return s->n;
-}
-
-static void heap_remove(mg_set *s, mg_guard *g) {
-        size_t i = heap_find(s, g);
-
-        if (i >= s->n)
-                return;
-        s->n--;
-        if (i < s->n) {
-                s->heap[i] = s->heap[s->n];
-                heap_up(s, heap_down(s, i));
-        }
-}
-
 /* Arms the timerfd for the earliest tick; absolute, so a late process()
  * still fires at once. */
 static int arm(mg_set *s) {
-        uint64_t when = s->n ? s->heap[0].when : 0;
+        const struct mg_sched_entry *e = mg_sched_peek(&s->sched);
+        uint64_t when = e ? e->when : 0;
         struct itimerspec its = {};
 
         if (when == s->armed_usec)
@@ -156,11 +91,9 @@ static int arm(mg_set *s) {
 }
 
 void mg_set_reschedule(mg_set *s, mg_guard *g, uint64_t when_usec) {
-        size_t i = heap_find(s, g);
-
-        if (i >= s->n)
+        if (!mg_sched_take(&s->sched, g, NULL))
                 return;
-        heap_update(s, i, when_usec);
+        mg_sched_push(&s->sched, when_usec, g);
         (void) arm(s);
 }
 
@@ -293,8 +226,8 @@ static void finish_restores(mg_set *s, int *acted) {
 mg_set *mg_set_free(mg_set *s) {
         if (!s)
                 return NULL;
-        while (s->n > 0)
-                (void) mg_set_remove(s, s->heap[s->n - 1].g);
+        while (mg_sched_size(&s->sched) > 0)
+                (void) mg_set_remove(s, mg_sched_at(&s->sched, mg_sched_size(&s->sched) - 1));
         /* The end of the set: every restore still to make is made, and
          * waited for (their guards are removed: told to no one). */
         if (s->worker.started) {
@@ -302,7 +235,7 @@ mg_set *mg_set_free(mg_set *s) {
                 finish_restores(s, NULL);
         }
         mg_worker_close(&s->worker);
-        free(s->heap);
+        mg_sched_free(&s->sched);
         free(s->zombies);
         if (s->tfd >= 0)
                 close(s->tfd);
@@ -319,19 +252,16 @@ mg_set *mg_set_free(mg_set *s) {
 }
 
 int mg_set_add_guard(mg_set *s, mg_guard *g) {
+        size_t n;
         int r;
 
         if (!s || !g || mg_guard_get_host(g))
                 return -EINVAL;
-        if (s->n == s->cap) {
-                size_t cap = s->cap ? s->cap * 2 : 16;
-                struct heap_entry *h = realloc(s->heap, cap * sizeof(*h));
-                if (!h)
-                        return -ENOMEM;
-                s->heap = h;
-                s->cap = cap;
-        }
-        if (s->n + s->n_zombies >= s->zombies_cap) {
+        n = mg_sched_size(&s->sched);
+        r = mg_sched_reserve(&s->sched, n + 1);
+        if (r < 0)
+                return r;
+        if (n + s->n_zombies >= s->zombies_cap) {
                 size_t cap = s->zombies_cap ? s->zombies_cap * 2 : 16;
                 mg_guard **z = realloc(s->zombies, cap * sizeof(mg_guard *));
                 if (!z)
@@ -341,14 +271,11 @@ int mg_set_add_guard(mg_set *s, mg_guard *g) {
         }
         /* Spread first ticks over one period so thousands of guards added
          * together do not all read at the same instant. */
-        s->heap[s->n] = (struct heap_entry) {
-                .when = mg_usec_add(mg_guard_now(g), (s->n * 7919 % 1000) * mg_guard_get_tick_usec(g) / 1000),
-                .g = g,
-        };
-        heap_up(s, s->n++);
+        mg_sched_push(&s->sched, mg_usec_add(mg_guard_now(g), (n * 7919 % 1000) * mg_guard_get_tick_usec(g) / 1000),
+                      g);
         r = arm(s);
         if (r < 0) {
-                heap_remove(s, g);
+                (void) mg_sched_take(&s->sched, g, NULL);
                 return r;
         }
         /* A set's guards read memory.stat into the set's buffer: 8 KiB per
@@ -388,7 +315,7 @@ int mg_set_remove(mg_set *s, mg_guard *g) {
                 return -EINVAL;
         mg_guard_stats_add(g, &s->removed);
         ours = mg_guard_detach(g);
-        heap_remove(s, g);
+        (void) mg_sched_take(&s->sched, g, NULL);
         if (ours && s->processing)
                 /* An event callback removed it: process() may still hold
                  * the pointer, so free it when process() returns. */
@@ -405,13 +332,13 @@ int mg_set_get_stats(const mg_set *s, struct mg_stats *ret) {
                 return -EINVAL;
         st = s->removed;
         st.size = sizeof(st);
-        for (size_t i = 0; i < s->n; i++)
-                mg_guard_stats_add(s->heap[i].g, &st);
+        for (size_t i = 0; i < mg_sched_size(&s->sched); i++)
+                mg_guard_stats_add(mg_sched_at(&s->sched, i), &st);
         return mg_sized_copy_out(ret, &st, sizeof(st));
 }
 
 size_t mg_set_size(const mg_set *s) {
-        return s ? s->n : 0;
+        return s ? mg_sched_size(&s->sched) : 0;
 }
 
 int mg_set_get_fd(const mg_set *s) {
@@ -419,9 +346,12 @@ int mg_set_get_fd(const mg_set *s) {
 }
 
 int mg_set_get_timeout(const mg_set *s, uint64_t *ret_usec) {
+        const struct mg_sched_entry *e;
+
         if (!s || !ret_usec)
                 return -EINVAL;
-        *ret_usec = s->n ? s->heap[0].when : UINT64_MAX;
+        e = mg_sched_peek(&s->sched);
+        *ret_usec = e ? e->when : UINT64_MAX;
         return 0;
 }
 
@@ -429,10 +359,10 @@ static bool in_set(const mg_set *s, const mg_guard *g) {
         return mg_guard_get_host(g) == &s->host;
 }
 
-static void tick_guard(mg_set *s, mg_guard *g, int *acted) {
+static void tick_guard(mg_set *s, mg_guard *g, uint64_t now, int *acted) {
         if (!in_set(s, g))
                 return; /* removed by a callback earlier in this round */
-        if (mg_guard_tick(g) > 0)
+        if (mg_guard_tick_at(g, now) > 0)
                 (*acted)++;
 }
 
@@ -444,7 +374,7 @@ static void dispatch(mg_set *s, uint64_t data, int *acted) {
         if ((data & 3) == MG_WATCH_MEM_EVENTS)
                 mg_guard_events_changed(g);
         else
-                tick_guard(s, g, acted);
+                tick_guard(s, g, mg_guard_now(g), acted);
 }
 
 int mg_set_process(mg_set *s) {
@@ -472,26 +402,25 @@ int mg_set_process(mg_set *s) {
         if (restores)
                 finish_restores(s, &acted);
 
-        while (s->n > 0) {
-                mg_guard *g = s->heap[0].g;
-                uint64_t now = mg_guard_now(g), when = s->heap[0].when;
+        for (const struct mg_sched_entry *e; (e = mg_sched_peek(&s->sched));) {
+                mg_guard *g = e->g, *soon[2];
+                uint64_t now = mg_guard_now(g), when = e->when;
 
-                /* The next due is a child of the root: have its first
-                 * lines come in while this guard's read is in the kernel. */
-                for (size_t c = 1; c <= 2 && c < s->n; c++)
+                /* Have the first lines of the guards due next come in
+                 * while this guard's read is in the kernel. */
+                for (size_t k = mg_sched_next(&s->sched, soon); k-- > 0;)
                         for (size_t off = 0; off < 256; off += 64)
-                                __builtin_prefetch((const char *) s->heap[c].g + off);
+                                __builtin_prefetch((const char *) soon[k] + off);
 
                 /* UINT64_MAX: only unscheduled (gone) guards are left */
                 if (when == UINT64_MAX || when > mg_usec_add(now, MG_SET_SLACK_USEC))
                         break;
-                tick_guard(s, g, &acted);
+                tick_guard(s, g, now, &acted);
                 if (!in_set(s, g))
                         continue;
                 /* Its callbacks may have added, removed or rescheduled
-                 * guards (itself too): it is not always still on top. */
-                size_t i = s->heap[0].g == g ? 0 : heap_find(s, g);
-                when = s->heap[i].when;
+                 * guards (itself too): its time is taken anew. */
+                (void) mg_sched_take(&s->sched, g, &when);
                 if (mg_guard_is_gone(g)) {
                         /* Stays in the set, unscheduled, until the caller
                          * removes it after MG_EVENT_GONE. */
@@ -505,7 +434,7 @@ int mg_set_process(mg_set *s) {
                         if (when <= now)
                                 when = mg_usec_add(now, mg_guard_get_tick_usec(g));
                 }
-                heap_update(s, i, when);
+                mg_sched_push(&s->sched, when, g);
         }
         s->processing = false;
         while (s->n_zombies > 0)

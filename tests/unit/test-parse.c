@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "parse.h"
@@ -197,6 +198,41 @@ Test(u64, values) {
         cr_expect_eq(mg_parse_u64_value(S("12\n\n"), &v), -EBADMSG);
         cr_expect_eq(mg_parse_u64_value(S("99999999999999999999\n"), &v), -EBADMSG);
         cr_expect_eq(mg_parse_u64_value(S("-1\n"), &v), -EBADMSG);
+}
+
+/* Eight digits at a time, then one by one: every length up to the longest
+ * value, a non-digit at every place of it, and the largest u64 and one
+ * past it, against strtoull. */
+Test(u64, every_length_and_place) {
+        char buf[32];
+        uint64_t v;
+
+        for (size_t len = 1; len <= 20; len++) {
+                for (size_t i = 0; i < len; i++)
+                        buf[i] = (char) ('0' + (len * 7 + i * 3) % 10);
+                buf[0] = len == 20 ? '1' : buf[0];
+                buf[len] = '\n';
+                cr_expect_eq(mg_parse_u64_value(buf, len + 1, &v), 0, "%zu digits", len);
+                buf[len] = '\0';
+                cr_expect_eq(v, strtoull(buf, NULL, 10), "%s", buf);
+                for (size_t bad = 0; bad < len; bad++) {
+                        char keep = buf[bad];
+                        /* a newline only where it is not the last byte,
+                         * which ends the value */
+                        static const char nondigits[] = { '/', ':', 'a', ' ', '\0', '\n' };
+                        for (size_t c = 0; c < sizeof(nondigits) - (bad + 1 == len); c++) {
+                                buf[bad] = nondigits[c];
+                                cr_expect_eq(mg_parse_u64_value(buf, len, &v), -EBADMSG, "%zu digits, byte %zu is %d",
+                                             len, bad, nondigits[c]);
+                        }
+                        buf[bad] = keep;
+                }
+        }
+        cr_expect_eq(mg_parse_u64_value(S("18446744073709551615\n"), &v), 0);
+        cr_expect_eq(v, UINT64_MAX);
+        cr_expect_eq(mg_parse_u64_value(S("18446744073709551616\n"), &v), -EBADMSG);
+        cr_expect_eq(mg_parse_u64_value(S("000000000000000000000042\n"), &v), 0, "leading zeros: long, no overflow");
+        cr_expect_eq(v, 42);
 }
 
 Test(psi, some_and_full) {

@@ -5,7 +5,7 @@
  * fast path; and what each guard costs in memory and fds.
  *
  *   bench-scale --fixture [DIR] | --cgroup ROOT  [-n N (1000)] [--seconds S (20)]
- *               [--slow K (N/100)] [--tick-ms MS (250)] [--align-ms MS] [--floor]
+ *               [--slow K (N/100)] [--tick-ms MS (250)] [--align-ms MS] [--floor [--rounds R]]
  *
  * Fixture: N fake cgroup trees (256 MiB actors), K of them at their limit
  * (the slow path, verdict NEAR), the others at rest.  Cgroup: N empty
@@ -13,16 +13,25 @@
  * anon (the slow path); K is capped at 10 there to fit the VM.
  *
  * Figures: CPU share of one core over the run (getrusage, user + system,
- * over wall time), preads and wakeups per second, fds per guard (added, and
- * after the run with the K at their limit), resident
- * memory per guard ((VmRSS after the run - VmRSS before the guards) / N),
- * heap bytes allocated per guard, the kernel's slab growth per guard
- * (/proc/meminfo Slab, noisy), time to add a guard, sizeof(struct mg_guard)
- * and its big parts.  Under callgrind (tools/bench/run), only the measured loop is
- * counted, dumped as "scale:run".
+ * over wall time), CPU per tick (the set's count, mg_set_get_stats()),
+ * preads per second (the process's read syscalls from /proc/self/io, less
+ * the set's timerfd reads: the guards read through no seam), wakeups per
+ * second, fds per guard (added, and after the run with the K at their
+ * limit), resident memory per guard ((VmRSS after the run - VmRSS before
+ * the guards) / N), heap bytes allocated per guard, the kernel's slab
+ * growth per guard (/proc/meminfo Slab, noisy), time to add a guard,
+ * sizeof(struct mg_guard) and its big parts.  Under callgrind
+ * (tools/bench/run), only the measured loop is counted, dumped as
+ * "scale:run".
  *
- * --floor also runs the floor (floor_run() below) for S seconds after the
- * set, on the same files: the CPU share of the reads alone.
+ * --floor also runs the floor (floor_run() below) on the same open files:
+ * the CPU of the reads alone.  The two take turns, R rounds (--rounds, 5)
+ * of S/R seconds each, each set round after one unmeasured period, so that
+ * a shared host's noise falls on both alike; the ratio of CPU per read of
+ * each round's pair is printed (median, range, and of the totals).  When
+ * the set's fds and the floor's do not fit together (10,000 actors under a
+ * hard RLIMIT_NOFILE of 20,000), the floor runs once for S seconds after
+ * the set is freed, on files opened anew.
  *
  * --align-ms is a what-if, not the library's behaviour: after adding the
  * guards it moves their first ticks onto MS-wide slots (mg_set_reschedule),
@@ -76,95 +85,173 @@ static uint64_t meminfo_kib(const char *key) {
         return v;
 }
 
-/* Runs the set for usec, as a host loop would.  Returns the wakeups. */
+/* Runs the set for usec, as a host loop would: poll on its fd, which the
+ * set's timerfd makes readable when a tick is due (one timer: a timeout to
+ * mg_set_get_timeout() as well would arm a second).  Returns the wakeups. */
 static uint64_t run_set(mg_set *s, uint64_t usec) {
         uint64_t end = mg_mono_nsec() + usec * 1000, wakeups = 0;
         struct pollfd pfd = { .fd = mg_set_get_fd(s), .events = POLLIN };
 
         for (;;) {
-                uint64_t now = mg_mono_nsec(), next_usec;
-                int ms;
+                uint64_t now = mg_mono_nsec();
 
                 if (now >= end)
                         break;
-                ms = (int) ((end - now) / 1000000 + 1);
-                if (mg_set_get_timeout(s, &next_usec) == 0 && next_usec != UINT64_MAX) {
-                        uint64_t now_usec = mg_mono_usec();
-                        int until = next_usec > now_usec ? (int) ((next_usec - now_usec + 999) / 1000) : 0;
-                        if (until < ms)
-                                ms = until;
+                if (poll(&pfd, 1, (int) ((end - now) / 1000000 + 1)) > 0) {
+                        (void) mg_set_process(s);
+                        wakeups++;
                 }
-                (void) poll(&pfd, 1, ms);
-                (void) mg_set_process(s);
-                wakeups++;
         }
         return wakeups;
 }
 
 /*
- * The floor: the same N memory.current files read at the same rate and in
- * the same 25 ms batches by a loop that does nothing else (a pread into a
- * stack buffer, strtoull, a compare), in the same process once the set is
- * freed (its fds and the floor's fit under a hard RLIMIT_NOFILE of 20,000
- * with 10,000 actors).  What no design that reads memory.current once per
- * actor per tick can go below; memguard's share is measured against it.
+ * The floor: the same files read at the same rate and in the same 25 ms
+ * batches by a loop that does nothing else: each actor's memory.current
+ * (a pread into a stack buffer, strtoull, a compare), and for the K at
+ * their limit also the four files a slow tick reads (memory.stat,
+ * memory.pressure, io.pressure, memory.events.local), unparsed.  What no
+ * design that reads those files once per tick can go below; memguard's
+ * share is measured against it.
  */
-static int floor_run(const char *dir, uint64_t n, uint64_t limit, uint64_t tick_ms, uint64_t seconds) {
-        uint64_t slots = tick_ms >= 25 ? tick_ms / 25 : 1, reads = 0, below = 0, sys0, sys1;
-        int *fds = calloc(n, sizeof(*fds));
+static const enum mg_cgfile floor_slow_files[] = { MG_CG_STAT, MG_CG_PRESSURE, MG_CG_IO_PRESSURE,
+                                                   MG_CG_EVENTS_LOCAL };
+#define FLOOR_SLOW_FILES (sizeof(floor_slow_files) / sizeof(floor_slow_files[0]))
+
+struct floor {
+        uint64_t n, limit, tick_ms;
+        int *fds;      /* n memory.current, then FLOOR_SLOW_FILES per actor (-1 unless slow) */
+        uint64_t below;
+};
+
+static void floor_close(struct floor *f) {
+        if (!f->fds)
+                return;
+        for (uint64_t i = 0; i < f->n * (1 + FLOOR_SLOW_FILES); i++)
+                if (f->fds[i] >= 0)
+                        close(f->fds[i]);
+        free(f->fds);
+        f->fds = NULL;
+}
+
+/* Guard i's file, or -1: its open file itself where the guard has it open
+ * (a dup: the same struct file, so the kernel does the same work for both
+ * loops), else opened anew by path. */
+static int floor_fd(const char *dir, uint64_t i, mg_guard *g, enum mg_cgfile f) {
         char path[4200];
 
-        if (!fds)
+        if (g && g->cg.fd[f] >= 0)
+                return fcntl(g->cg.fd[f], F_DUPFD_CLOEXEC, 0);
+        snprintf(path, sizeof(path), "%s/a%" PRIu64 "/%s", dir, i, mg_cgfile_name(f));
+        return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static unsigned floor_fds(const struct floor *f) {
+        unsigned k = 0;
+        for (uint64_t i = 0; f->fds && i < f->n * (1 + FLOOR_SLOW_FILES); i++)
+                k += f->fds[i] >= 0;
+        return k;
+}
+
+/* guards: NULL once the set is freed. */
+static int floor_open(struct floor *f, const char *dir, uint64_t n, mg_guard **guards, const bool *is_slow,
+                      uint64_t limit, uint64_t tick_ms) {
+        *f = (struct floor) { .n = n, .limit = limit, .tick_ms = tick_ms };
+        f->fds = malloc(n * (1 + FLOOR_SLOW_FILES) * sizeof(int));
+        if (!f->fds)
                 return -ENOMEM;
+        for (uint64_t i = 0; i < n * (1 + FLOOR_SLOW_FILES); i++)
+                f->fds[i] = -1;
         for (uint64_t i = 0; i < n; i++) {
-                snprintf(path, sizeof(path), "%s/a%" PRIu64 "/memory.current", dir, i);
-                fds[i] = open(path, O_RDONLY | O_CLOEXEC);
-                if (fds[i] < 0) {
+                mg_guard *g = guards ? guards[i] : NULL;
+                f->fds[i] = floor_fd(dir, i, g, MG_CG_CURRENT);
+                for (size_t k = 0; is_slow[i] && f->fds[i] >= 0 && k < FLOOR_SLOW_FILES; k++) {
+                        int *fd = &f->fds[n + i * FLOOR_SLOW_FILES + k];
+                        *fd = floor_fd(dir, i, g, floor_slow_files[k]);
+                        if (*fd < 0)
+                                break;
+                }
+                if (f->fds[i] < 0 || (is_slow[i] && f->fds[n + (i + 1) * FLOOR_SLOW_FILES - 1] < 0)) {
                         int r = -errno;
-                        while (i > 0)
-                                close(fds[--i]);
-                        free(fds);
+                        floor_close(f);
                         return r;
                 }
         }
-        uint64_t cpu0 = cpu_usec(&sys0), t0 = mg_mono_nsec(), end = t0 + seconds * 1000000000, slot = 0;
-        for (uint64_t next = t0;; slot++, next += tick_ms * 1000000 / slots) {
+        return 0;
+}
+
+/* Reads for usec; adds the CPU and wall time spent and the preads made. */
+static void floor_run(struct floor *f, uint64_t usec, uint64_t *cpu, uint64_t *sys, uint64_t *wall,
+                      uint64_t *reads) {
+        uint64_t slots = f->tick_ms >= 25 ? f->tick_ms / 25 : 1, sys0, sys1;
+        static char stat_buf[MG_STAT_BUF_SIZE];
+
+        uint64_t cpu0 = cpu_usec(&sys0), t0 = mg_mono_nsec(), end = t0 + usec * 1000, slot = 0;
+        for (uint64_t next = t0;; slot++, next += f->tick_ms * 1000000 / slots) {
                 uint64_t now = mg_mono_nsec();
                 if (now >= end)
                         break;
                 if (next > now)
                         (void) poll(NULL, 0, (int) ((next - now) / 1000000));
-                for (uint64_t i = slot % slots; i < n; i += slots) {
+                if (mg_mono_nsec() >= end)
+                        break; /* not one batch more than the set had */
+                for (uint64_t i = slot % slots; i < f->n; i += slots) {
                         char buf[32];
-                        ssize_t k = pread(fds[i], buf, sizeof(buf) - 1, 0);
+                        ssize_t k = pread(f->fds[i], buf, sizeof(buf) - 1, 0);
                         if (k <= 0)
                                 continue;
                         buf[k] = '\0';
-                        below += strtoull(buf, NULL, 10) < limit - limit / 16;
-                        reads++;
+                        f->below += strtoull(buf, NULL, 10) < f->limit - f->limit / 16;
+                        (*reads)++;
+                        for (size_t j = 0; j < FLOOR_SLOW_FILES; j++) {
+                                int fd = f->fds[f->n + i * FLOOR_SLOW_FILES + j];
+                                if (fd >= 0 && pread(fd, stat_buf, sizeof(stat_buf), 0) >= 0)
+                                        (*reads)++;
+                        }
                 }
         }
-        uint64_t wall = mg_mono_nsec() - t0, cpu = cpu_usec(&sys1) - cpu0;
+        *wall += mg_mono_nsec() - t0;
+        *cpu += cpu_usec(&sys1) - cpu0;
+        *sys += sys1 - sys0;
+}
+
+/* Ticks made so far, fast and slow (mg_set_get_stats()). */
+static uint64_t set_ticks(const mg_set *s) {
+        struct mg_stats st = { .size = sizeof(st) };
+        return mg_set_get_stats(s, &st) == 0 ? st.fast_ticks + st.slow_ticks : 0;
+}
+
+static bool nofile_fits(uint64_t n) {
+        struct rlimit rl;
+        return getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= n;
+}
+
+/* First ticks over one period, as mg_set_add_guard() spreads them; with
+ * --align-ms on MS-wide slots instead.  After the floor's turn too: the
+ * guards it kept waiting would otherwise all be due at once. */
+static void spread(mg_set *s, mg_guard **guards, uint64_t n, uint64_t tick_ms, uint64_t align_ms) {
+        uint64_t t0 = mg_mono_usec(), slots = align_ms ? tick_ms / align_ms : 0;
+
         for (uint64_t i = 0; i < n; i++)
-                close(fds[i]);
-        free(fds);
-        printf("result bench=scale-floor n=%" PRIu64 " tick_ms=%" PRIu64 " seconds=%.1f cpu_pct=%.3f "
-               "cpu_us_per_read=%.2f sys_pct_of_cpu=%.1f reads_per_sec=%.0f below=%" PRIu64 "\n",
-               n, tick_ms, (double) wall / 1e9, 100.0 * (double) cpu / ((double) wall / 1000.0),
-               reads ? (double) cpu / (double) reads : 0, cpu ? 100.0 * (double) (sys1 - sys0) / (double) cpu : 0,
-               (double) reads / ((double) wall / 1e9), below);
-        return 0;
+                mg_set_reschedule(s, guards[i],
+                                  slots ? t0 + (i % slots) * align_ms * 1000 : t0 + (i * 7919 % 1000) * tick_ms);
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv) {
         const char *fixture = NULL, *root = NULL;
-        uint64_t n = 1000, seconds = 20, tick_ms = 250, slow = UINT64_MAX, limit, align_ms = 0;
+        uint64_t n = 1000, seconds = 20, tick_ms = 250, slow = UINT64_MAX, limit, align_ms = 0, rounds = 5;
         mg_guard **guards = NULL;
+        bool *slow_of = NULL;
+        struct floor fl = {};
         bool use_fixture = false, own_dir = false, floor = false;
         char dir[4096] = "", path[4200];
         pid_t *holders = NULL;
         mg_set *s = NULL;
-        struct bench_io io;
         struct utsname u;
         int r, failed = 0;
 
@@ -187,14 +274,16 @@ int main(int argc, char **argv) {
                         align_ms = strtoull(argv[++i], NULL, 10);
                 } else if (strcmp(argv[i], "--floor") == 0) {
                         floor = true;
+                } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+                        rounds = strtoull(argv[++i], NULL, 10);
                 } else {
                         fprintf(stderr, "usage: bench-scale (--fixture [DIR] | --cgroup ROOT) [-n N] [--seconds S] "
-                                        "[--slow K] [--tick-ms MS] [--align-ms MS] [--floor]\n");
+                                        "[--slow K] [--tick-ms MS] [--align-ms MS] [--floor [--rounds R]]\n");
                         return 2;
                 }
         }
-        if (use_fixture == !!root || n == 0 || tick_ms == 0 || (align_ms && tick_ms % align_ms)) {
-                fprintf(stderr, "bench-scale: give one of --fixture and --cgroup, n > 0, tick > 0\n");
+        if (use_fixture == !!root || n == 0 || tick_ms == 0 || (align_ms && tick_ms % align_ms) || rounds == 0) {
+                fprintf(stderr, "bench-scale: give one of --fixture and --cgroup, n > 0, tick > 0, rounds > 0\n");
                 return 2;
         }
         if (slow == UINT64_MAX)
@@ -205,11 +294,11 @@ int main(int argc, char **argv) {
                 slow = n;
         limit = root ? 16 * MG_MIB : BENCH_LIMIT;
         setvbuf(stdout, NULL, _IOLBF, 0);
-        bench_io_init(&io);
 
         /* A guard at rest keeps 2 files open at most, one at its limit its
-         * directory and every file; the floor (after the set) one each. */
-        uint64_t nofile = n * 2 + slow * (1 + MG_CG_N) + 256;
+         * directory and every file; the floor one each, five at the limit
+         * (beside the set if that fits, else after it). */
+        uint64_t nofile = n * 3 + slow * (1 + MG_CG_N + FLOOR_SLOW_FILES) + 256;
         r = bench_raise_nofile(nofile);
         if (r < 0) {
                 fprintf(stderr, "bench-scale: RLIMIT_NOFILE to %" PRIu64 ": %s\n", nofile, strerror(-r));
@@ -217,9 +306,11 @@ int main(int argc, char **argv) {
         }
         holders = calloc(slow + 1, sizeof(*holders));
         guards = calloc(n, sizeof(*guards)); /* NOLINT(bugprone-sizeof-expression): an array of guard pointers */
-        if (!holders || !guards) {
+        slow_of = calloc(n, sizeof(*slow_of));
+        if (!holders || !guards || !slow_of) {
                 free(holders);
                 free(guards);
+                free(slow_of);
                 return 1;
         }
 
@@ -273,6 +364,7 @@ int main(int argc, char **argv) {
                         goto out;
                 }
                 n_slow += is_slow;
+                slow_of[i] = is_slow;
         }
         t_make = mg_mono_nsec() - t_make;
 
@@ -294,7 +386,7 @@ int main(int argc, char **argv) {
                 mg_guard_options_init(&o, limit);
                 o.tick_usec = tick_ms * 1000;
                 snprintf(path, sizeof(path), "%s/a%" PRIu64, dir, i);
-                r = mg_set_add_internal(s, path, &o, root ? 0 : MG_CGROUP_ANY_FS, &io.io, &g);
+                r = mg_set_add_internal(s, path, &o, root ? 0 : MG_CGROUP_ANY_FS, NULL, &g);
                 if (r == 0)
                         guards[i] = g;
                 if (r < 0) {
@@ -308,22 +400,52 @@ int main(int argc, char **argv) {
         unsigned fds1 = bench_count_fds();
         uint64_t rss1 = bench_rss_bytes(), slab1 = meminfo_kib("Slab");
 
-        if (align_ms) {
-                uint64_t t0 = mg_mono_usec(), slots = tick_ms / align_ms;
-                for (uint64_t i = 0; i < n; i++)
-                        mg_set_reschedule(s, guards[i], t0 + (i % slots) * align_ms * 1000);
+        /* The floor's files beside the set's, so that the two run in turns
+         * (noise on a shared host moves both alike); 10,000 actors do not
+         * fit under a hard RLIMIT_NOFILE of 20,000 that way, and their
+         * floor runs once, after the set is freed. */
+        bool turns = floor && nofile_fits(nofile);
+        if (!turns)
+                rounds = 1;
+        double *ratios = calloc(rounds, sizeof(double));
+        uint64_t cpu = 0, sys = 0, wall = 0, preads = 0, wakeups = 0, ticks = 0, f_cpu = 0, f_sys = 0, f_wall = 0, f_reads = 0;
+        if (!ratios) {
+                failed = 1;
+                goto out;
         }
-
-        /* One period for every guard to tick once, then the measure. */
-        (void) run_set(s, tick_ms * 1000 + 50000);
-        uint64_t sys0, sys1, preads0 = io.preads, cpu0 = cpu_usec(&sys0), wall0 = mg_mono_nsec();
-        bench_cg_on();
-        uint64_t wakeups = run_set(s, seconds * 1000000);
-        bench_cg_off();
+        for (uint64_t k = 0; k < rounds; k++) {
+                uint64_t usec = seconds * 1000000 / rounds, fc = 0, fw = 0;
+                spread(s, guards, n, tick_ms, align_ms);
+                /* One period for every guard to tick once, then the measure. */
+                (void) run_set(s, tick_ms * 1000 + 50000);
+                /* After that period: the guards at their limits have every file open. */
+                if (turns && k == 0 && (r = floor_open(&fl, dir, n, guards, slow_of, limit, tick_ms)) < 0) {
+                        fprintf(stderr, "bench-scale: floor: %s\n", strerror(-r));
+                        turns = false; /* the set's rounds go on; the floor after them */
+                }
+                uint64_t sys0, sys1, ticks0 = set_ticks(s), syscr0 = bench_syscr(), cpu0 = cpu_usec(&sys0),
+                         wall0 = mg_mono_nsec();
+                bench_cg_on();
+                uint64_t wk = run_set(s, usec);
+                bench_cg_off();
+                uint64_t w = mg_mono_nsec() - wall0, c = cpu_usec(&sys1) - cpu0;
+                /* the reads the guards made: every read(2) and pread(2) of
+                 * this process, less the set's of its timerfd (one per
+                 * wakeup) and the first bench_syscr()'s own */
+                uint64_t pr = bench_syscr() - syscr0 - wk - 1;
+                cpu += c, sys += sys1 - sys0, wall += w, preads += pr, wakeups += wk, ticks += set_ticks(s) - ticks0;
+                if (turns) {
+                        uint64_t fr = 0;
+                        floor_run(&fl, usec, &fc, &f_sys, &fw, &fr);
+                        f_cpu += fc, f_wall += fw, f_reads += fr;
+                        /* CPU per read: the two read the same files at the
+                         * same rate, give or take a batch */
+                        ratios[k] = fc && fr && pr ? ((double) c / (double) pr) / ((double) fc / (double) fr) : 0;
+                }
+        }
         bench_cg_dump("scale:run");
-        uint64_t wall = mg_mono_nsec() - wall0, cpu = cpu_usec(&sys1) - cpu0, preads = io.preads - preads0;
         uint64_t rss2 = bench_rss_bytes();
-        unsigned fds2 = bench_count_fds();
+        unsigned fds2 = bench_count_fds() - floor_fds(&fl); /* the set's alone */
         double secs = (double) wall / 1e9;
 
         uname(&u);
@@ -335,14 +457,14 @@ int main(int argc, char **argv) {
                (uint64_t) nl.rlim_cur);
         printf("result bench=scale where=%s n=%" PRIu64 " slow=%" PRIu64 " tick_ms=%" PRIu64 " align_ms=%" PRIu64
                " seconds=%.1f cpu_us_per_wakeup=%.2f sys_pct_of_cpu=%.1f "
-               "cpu_pct=%.3f cpu_us_per_tick=%.2f preads_per_sec=%.0f expected_ticks_per_sec=%.0f "
+               "cpu_pct=%.3f cpu_us_per_tick=%.2f preads_per_sec=%.0f ticks_per_sec=%.0f expected_ticks_per_sec=%.0f "
                "wakeups_per_sec=%.1f fds_per_guard=%.2f fds_per_guard_running=%.2f rss_per_guard_bytes=%.0f rss_added_per_guard_bytes=%.0f "
                "heap_bytes_per_guard=%.0f heap_allocs_per_guard=%.2f slab_kib_per_guard=%.2f "
                "add_us_per_guard=%.2f make_us_per_actor=%.1f\n",
                root ? "cgroup" : "fixture", n, n_slow, tick_ms, align_ms, secs,
-               wakeups ? (double) cpu / (double) wakeups : 0, cpu ? 100.0 * (double) (sys1 - sys0) / (double) cpu : 0,
+               wakeups ? (double) cpu / (double) wakeups : 0, cpu ? 100.0 * (double) sys / (double) cpu : 0,
                100.0 * (double) cpu / 1000.0 / (secs * 1000.0),
-               (double) cpu / (secs * (double) n * 1000.0 / (double) tick_ms), (double) preads / secs,
+               ticks ? (double) cpu / (double) ticks : 0, (double) preads / secs, (double) ticks / secs,
                (double) n * 1000.0 / (double) tick_ms, (double) wakeups / secs, (double) (fds1 - fds0) / (double) n,
                (double) (fds2 - fds0) / (double) n,
                (double) (rss2 - rss0) / (double) n, (double) (rss1 - rss0) / (double) n,
@@ -350,9 +472,31 @@ int main(int argc, char **argv) {
                ((double) slab1 - (double) slab0) / (double) n, (double) t_add / 1000.0 / (double) n,
                (double) t_make / 1000.0 / (double) n);
         s = mg_set_free(s);
-        s = mg_set_free(s);
-        if (floor && (r = floor_run(dir, n, limit, tick_ms, seconds)) < 0)
-                fprintf(stderr, "bench-scale: floor: %s\n", strerror(-r));
+        if (floor && !turns) {
+                r = floor_open(&fl, dir, n, NULL, slow_of, limit, tick_ms);
+                if (r < 0)
+                        fprintf(stderr, "bench-scale: floor: %s\n", strerror(-r));
+                else
+                        floor_run(&fl, seconds * 1000000, &f_cpu, &f_sys, &f_wall, &f_reads);
+        }
+        if (f_wall) {
+                qsort(ratios, rounds, sizeof(double), cmp_double);
+                printf("result bench=scale-floor n=%" PRIu64 " slow=%" PRIu64 " tick_ms=%" PRIu64
+                       " seconds=%.1f rounds=%" PRIu64 " in_turns=%d cpu_pct=%.3f cpu_us_per_read=%.2f "
+                       "sys_pct_of_cpu=%.1f reads_per_sec=%.0f below=%" PRIu64,
+                       n, n_slow, tick_ms, (double) f_wall / 1e9, turns ? rounds : 1, turns,
+                       100.0 * (double) f_cpu / ((double) f_wall / 1000.0),
+                       f_reads ? (double) f_cpu / (double) f_reads : 0,
+                       f_cpu ? 100.0 * (double) f_sys / (double) f_cpu : 0,
+                       (double) f_reads / ((double) f_wall / 1e9), fl.below);
+                if (turns)
+                        printf(" ratio_median=%.3f ratio_min=%.3f ratio_max=%.3f ratio_total=%.3f",
+                               ratios[rounds / 2], ratios[0], ratios[rounds - 1],
+                               ((double) cpu / (double) preads) / ((double) f_cpu / (double) f_reads));
+                printf("\n");
+        }
+        free(ratios);
+        floor_close(&fl);
         printf("result bench=sizeof guard=%zu slow_state=%zu stat_buf_per_set=%zu small_buf_per_set=%zu "
                "policy_state=%zu kill_record=%zu report=%zu options=%zu\n",
                sizeof(struct mg_guard), sizeof(struct mg_slow), (size_t) MG_STAT_BUF_SIZE, (size_t) MG_SMALL_BUF_SIZE,
@@ -377,7 +521,9 @@ out:
         } else if (own_dir) {
                 bench_tmpdir_remove(dir);
         }
+        floor_close(&fl);
         free(holders);
         free(guards);
+        free(slow_of);
         return failed;
 }

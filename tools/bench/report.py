@@ -323,9 +323,10 @@ if scale_rows:
     sr = [r for r in records("scale.callgrind.txt.stdout") if r.get("bench") == "scale"]
     if sc.get("scale:run") and sr:
         r = sr[0]
-        n_, k_ = num(r["n"]), num(r["slow"])
-        # preads = fast ticks + 3 per slow tick
-        ticks = num(r["preads_per_sec"]) * num(r["seconds"]) * n_ / (n_ + 2 * k_)
+        n_ = num(r["n"])
+        # the set's own count (under valgrind the process's read syscalls
+        # include valgrind's)
+        ticks = num(r["ticks_per_sec"]) * num(r["seconds"])
         out.append(f"Under callgrind ({fmt(n_)} fixture guards, ticks in {r['align_ms']} ms slots): "
                    f"{fmt(sc['scale:run'] / ticks)} user-space instructions per tick, everything in the loop "
                    f"included (poll, mg_set_process, the heap, the tick).")
