@@ -14,6 +14,7 @@
 
 #include "cgroup.h"
 #include "parse.h"
+#include "util.h"
 
 static const struct {
         const char *name;
@@ -333,7 +334,7 @@ ssize_t mg_cgroup_read(struct mg_cgroup *cg, enum mg_cgfile f, char *buf, size_t
         return read_file(cg, f, buf, size);
 }
 
-int mg_cgroup_read_u64(struct mg_cgroup *cg, enum mg_cgfile f, uint64_t *ret) {
+MG_HOT int mg_cgroup_read_u64(struct mg_cgroup *cg, enum mg_cgfile f, uint64_t *ret) {
         char buf[32]; /* "18446744073709551615\n" is the longest value */
         ssize_t n = read_file(cg, f, buf, sizeof(buf));
         if (n < 0)

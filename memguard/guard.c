@@ -22,12 +22,12 @@
 #include "sized.h"
 #include "tune.h"
 
-static uint64_t default_clock(void *userdata) {
+MG_HOT static uint64_t default_clock(void *userdata) {
         (void) userdata;
         return mg_mono_usec();
 }
 
-uint64_t mg_guard_now(const mg_guard *g) {
+MG_HOT uint64_t mg_guard_now(const mg_guard *g) {
         return g->clock(g->clock_userdata);
 }
 
@@ -346,7 +346,7 @@ void mg_guard_release(mg_guard *g) {
                 mg_guard_free(g);
 }
 
-uint64_t mg_guard_get_tick_usec(const mg_guard *g) {
+MG_HOT uint64_t mg_guard_get_tick_usec(const mg_guard *g) {
         return g->opt.tick_usec;
 }
 
@@ -953,7 +953,7 @@ int mg_guard_tick(mg_guard *g) {
         return g ? mg_guard_tick_at(g, mg_guard_now(g)) : -EINVAL;
 }
 
-int mg_guard_tick_at(mg_guard *g, uint64_t now) {
+MG_HOT int mg_guard_tick_at(mg_guard *g, uint64_t now) {
         struct mg_report rep;
         struct mg_sample x;
         uint64_t current, stall_usec;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "parse.h"
+#include "util.h"
 
 /* Eight ASCII digits at s, read as one little-endian word, into their
  * value: the value of a kernel file is most often 8 to 12 digits (a
@@ -56,7 +57,7 @@ static inline int parse_digits(const char **p, const char *end, uint64_t *ret) {
         return 0;
 }
 
-int mg_parse_u64_value(const char *buf, size_t len, uint64_t *ret) {
+MG_HOT int mg_parse_u64_value(const char *buf, size_t len, uint64_t *ret) {
         const char *p = buf, *end;
         uint64_t v;
 

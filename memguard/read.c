@@ -55,7 +55,7 @@ int mg_read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret) {
 }
 
 /* Reads memory.current; returns 0 or the (reported) error. */
-int mg_read_current(mg_guard *g, uint64_t *ret) {
+MG_HOT int mg_read_current(mg_guard *g, uint64_t *ret) {
         int r = mg_cgroup_read_u64(&g->cg, MG_CG_CURRENT, ret);
 
         if (r < 0)

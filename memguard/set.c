@@ -377,7 +377,7 @@ static void dispatch(mg_set *s, uint64_t data, int *acted) {
                 tick_guard(s, g, mg_guard_now(g), acted);
 }
 
-int mg_set_process(mg_set *s) {
+MG_HOT int mg_set_process(mg_set *s) {
         struct epoll_event evs[64];
         uint64_t expirations;
         bool restores = false;

@@ -13,8 +13,8 @@ if [ "$ticks" -gt 0 ]; then
     /mg/bench-tick --cgroup /sys/fs/cgroup --ticks "$ticks" --rounds "$rounds" || st=1
 fi
 for n in "$@"; do
-    /mg/bench-scale --fixture /tmp/scale-$n -n "$n" --seconds "$seconds" --floor || st=1
+    /mg/bench-scale --fixture /tmp/scale-$n -n "$n" --seconds "$seconds" --floor --rounds "$seconds" || st=1
     rm -rf /tmp/scale-$n
-    /mg/bench-scale --cgroup /sys/fs/cgroup -n "$n" --seconds "$seconds" --floor || st=1
+    /mg/bench-scale --cgroup /sys/fs/cgroup -n "$n" --seconds "$seconds" --floor --rounds "$seconds" || st=1
 done
 exit $st
