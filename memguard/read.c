@@ -47,21 +47,22 @@ int mg_read_failed(mg_guard *g, enum mg_cgfile f, int err) {
         return err;
 }
 
-int mg_read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret) {
+/* Inlined into mg_read_current(): one call less on every fast tick. */
+static inline int read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret) {
         int r = mg_cgroup_read_u64(&g->cg, f, ret);
         if (r >= 0)
                 mg_guard_error_clear(g, f);
         return r;
 }
 
+int mg_read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret) {
+        return read_u64(g, f, ret);
+}
+
 /* Reads memory.current; returns 0 or the (reported) error. */
 MG_HOT int mg_read_current(mg_guard *g, uint64_t *ret) {
-        int r = mg_cgroup_read_u64(&g->cg, MG_CG_CURRENT, ret);
-
-        if (r < 0)
-                return mg_read_failed(g, MG_CG_CURRENT, r);
-        mg_guard_error_clear(g, MG_CG_CURRENT);
-        return 0;
+        int r = read_u64(g, MG_CG_CURRENT, ret);
+        return r < 0 ? mg_read_failed(g, MG_CG_CURRENT, r) : 0;
 }
 
 /* The kernel prints the same keys every time; a read with fewer than an

@@ -160,8 +160,7 @@ static int floor_open(struct floor *f, const char *dir, uint64_t n, mg_guard **g
         f->fds = malloc(n * (1 + FLOOR_SLOW_FILES) * sizeof(int));
         if (!f->fds)
                 return -ENOMEM;
-        for (uint64_t i = 0; i < n * (1 + FLOOR_SLOW_FILES); i++)
-                f->fds[i] = -1;
+        memset(f->fds, 0xff, n * (1 + FLOOR_SLOW_FILES) * sizeof(int)); /* every fd -1 */
         for (uint64_t i = 0; i < n; i++) {
                 mg_guard *g = guards ? guards[i] : NULL;
                 f->fds[i] = floor_fd(dir, i, g, MG_CG_CURRENT);
@@ -324,6 +323,7 @@ int main(int argc, char **argv) {
                         (void) rmdir(dir);
                         free(holders);
                         free(guards);
+                        free(slow_of);
                         return 1;
                 }
         } else if (fixture) {
@@ -332,6 +332,7 @@ int main(int argc, char **argv) {
                         fprintf(stderr, "bench-scale: %s: %s\n", dir, strerror(errno));
                         free(holders);
                         free(guards);
+                        free(slow_of);
                         return 1;
                 }
         } else {
@@ -339,6 +340,7 @@ int main(int argc, char **argv) {
                         fprintf(stderr, "bench-scale: temp dir: %s\n", strerror(errno));
                         free(holders);
                         free(guards);
+                        free(slow_of);
                         return 1;
                 }
                 own_dir = true;
