@@ -210,7 +210,8 @@ Test(u64, every_length_and_place) {
         for (size_t len = 1; len <= 20; len++) {
                 for (size_t i = 0; i < len; i++)
                         buf[i] = (char) ('0' + (len * 7 + i * 3) % 10);
-                buf[0] = len == 20 ? '1' : buf[0];
+                if (len == 20)
+                        buf[0] = '1';
                 buf[len] = '\n';
                 cr_expect_eq(mg_parse_u64_value(buf, len + 1, &v), 0, "%zu digits", len);
                 buf[len] = '\0';

@@ -119,7 +119,7 @@ Test(schedule, random_against_a_reference) {
 
 Test(schedule, absent_and_empty) {
         struct mg_sched q = {};
-        mg_guard *soon[2];
+        mg_guard *soon[2] = { NULL, NULL };
         uint64_t when = 7;
 
         cr_expect_null(mg_sched_peek(&q));
