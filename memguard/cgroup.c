@@ -268,6 +268,13 @@ void mg_cgroup_trim(struct mg_cgroup *cg, unsigned keep) {
         cg->dirfd = -1;
 }
 
+void mg_cgroup_forget(struct mg_cgroup *cg, enum mg_cgfile f) {
+        if (cg->fd[f] >= 0)
+                close(cg->fd[f]);
+        cg->fd[f] = -1;
+        cg->have &= (uint16_t) ~MG_CG_BIT(f);
+}
+
 unsigned mg_cgroup_fds_open(const struct mg_cgroup *cg) {
         unsigned n = cg->dirfd >= 0;
 

@@ -138,6 +138,9 @@ int mg_cgroup_need(struct mg_cgroup *cg, enum mg_cgfile f);
  * Every file opened again opens the directory first: a closed directory
  * means nothing but keep is open. */
 void mg_cgroup_trim(struct mg_cgroup *cg, unsigned keep);
+/* File f closed and marked absent, as on a kernel without it (cgroup.kill
+ * before 5.14): for tests. */
+void mg_cgroup_forget(struct mg_cgroup *cg, enum mg_cgfile f);
 /* Open files and directory, for the benchmarks and tests. */
 unsigned mg_cgroup_fds_open(const struct mg_cgroup *cg);
 

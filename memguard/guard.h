@@ -3,6 +3,7 @@
 
 /* Internal view of a guard: shared by its units (guard.c, read.c, lend.c), its host (set.c) and the tests. */
 
+#include <errno.h>
 #include <stdatomic.h>
 
 #include "cgroup.h"
@@ -450,6 +451,12 @@ void mg_guard_attach(mg_guard *g, struct mg_guard_host *h);
 bool mg_guard_detach(mg_guard *g);
 static inline struct mg_guard_host *mg_guard_get_host(const mg_guard *g) {
         return g->host;
+}
+
+/* g's open file f, or -1 (a trimmed guard keeps only memory.current and
+ * memory.events.local open): for a benchmark that reads the same files. */
+static inline int mg_guard_file_fd(const mg_guard *g, enum mg_cgfile f) {
+        return g->cg.fd[f];
 }
 
 static inline bool mg_guard_is_gone(const mg_guard *g) {

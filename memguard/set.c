@@ -269,10 +269,7 @@ int mg_set_add_guard(mg_set *s, mg_guard *g) {
                 s->zombies = z;
                 s->zombies_cap = cap;
         }
-        /* Spread first ticks over one period so thousands of guards added
-         * together do not all read at the same instant. */
-        mg_sched_push(&s->sched, mg_usec_add(mg_guard_now(g), (n * 7919 % 1000) * mg_guard_get_tick_usec(g) / 1000),
-                      g);
+        mg_sched_push(&s->sched, mg_usec_add(mg_guard_now(g), mg_set_spread_usec(n, mg_guard_get_tick_usec(g))), g);
         r = arm(s);
         if (r < 0) {
                 (void) mg_sched_take(&s->sched, g, NULL);

@@ -5,6 +5,13 @@
 
 #include "guard.h"
 
+/* The first tick of a set's n-th guard, this long after it joins: spread
+ * over one period (by a step prime to 1,000) so that thousands of guards
+ * added together do not all read at the same instant. */
+static inline uint64_t mg_set_spread_usec(size_t n, uint64_t tick_usec) {
+        return (n * 7919 % 1000) * tick_usec / 1000;
+}
+
 /* Adds a guard made by mg_guard_new_internal() to a set, which then owns it. */
 int mg_set_add_guard(struct mg_set *s, mg_guard *g);
 /* mg_set_add() with cgroup flags and an I/O seam, for tests. */

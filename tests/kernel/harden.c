@@ -211,10 +211,7 @@ static int confined_child(const char *a, const char *b) {
                 return 0;
         /* what a kernel before 5.14 looks like to the guard: no cgroup.kill
          * found at mg_guard_new() */
-        if (gb->cg.fd[MG_CG_KILL] >= 0)
-                close(gb->cg.fd[MG_CG_KILL]);
-        gb->cg.fd[MG_CG_KILL] = -1;
-        gb->cg.have &= (uint16_t) ~MG_CG_BIT(MG_CG_KILL);
+        mg_cgroup_forget(&gb->cg, MG_CG_KILL);
         if (kt_spawn(a, (const char *[]) { "anon", "160", "256", "-1", NULL }) < 0 ||
             kt_spawn(b, (const char *[]) { "anon", "160", "256", "-1", NULL }) < 0)
                 return 0;

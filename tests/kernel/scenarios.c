@@ -645,10 +645,7 @@ int t_lifecycle(void) {
                 if (fallback) {
                         /* what a kernel before 5.14 looks like to the guard:
                          * no cgroup.kill found at mg_guard_new() */
-                        if (g->cg.fd[MG_CG_KILL] >= 0)
-                                close(g->cg.fd[MG_CG_KILL]);
-                        g->cg.fd[MG_CG_KILL] = -1;
-                        g->cg.have &= (uint16_t) ~MG_CG_BIT(MG_CG_KILL);
+                        mg_cgroup_forget(&g->cg, MG_CG_KILL);
                 }
                 pid_t p = kt_spawn(d, (const char *[]) { "procs", "4", "24", NULL });
                 KT_CHECK(p > 0, "spawn");

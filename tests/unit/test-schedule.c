@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "schedule.h"
+#include "set.h"
 
 #define G(i) ((mg_guard *) (uintptr_t) ((i) + 1) /* never NULL */)
 
@@ -58,7 +59,7 @@ Test(schedule, one_tick_length_goes_to_the_ring) {
 
         cr_assert_eq(mg_sched_reserve(&q, n), 0);
         for (size_t i = 0; i < n; i++)
-                mg_sched_push(&q, (i * 7919 % 1000) * 250, G(i)); /* spread, as a set adds */
+                mg_sched_push(&q, mg_set_spread_usec(i, 250000), G(i)); /* spread, as a set adds */
         cr_expect_gt(q.n_heap, n / 2, "spread first ticks come out of order");
         for (size_t t = 0; t < 3 * n; t++) {
                 const struct mg_sched_entry *e = mg_sched_peek(&q);

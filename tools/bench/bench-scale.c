@@ -140,8 +140,8 @@ static void floor_close(struct floor *f) {
 static int floor_fd(const char *dir, uint64_t i, mg_guard *g, enum mg_cgfile f) {
         char path[4200];
 
-        if (g && g->cg.fd[f] >= 0)
-                return fcntl(g->cg.fd[f], F_DUPFD_CLOEXEC, 0);
+        if (g && mg_guard_file_fd(g, f) >= 0)
+                return fcntl(mg_guard_file_fd(g, f), F_DUPFD_CLOEXEC, 0);
         snprintf(path, sizeof(path), "%s/a%" PRIu64 "/%s", dir, i, mg_cgfile_name(f));
         return open(path, O_RDONLY | O_CLOEXEC);
 }
@@ -233,7 +233,7 @@ static void spread(mg_set *s, mg_guard **guards, uint64_t n, uint64_t tick_ms, u
 
         for (uint64_t i = 0; i < n; i++)
                 mg_set_reschedule(s, guards[i],
-                                  slots ? t0 + (i % slots) * align_ms * 1000 : t0 + (i * 7919 % 1000) * tick_ms);
+                                  slots ? t0 + (i % slots) * align_ms * 1000 : t0 + mg_set_spread_usec(i, tick_ms * 1000));
 }
 
 static int cmp_double(const void *a, const void *b) {
