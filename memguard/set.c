@@ -17,9 +17,10 @@
 /*
  * Many guards, one thread: a schedule of guards by next tick time
  * (schedule.c) behind one timerfd, all in one epoll fd with what the
- * guards watch through their host interface (struct mg_guard_host): memory.events.local
- * on the fast path (a kernel OOM kill, a limit hit), PSI triggers on the
- * slow path, cgroup.events while a kill waits for the cgroup to empty.
+ * guards watch through their host interface (struct mg_guard_host):
+ * memory.events.local on the fast path (a kernel OOM kill, a limit hit),
+ * PSI triggers on the slow path, cgroup.events while a kill waits for the
+ * cgroup to empty.
  * Thousands of actors cost one wakeup per due tick, not one timer each.
  * The one thing no guard may do on that thread is the write that restores
  * memory.high at the end of a lend (it reclaims, for seconds on 6.1 and

@@ -139,9 +139,10 @@ static void floor_close(struct floor *f) {
  * loops), else opened anew by path. */
 static int floor_fd(const char *dir, uint64_t i, mg_guard *g, enum mg_cgfile f) {
         char path[4200];
+        int fd = g ? mg_guard_file_fd(g, f) : -1;
 
-        if (g && mg_guard_file_fd(g, f) >= 0)
-                return fcntl(mg_guard_file_fd(g, f), F_DUPFD_CLOEXEC, 0);
+        if (fd >= 0)
+                return fcntl(fd, F_DUPFD_CLOEXEC, 0);
         snprintf(path, sizeof(path), "%s/a%" PRIu64 "/%s", dir, i, mg_cgfile_name(f));
         return open(path, O_RDONLY | O_CLOEXEC);
 }
