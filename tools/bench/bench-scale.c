@@ -107,7 +107,8 @@ static uint64_t run_set(mg_set *s, uint64_t usec) {
 
 /*
  * The floor: the same files read at the same rate and in the same 25 ms
- * batches by a loop that does nothing else: each actor's memory.current
+ * batches (the actors that share one of the set's batches share one of
+ * the floor's) by a loop that does nothing else: each actor's memory.current
  * (a pread into a stack buffer, strtoull, a compare), and for the K at
  * their limit also the four files a slow tick reads (memory.stat,
  * memory.pressure, io.pressure, memory.events.local), unparsed.  What no
@@ -119,19 +120,50 @@ static const enum mg_cgfile floor_slow_files[] = { MG_CG_STAT, MG_CG_PRESSURE, M
 #define FLOOR_SLOW_FILES (sizeof(floor_slow_files) / sizeof(floor_slow_files[0]))
 
 struct floor {
-        uint64_t n, limit, tick_ms;
-        int *fds;      /* n memory.current, then FLOOR_SLOW_FILES per actor (-1 unless slow) */
+        uint64_t n, limit, tick_ms, slots;
+        int *fds;       /* n memory.current, then FLOOR_SLOW_FILES per actor (-1 unless slow) */
+        uint64_t *order; /* the actors, batch by batch: batch b is order[start[b]] to order[start[b + 1] - 1] */
+        uint64_t *start; /* slots + 1 */
         uint64_t below;
 };
 
 static void floor_close(struct floor *f) {
-        if (!f->fds)
-                return;
-        for (uint64_t i = 0; i < f->n * (1 + FLOOR_SLOW_FILES); i++)
-                if (f->fds[i] >= 0)
-                        close(f->fds[i]);
+        if (f->fds)
+                for (uint64_t i = 0; i < f->n * (1 + FLOOR_SLOW_FILES); i++)
+                        if (f->fds[i] >= 0)
+                                close(f->fds[i]);
         free(f->fds);
+        free(f->order);
+        free(f->start);
         f->fds = NULL;
+        f->order = f->start = NULL;
+}
+
+/* The floor's batch of actor i: the 25 ms slot of its first tick as
+ * spread() places it, so that the ten at their limits, which the set's
+ * step spreads one to a batch, are one to a batch here too.  With
+ * --align-ms, i % slots (the set's own slots when MS is 25). */
+static uint64_t floor_batch(uint64_t i, uint64_t slots, uint64_t tick_ms, uint64_t align_ms) {
+        return align_ms ? i % slots : mg_set_spread_usec(i, tick_ms * 1000) * slots / (tick_ms * 1000);
+}
+
+/* f->order and f->start: the actors batch by batch, one pass over them
+ * per batch (once, before the first round). */
+static int floor_order(struct floor *f, uint64_t align_ms) {
+        uint64_t k = 0;
+
+        f->order = malloc(f->n * sizeof(*f->order));
+        f->start = malloc((f->slots + 1) * sizeof(*f->start));
+        if (!f->order || !f->start)
+                return -ENOMEM;
+        for (uint64_t b = 0; b < f->slots; b++) {
+                f->start[b] = k;
+                for (uint64_t i = 0; i < f->n; i++)
+                        if (floor_batch(i, f->slots, f->tick_ms, align_ms) == b)
+                                f->order[k++] = i;
+        }
+        f->start[f->slots] = k;
+        return 0;
 }
 
 /* Guard i's file, or -1: its open file itself where the guard has it open
@@ -156,12 +188,16 @@ static unsigned floor_fds(const struct floor *f) {
 
 /* guards: NULL once the set is freed. */
 static int floor_open(struct floor *f, const char *dir, uint64_t n, mg_guard **guards, const bool *is_slow,
-                      uint64_t limit, uint64_t tick_ms) {
-        *f = (struct floor) { .n = n, .limit = limit, .tick_ms = tick_ms };
+                      uint64_t limit, uint64_t tick_ms, uint64_t align_ms) {
+        *f = (struct floor) { .n = n, .limit = limit, .tick_ms = tick_ms, .slots = tick_ms >= 25 ? tick_ms / 25 : 1 };
         f->fds = malloc(n * (1 + FLOOR_SLOW_FILES) * sizeof(int));
         if (!f->fds)
                 return -ENOMEM;
         memset(f->fds, 0xff, n * (1 + FLOOR_SLOW_FILES) * sizeof(int)); /* every fd -1 */
+        if (floor_order(f, align_ms) < 0) {
+                floor_close(f);
+                return -ENOMEM;
+        }
         for (uint64_t i = 0; i < n; i++) {
                 mg_guard *g = guards ? guards[i] : NULL;
                 f->fds[i] = floor_fd(dir, i, g, MG_CG_CURRENT);
@@ -183,7 +219,7 @@ static int floor_open(struct floor *f, const char *dir, uint64_t n, mg_guard **g
 /* Reads for usec; adds the CPU and wall time spent and the preads made. */
 static void floor_run(struct floor *f, uint64_t usec, uint64_t *cpu, uint64_t *sys, uint64_t *wall,
                       uint64_t *reads) {
-        uint64_t slots = f->tick_ms >= 25 ? f->tick_ms / 25 : 1, sys0, sys1;
+        uint64_t slots = f->slots, sys0, sys1;
         static char stat_buf[MG_STAT_BUF_SIZE];
 
         uint64_t cpu0 = cpu_usec(&sys0), t0 = mg_mono_nsec(), end = t0 + usec * 1000, slot = 0;
@@ -195,7 +231,8 @@ static void floor_run(struct floor *f, uint64_t usec, uint64_t *cpu, uint64_t *s
                         (void) poll(NULL, 0, (int) ((next - now) / 1000000));
                 if (mg_mono_nsec() >= end)
                         break; /* not one batch more than the set had */
-                for (uint64_t i = slot % slots; i < f->n; i += slots) {
+                for (uint64_t a = f->start[slot % slots]; a < f->start[slot % slots + 1]; a++) {
+                        uint64_t i = f->order[a];
                         char buf[32];
                         ssize_t k = pread(f->fds[i], buf, sizeof(buf) - 1, 0);
                         if (k <= 0)
@@ -422,7 +459,7 @@ int main(int argc, char **argv) {
                 /* One period for every guard to tick once, then the measure. */
                 (void) run_set(s, tick_ms * 1000 + 50000);
                 /* After that period: the guards at their limits have every file open. */
-                if (turns && k == 0 && (r = floor_open(&fl, dir, n, guards, slow_of, limit, tick_ms)) < 0) {
+                if (turns && k == 0 && (r = floor_open(&fl, dir, n, guards, slow_of, limit, tick_ms, align_ms)) < 0) {
                         fprintf(stderr, "bench-scale: floor: %s\n", strerror(-r));
                         turns = false; /* the set's rounds go on; the floor after them */
                 }
@@ -476,7 +513,7 @@ int main(int argc, char **argv) {
                (double) t_make / 1000.0 / (double) n);
         s = mg_set_free(s);
         if (floor && !turns) {
-                r = floor_open(&fl, dir, n, NULL, slow_of, limit, tick_ms);
+                r = floor_open(&fl, dir, n, NULL, slow_of, limit, tick_ms, align_ms);
                 if (r < 0)
                         fprintf(stderr, "bench-scale: floor: %s\n", strerror(-r));
                 else
