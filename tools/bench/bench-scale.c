@@ -107,8 +107,8 @@ static uint64_t run_set(mg_set *s, uint64_t usec) {
 
 /*
  * The floor: the same files read at the same rate and in the same 25 ms
- * batches (the actors that share one of the set's batches share one of
- * the floor's) by a loop that does nothing else: each actor's memory.current
+ * batches (each actor in the slot of its first tick, floor_batch()) by a
+ * loop that does nothing else: each actor's memory.current
  * (a pread into a stack buffer, strtoull, a compare), and for the K at
  * their limit also the four files a slow tick reads (memory.stat,
  * memory.pressure, io.pressure, memory.events.local), unparsed.  What no
