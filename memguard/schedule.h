@@ -8,8 +8,8 @@
  * length for all (the common case: every guard of a set at 250 ms) the
  * times put back come in the order they are taken out.  Those go to the
  * tail of a sorted FIFO ring, O(1) each way; only a time that would break
- * its order (a first tick spread over the period, a reschedule, a second
- * tick length, a guard that will not tick again) goes to a binary min-heap
+ * its order (a first tick before the tail's, a reschedule, a second tick
+ * length, a guard that will not tick again) goes to a binary min-heap
  * beside it.  The earliest is the earlier of the two heads.
  *
  * Entries hold the time next to the pointer and the guards do not hold

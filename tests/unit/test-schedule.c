@@ -59,8 +59,8 @@ Test(schedule, one_tick_length_goes_to_the_ring) {
 
         cr_assert_eq(mg_sched_reserve(&q, n), 0);
         for (size_t i = 0; i < n; i++)
-                mg_sched_push(&q, mg_set_spread_usec(i, 250000), G(i)); /* spread, as a set adds */
-        cr_expect_gt(q.n_heap, n / 2, "spread first ticks come out of order");
+                mg_sched_push(&q, (i * 7919 % n) * 250, G(i)); /* over one period, out of order */
+        cr_expect_gt(q.n_heap, n / 2, "first ticks out of order go to the heap");
         for (size_t t = 0; t < 3 * n; t++) {
                 const struct mg_sched_entry *e = mg_sched_peek(&q);
                 uint64_t when;
@@ -73,6 +73,32 @@ Test(schedule, one_tick_length_goes_to_the_ring) {
         }
         cr_expect_eq(q.n_heap, 0, "every guard in the ring once it ticked");
         cr_expect_eq(q.len, n);
+        mg_sched_free(&q);
+}
+
+/* A set's first ticks (mg_set_spread_usec()): a thousand added together
+ * come in the order they were added, a thousandth of a period apart, and
+ * all go to the ring; the next thousand fall on the first's times. */
+Test(schedule, a_set_spreads_first_ticks_in_order) {
+        struct mg_sched q = {};
+        const size_t n = 1000;
+        const uint64_t tick = 250000;
+        size_t per_slot[10] = {};
+
+        cr_assert_eq(mg_sched_reserve(&q, n), 0);
+        for (size_t i = 0; i < n; i++) {
+                uint64_t t = mg_set_spread_usec(i, tick);
+                cr_assert_lt(t, tick);
+                if (i > 0)
+                        cr_assert_gt(t, mg_set_spread_usec(i - 1, tick), "guard %zu before guard %zu", i, i - 1);
+                per_slot[t / (tick / 10)]++;
+                mg_sched_push(&q, t, G(i));
+        }
+        cr_expect_eq(q.n_heap, 0, "in order: every first tick in the ring");
+        for (size_t k = 0; k < 10; k++)
+                cr_expect_eq(per_slot[k], n / 10, "slot %zu of 25 ms holds %zu", k, per_slot[k]);
+        cr_expect_eq(mg_set_spread_usec(n, tick), mg_set_spread_usec(0, tick));
+        cr_expect_eq(mg_set_spread_usec(n + 7, tick), mg_set_spread_usec(7, tick));
         mg_sched_free(&q);
 }
 

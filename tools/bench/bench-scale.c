@@ -140,8 +140,8 @@ static void floor_close(struct floor *f) {
 }
 
 /* The floor's batch of actor i: the 25 ms slot of its first tick as
- * spread() places it, so that the ten at their limits, which the set's
- * step spreads one to a batch, are one to a batch here too.  With
+ * spread() places it (actors 100b to 100b + 99 of 1,000 in batch b), so
+ * that it reads the same actors together as the set does.  With
  * --align-ms, i % slots (the set's own slots when MS is 25). */
 static uint64_t floor_batch(uint64_t i, uint64_t slots, uint64_t tick_ms, uint64_t align_ms) {
         return align_ms ? i % slots : mg_set_spread_usec(i, tick_ms * 1000) * slots / (tick_ms * 1000);
