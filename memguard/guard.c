@@ -717,7 +717,7 @@ static int tick_killing(mg_guard *g, uint64_t now) {
 
         r = mg_read_parsed(g, MG_CG_EVENTS, &populated);
         if (r < 0) {
-                r = mg_read_failed(g, MG_CG_EVENTS, r);
+                r = mg_read_failed(g, MG_CG_EVENTS, r, MG_READ_TICK);
                 if (g->state == MG_GUARD_GONE)
                         return r;
                 /* Whether it emptied cannot be told: give up waiting at the
@@ -774,11 +774,38 @@ static int act(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *
 }
 
 /*
- * The end of a deferral (mg_guard_defer_kill()): a fresh read, as before
- * any kill, and the deferred kill if it still stands; if the actor has
- * left its limit, MG_EVENT_KILL_AVERTED instead.  Returns 1 if it killed, 0,
- * or a negative errno (a read that failed: the deferral is over, and the
- * next tick decides anew).
+ * Steps 4 and 5 of the kill decision (kill_decide()), for a verdict v a
+ * fresh read confirmed, rep its record.  cgroup.events is read last, just
+ * before acting: an empty cgroup is never killed (an overshoot there is
+ * reported).  Then the kill, told first (MG_EVENT_PRE_KILL) unless it was
+ * already.  A stall needs tasks to stall: what is left of its window is
+ * not acted on, and a process that appears later is detected anew.
+ * Returns 1 if it killed, 0 if not, or a negative errno.
+ */
+static int kill_if_populated(mg_guard *g, enum mg_verdict v, struct mg_report *rep, uint64_t now, bool told) {
+        enum mg_kill_reason reason = v == MG_VERDICT_OVERSHOOT ? MG_KILL_OVERSHOOT : MG_KILL_STALL;
+        int r = mg_read_populated(g);
+
+        if (g->state == MG_GUARD_GONE)
+                return r;
+        if (r == 0) {
+                g->detect_usec = 0;
+                if (v == MG_VERDICT_OVERSHOOT)
+                        note_empty(g, rep);
+                return 0;
+        }
+        if (!told && pre_kill(g, reason, rep, now))
+                return 0;
+        return act(g, reason, rep, now);
+}
+
+/*
+ * The end of a deferral (mg_guard_defer_kill()): step 3 of the kill
+ * decision again, a fresh read, on the verdict the deferral put off, and
+ * steps 4 and 5 if it still stands; if the actor has left its limit,
+ * MG_EVENT_KILL_AVERTED instead.  Returns 1 if it killed, 0, or a negative
+ * errno (a read that failed: the deferral is over, and the next tick
+ * decides anew).
  */
 static int defer_end(mg_guard *g, uint64_t now, uint64_t current) {
         struct mg_slow *sl = g->slow_state;
@@ -812,14 +839,7 @@ static int defer_end(mg_guard *g, uint64_t now, uint64_t current) {
         rep.stall_usec = sl->kill.report.stall_usec;
         rep.stall_signals = sl->kill.report.stall_signals;
         rep.stall_refault_bytes = sl->kill.report.stall_refault_bytes;
-        r = mg_read_populated(g);
-        if (g->state == MG_GUARD_GONE)
-                return r;
-        if (r == 0) {
-                g->detect_usec = 0;
-                return 0; /* nobody left to kill: judged anew if a process appears */
-        }
-        return act(g, sl->kill.reason, &rep, now);
+        return kill_if_populated(g, v, &rep, now, true);
 }
 
 /*
@@ -861,14 +881,15 @@ static void tick_fast(mg_guard *g, uint64_t now) {
  *     must confirm it (mg_policy_confirm(), pure, policy.c), and the
  *     record gets memory.stat whole;
  *  4. an empty cgroup is never killed: an overshoot there is reported;
- *  5. cgroup.kill (start_kill()).
+ *  5. MG_EVENT_PRE_KILL, which may put the kill off (mg_guard_defer_kill():
+ *     defer_end() runs steps 3 to 5 again when that time is up), and
+ *     cgroup.kill (start_kill()).
  * Returns 1 if it killed, 0 if not, or a negative errno.
  */
 static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_report *rep, uint64_t stall_usec,
                        unsigned signals) {
         struct mg_slow *sl = g->slow_state;
         struct mg_sample fresh;
-        enum mg_kill_reason reason;
         uint64_t current;
         bool told = false; /* MG_EVENT_PRE_KILL went out for this kill already */
         int r;
@@ -922,7 +943,7 @@ static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_r
                  * record shows memory.stat whole. */
                 r = mg_read_stat(g, true, &rep->stat);
                 if (r < 0)
-                        return mg_read_failed(g, MG_CG_STAT, r);
+                        return mg_read_failed(g, MG_CG_STAT, r, MG_READ_CONFIRM);
                 rep->current_bytes = current;
                 rep->used_bytes = mg_used_bytes(&rep->stat);
         }
@@ -930,23 +951,7 @@ static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_r
         rep->stall_usec = stall_usec;
         rep->stall_signals = signals;
         rep->stall_refault_bytes = g->slow_state->policy.stall_refault_bytes;
-
-        /* Last, just before acting.  A stall needs tasks to stall: what is
-         * left of its window is not acted on, and a process that appears
-         * later is detected anew. */
-        r = mg_read_populated(g);
-        if (g->state == MG_GUARD_GONE)
-                return r;
-        if (r == 0) {
-                g->detect_usec = 0;
-                if (v == MG_VERDICT_OVERSHOOT)
-                        note_empty(g, rep);
-                return 0;
-        }
-        reason = v == MG_VERDICT_OVERSHOOT ? MG_KILL_OVERSHOOT : MG_KILL_STALL;
-        if (!told && pre_kill(g, reason, rep, now))
-                return 0;
-        return act(g, reason, rep, now);
+        return kill_if_populated(g, v, rep, now, told);
 }
 
 int mg_guard_tick(mg_guard *g) {
@@ -1046,9 +1051,9 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
         r = mg_guard_files_open(g);
         if (r < 0)
                 return r;
-        r = mg_read_current(g, &current);
+        r = mg_read_u64(g, MG_CG_CURRENT, &current);
         if (r < 0)
-                return r;
+                return mg_read_failed(g, MG_CG_CURRENT, r, MG_READ_REPORT);
         r = mg_read_sample(g, current, MG_READ_REPORT, &rep, &x);
         if (r < 0)
                 return r;

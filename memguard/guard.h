@@ -300,9 +300,19 @@ void mg_guard_triggers_close(mg_guard *g);
 bool mg_gone_errno(int err);
 /* cgroup.events, a core file nothing can hide, fails as removed. */
 bool mg_read_removed(mg_guard *g);
-/* A read or parse error of a file the decision needs: reported, and the
- * window starts over (a gap in it says nothing); -ENODEV once gone. */
-int mg_read_failed(mg_guard *g, enum mg_cgfile f, int err);
+/* What a slow-path read is for. */
+enum mg_read_mode {
+        MG_READ_TICK,           /* a slow tick: memory.stat's decision lines; memory.high and
+                                 * cpu.stat while a throttle window is open */
+        MG_READ_CONFIRM,        /* the fresh read before a kill: memory.stat whole, for the record */
+        MG_READ_REPORT,         /* mg_guard_report(): everything, whole, and nothing the tick keeps
+                                 * (high events seen, throttle window, the line, and the stall
+                                 * window when a read fails) is moved */
+};
+/* A read or parse error of a file the decision needs: reported, and, but
+ * for a report, the window starts over (a gap in it says nothing); -ENODEV
+ * once gone. */
+int mg_read_failed(mg_guard *g, enum mg_cgfile f, int err, enum mg_read_mode mode);
 int mg_read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret);
 /* memory.current; returns 0 or the (reported) error. */
 int mg_read_current(mg_guard *g, uint64_t *ret);
@@ -311,14 +321,6 @@ int mg_read_stat(mg_guard *g, bool full, struct mg_memstat *ret);
 /* A small file of f's kind into its parsed form (struct mg_psi, struct
  * mg_mem_events, populated int, cpu usage; memory.stat: struct mg_memstat). */
 int mg_read_parsed(mg_guard *g, enum mg_cgfile f, void *ret);
-/* What a slow-path read is for. */
-enum mg_read_mode {
-        MG_READ_TICK,           /* a slow tick: memory.stat's decision lines; memory.high and
-                                 * cpu.stat while a throttle window is open */
-        MG_READ_CONFIRM,        /* the fresh read before a kill: memory.stat whole, for the record */
-        MG_READ_REPORT,         /* mg_guard_report(): everything, whole, and nothing the tick keeps
-                                 * (high events seen, throttle window, the line) is moved */
-};
 /* memory.current was read (current): the slow path's other files into rep
  * and x.  Returns 0 or the (reported) error of a file the decision needs. */
 int mg_read_sample(mg_guard *g, uint64_t current, enum mg_read_mode mode, struct mg_report *rep,

@@ -160,7 +160,7 @@ static int restore_outcome(mg_guard *g, const struct mg_restore *j) {
         char found[32];
 
         if (j->r < 0)
-                return mg_gone_errno(j->r) ? mg_read_failed(g, MG_CG_HIGH, j->r) : j->r;
+                return mg_gone_errno(j->r) ? mg_read_failed(g, MG_CG_HIGH, j->r, MG_READ_TICK) : j->r;
         mg_guard_error_clear(g, MG_CG_HIGH); /* it was read */
         g->lend.found_high_bytes = j->found_high_bytes;
         g->lend.restored = j->outcome == MG_RESTORE_WRITTEN;

@@ -37,13 +37,15 @@ bool mg_read_removed(mg_guard *g) {
         return n < 0 && mg_gone_errno((int) n);
 }
 
-/* A read or parse error of a file the decision needs: reported, and the
- * window starts over (a gap in it says nothing). */
-int mg_read_failed(mg_guard *g, enum mg_cgfile f, int err) {
+/* A read or parse error of a file the decision needs: reported, and on a
+ * tick the window starts over (a gap in it says nothing); a report's read
+ * leaves the tick's window as it was. */
+int mg_read_failed(mg_guard *g, enum mg_cgfile f, int err, enum mg_read_mode mode) {
         if (mg_gone_errno(err) && mg_read_removed(g))
                 return mg_guard_gone(g, mg_cgfile_name(f));
         mg_guard_error(g, f, MG_LOG_WARNING, "reading", mg_cgfile_name(f), err);
-        mg_guard_window_reset(g);
+        if (mode != MG_READ_REPORT)
+                mg_guard_window_reset(g);
         return err;
 }
 
@@ -62,7 +64,7 @@ int mg_read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret) {
 /* Reads memory.current; returns 0 or the (reported) error. */
 MG_HOT int mg_read_current(mg_guard *g, uint64_t *ret) {
         int r = read_u64(g, MG_CG_CURRENT, ret);
-        return r < 0 ? mg_read_failed(g, MG_CG_CURRENT, r) : 0;
+        return r < 0 ? mg_read_failed(g, MG_CG_CURRENT, r, MG_READ_TICK) : 0;
 }
 
 /* The kernel prints the same keys every time; a read with fewer than an
@@ -145,10 +147,11 @@ int mg_read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
  * the cgroup lives: reported once, and the tick goes on without pressure
  * (overshoots are still judged; the stall rules need pressure and wait for
  * it to come back; the PSI triggers go, or their fds would poll as ready for
- * good).  Any other error is mg_read_failed()'s.  Returns 0 to go on. */
-static int pressure_failed(mg_guard *g, enum mg_cgfile f, int err) {
+ * good, a report's too).  Any other error is mg_read_failed()'s.  Returns 0
+ * to go on. */
+static int pressure_failed(mg_guard *g, enum mg_cgfile f, int err, enum mg_read_mode mode) {
         if (!mg_gone_errno(err) || mg_read_removed(g))
-                return mg_read_failed(g, f, err);
+                return mg_read_failed(g, f, err, mode);
         mg_guard_error(g, f, MG_LOG_WARNING, "reading", mg_cgfile_name(f), err);
         mg_guard_triggers_close(g);
         return 0;
@@ -211,7 +214,7 @@ int mg_read_sample(mg_guard *g, uint64_t current, enum mg_read_mode mode, struct
         };
         r = mg_read_stat(g, full_stat, &rep->stat);
         if (r < 0)
-                return mg_read_failed(g, MG_CG_STAT, r);
+                return mg_read_failed(g, MG_CG_STAT, r, mode);
         rep->used_bytes = mg_used_bytes(&rep->stat);
         *x = (struct mg_sample) {
                 .time_usec = rep->time_usec,
@@ -235,7 +238,7 @@ int mg_read_sample(mg_guard *g, uint64_t current, enum mg_read_mode mode, struct
                 if (!report && rose(&g->last_high_events, rep->events.high))
                         g->throttle_until_usec = hold;
         } else if (r != -EOPNOTSUPP)
-                return mg_read_failed(g, MG_CG_EVENTS_LOCAL, r);
+                return mg_read_failed(g, MG_CG_EVENTS_LOCAL, r, mode);
 
         /* Both stall rules look back over the pressure totals of every
          * sample in their window, and the onset of a stall is not known in
@@ -244,13 +247,13 @@ int mg_read_sample(mg_guard *g, uint64_t current, enum mg_read_mode mode, struct
         if (r >= 0) {
                 x->have_pressure = true;
                 x->mem_some_usec = rep->memory_pressure.some.total_usec;
-        } else if (r != -EOPNOTSUPP && (r = pressure_failed(g, MG_CG_PRESSURE, r)) < 0) {
+        } else if (r != -EOPNOTSUPP && (r = pressure_failed(g, MG_CG_PRESSURE, r, mode)) < 0) {
                 return r;
         }
         r = mg_read_parsed(g, MG_CG_IO_PRESSURE, &rep->io_pressure);
         if (r >= 0)
                 x->io_some_usec = rep->io_pressure.some.total_usec;
-        else if (r != -EOPNOTSUPP && (r = pressure_failed(g, MG_CG_IO_PRESSURE, r)) < 0)
+        else if (r != -EOPNOTSUPP && (r = pressure_failed(g, MG_CG_IO_PRESSURE, r, mode)) < 0)
                 return r;
         if (report || x->time_usec < g->throttle_until_usec) {
                 /* Optional: without them there is no throttle diagnosis.  An
@@ -264,7 +267,7 @@ int mg_read_sample(mg_guard *g, uint64_t current, enum mg_read_mode mode, struct
                         if (!report)
                                 mg_guard_line_follow(g, x->high_bytes, g->max_bytes);
                 } else if (mg_gone_errno(r))
-                        return mg_read_failed(g, f, r);
+                        return mg_read_failed(g, f, r, mode);
                 else if (r != -EOPNOTSUPP)
                         mg_guard_error(g, f, MG_LOG_WARNING, "reading", mg_cgfile_name(f), r);
                 rep->high_bytes = x->high_bytes;

@@ -582,6 +582,35 @@ Test(faults, hidden_pressure_file_is_not_gone) {
         }
 }
 
+/* mg_guard_report() acts on nothing: a read of its that fails is reported
+ * and returned, and the tick's window goes on as it was. */
+Test(faults, a_report_that_fails_leaves_the_window) {
+        static const int files[] = { MG_CG_CURRENT, MG_CG_STAT, MG_CG_EVENTS_LOCAL };
+        for (size_t f = 0; f < N(files); f++) {
+                mg_guard *g = fresh();
+                struct mg_report rep = { .size = sizeof(rep) };
+                unsigned count;
+                for (int i = 0; i < 3; i++) {
+                        at_limit();
+                        cr_assert_eq(tick(g), 0);
+                }
+                cr_assert_not_null(g->slow_state);
+                count = g->slow_state->policy.count;
+                cr_assert_eq(count, 3);
+                arm(FOP_READ, files[f], EIO, 1, SHORT_NONE);
+                cr_expect_eq(mg_guard_report(g, &rep), -EIO, "%s", mg_cgfile_name(files[f]));
+                cr_expect_eq(seen.n[MG_EVENT_ERROR], 1, "%s: the failed read is reported",
+                             mg_cgfile_name(files[f]));
+                cr_expect_eq(g->slow_state->policy.count, count, "%s: the window was cleared",
+                             mg_cgfile_name(files[f]));
+                disarm();
+                at_limit();
+                cr_expect_eq(tick(g), 0);
+                cr_expect_eq(g->slow_state->policy.count, count + 1);
+                mg_guard_free(g);
+        }
+}
+
 Test(faults, reads_transient_and_persistent) {
         static const int times[] = { 1, 3, MG_EINTR_RETRIES, PERSISTENT };
         for (size_t f = 0; f < N(read_files); f++)

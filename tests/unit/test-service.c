@@ -407,6 +407,28 @@ Test(service, deferred_kill_follows_the_deferral) {
         mg_guard_free(g);
 }
 
+/* Emptied while the kill was put off: an empty cgroup is never killed, and
+ * its overshoot is reported as one no process holds, when the deferral
+ * ends, as a kill decided then would report it. */
+Test(service, a_deferred_overshoot_of_an_emptied_cgroup_is_reported_not_killed) {
+        mg_guard *g = new_guard_with(0, 2000 * MG_USEC_PER_MSEC);
+
+        seen.defer_usec = 500 * MG_USEC_PER_MSEC;
+        overshoot(280 * MG_MIB);
+        cr_assert_eq(tick_at(g, TICK), 0);
+        cr_assert_eq(seen.defer_ret, 0);
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        cr_expect_eq(tick_at(g, TICK), 0);
+        cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 0, "not before the deferral ends");
+        cr_expect_eq(tick_at(g, TICK), 0);
+        cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 1, "reported when the deferral ends");
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"), "an empty cgroup is never killed");
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        cr_expect_eq(seen.n[MG_EVENT_KILL_AVERTED], 0);
+        cr_expect_eq(seen.n[MG_EVENT_PRE_KILL], 1);
+        mg_guard_free(g);
+}
+
 Test(service, deferred_kill_is_averted_if_the_actor_left_its_limit) {
         mg_guard *g = new_guard_with(0, 2000 * MG_USEC_PER_MSEC);
 
