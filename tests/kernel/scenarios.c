@@ -802,14 +802,8 @@ static int setup_base(const char *root, char *ret, size_t size) {
                 return -ENOTSUP;
         if (mgt_cg_read(root, "cgroup.controllers", buf, sizeof(buf)) < 0 || !strstr(buf, "memory"))
                 return -ENOTSUP;
-        (void) mgt_cg_writef(root, "cgroup.subtree_control", "+memory +io +cpu +pids");
         snprintf(ret, size, "%s/memguard-test-%d", root, getpid());
-        if (mkdir(ret, 0755) < 0)
-                return -errno;
-        int r = mgt_cg_writef(ret, "cgroup.subtree_control", "+memory +io +cpu +pids");
-        if (r < 0)
-                r = mgt_cg_writef(ret, "cgroup.subtree_control", "+memory");
-        return r;
+        return mgt_cg_make_parent(root, ret, "+memory +io +cpu +pids");
 }
 
 int main(int argc, char **argv) {

@@ -56,18 +56,6 @@
 #include "guard.h"
 #include "set.h"
 
-static uint64_t tv_usec(struct timeval tv) {
-        return (uint64_t) tv.tv_sec * 1000000 + (uint64_t) tv.tv_usec;
-}
-
-/* CPU time of this process; *ret_sys gets the system part. */
-static uint64_t cpu_usec(uint64_t *ret_sys) {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        *ret_sys = tv_usec(ru.ru_stime);
-        return tv_usec(ru.ru_utime) + tv_usec(ru.ru_stime);
-}
-
 static uint64_t meminfo_kib(const char *key) {
         char line[256];
         uint64_t v = 0;
@@ -222,7 +210,7 @@ static void floor_run(struct floor *f, uint64_t usec, uint64_t *cpu, uint64_t *s
         uint64_t slots = f->slots, sys0, sys1;
         static char stat_buf[MG_STAT_BUF_SIZE];
 
-        uint64_t cpu0 = cpu_usec(&sys0), t0 = mg_mono_nsec(), end = t0 + usec * 1000, slot = 0;
+        uint64_t cpu0 = bench_cpu_usec(&sys0), t0 = mg_mono_nsec(), end = t0 + usec * 1000, slot = 0;
         for (uint64_t next = t0;; slot++, next += f->tick_ms * 1000000 / slots) {
                 uint64_t now = mg_mono_nsec();
                 if (now >= end)
@@ -248,7 +236,7 @@ static void floor_run(struct floor *f, uint64_t usec, uint64_t *cpu, uint64_t *s
                 }
         }
         *wall += mg_mono_nsec() - t0;
-        *cpu += cpu_usec(&sys1) - cpu0;
+        *cpu += bench_cpu_usec(&sys1) - cpu0;
         *sys += sys1 - sys0;
 }
 
@@ -355,10 +343,9 @@ int main(int argc, char **argv) {
         uint64_t t_make = mg_mono_nsec();
         if (root) {
                 snprintf(dir, sizeof(dir), "%s/memguard-bench-scale-%d", root, (int) getpid());
-                (void) mgt_cg_write(root, "cgroup.subtree_control", "+memory");
-                if (mkdir(dir, 0755) < 0 || mgt_cg_write(dir, "cgroup.subtree_control", "+memory") < 0) {
-                        fprintf(stderr, "bench-scale: cgroup %s: %s\n", dir, strerror(errno));
-                        (void) rmdir(dir);
+                r = mgt_cg_make_parent(root, dir, "+memory");
+                if (r < 0) {
+                        fprintf(stderr, "bench-scale: cgroup %s: %s\n", dir, strerror(-r));
                         free(holders);
                         free(guards);
                         free(slow_of);
@@ -463,12 +450,12 @@ int main(int argc, char **argv) {
                         fprintf(stderr, "bench-scale: floor: %s\n", strerror(-r));
                         turns = false; /* the set's rounds go on; the floor after them */
                 }
-                uint64_t sys0, sys1, ticks0 = set_ticks(s), syscr0 = bench_syscr(), cpu0 = cpu_usec(&sys0),
+                uint64_t sys0, sys1, ticks0 = set_ticks(s), syscr0 = bench_syscr(), cpu0 = bench_cpu_usec(&sys0),
                          wall0 = mg_mono_nsec();
                 bench_cg_on();
                 uint64_t wk = run_set(s, usec);
                 bench_cg_off();
-                uint64_t w = mg_mono_nsec() - wall0, c = cpu_usec(&sys1) - cpu0;
+                uint64_t w = mg_mono_nsec() - wall0, c = bench_cpu_usec(&sys1) - cpu0;
                 /* the reads the guards made: every read(2) and pread(2) of
                  * this process, less the set's of its timerfd (one per
                  * wakeup) and the first bench_syscr()'s own */

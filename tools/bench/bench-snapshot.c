@@ -53,7 +53,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -93,14 +92,10 @@ static int actor_start(struct mgt_actor *a, const char *root, uint64_t limit) {
         int r;
 
         snprintf(base, sizeof(base), "%s/memguard-bench-snap-%d", root, (int) getpid());
-        (void) mgt_cg_write(root, "cgroup.subtree_control", "+memory +io");
-        if (mkdir(base, 0755) < 0) {
+        if ((r = mgt_cg_make_parent(root, base, "+memory +io")) < 0) {
                 base[0] = '\0';
-                return -errno;
-        }
-        if (mgt_cg_write(base, "cgroup.subtree_control", "+memory +io") < 0 &&
-            (r = mgt_cg_write(base, "cgroup.subtree_control", "+memory")) < 0)
                 return r;
+        }
         if ((r = mgt_actor_new(a, base, "actor", 1)) < 0)
                 return r;
         if ((r = mgt_actor_limit(a, "memory.max", 2 * limit)) < 0)
@@ -163,17 +158,6 @@ static int plain_copy(int dirfd, const char *name, const uint8_t *buf, uint64_t 
         return r;
 }
 
-/* User + system time of this process (both threads; the kernel's work
- * for its syscalls and AIO submissions included, interrupt-time completion
- * not). */
-static uint64_t cpu_usec(void) {
-        struct rusage ru;
-        if (getrusage(RUSAGE_SELF, &ru) < 0)
-                return 0;
-        return (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
-               (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-}
-
 static void run_one(struct mgt_actor *a, enum writer w, int dirfd, const uint8_t *img, uint64_t len,
                     const uint8_t *copy_buf, struct sample *x) {
         char hb[64] = "", ha[64] = "";
@@ -188,7 +172,7 @@ static void run_one(struct mgt_actor *a, enum writer w, int dirfd, const uint8_t
                 mgt_cg_read(a->cg, "memory.high", hb, sizeof(hb));
                 mgt_ticker_measure(&a->tk);
         }
-        uint64_t c0 = cpu_usec(), t0 = mg_mono_nsec();
+        uint64_t c0 = bench_cpu_usec(NULL), t0 = mg_mono_nsec();
         if (w == W_COPY) {
                 x->r = plain_copy(dirfd, file_names[w], copy_buf, len);
         } else {
@@ -203,7 +187,7 @@ static void run_one(struct mgt_actor *a, enum writer w, int dirfd, const uint8_t
                 x->r = mg_snapshot_write(&src, dirfd, file_names[w], &o, &x->st);
         }
         x->usec = (mg_mono_nsec() - t0) / 1000;
-        x->cpu_usec = cpu_usec() - c0;
+        x->cpu_usec = bench_cpu_usec(NULL) - c0;
         if (cg) {
                 mgt_ticker_measured(&a->tk, &x->peak_dw, &x->samples);
                 (void) mgt_cg_read_key(a->cg, "memory.events", "high", &high1);

@@ -195,12 +195,7 @@ static int setup_cgroups(const char *root, char *base, size_t size) {
 
         limit_bytes = 64 * MG_MIB;
         snprintf(base, size, "%s/memguard-bench-%d", root, (int) getpid());
-        (void) mgt_cg_write(root, "cgroup.subtree_control", "+memory +io +cpu");
-        if (mkdir(base, 0755) < 0)
-                return -errno;
-        r = mgt_cg_write(base, "cgroup.subtree_control", "+memory +io +cpu");
-        if (r < 0)
-                r = mgt_cg_write(base, "cgroup.subtree_control", "+memory");
+        r = mgt_cg_make_parent(root, base, "+memory +io +cpu");
         if (r < 0)
                 return r;
         for (int m = 0; m < M_N; m++) {

@@ -41,6 +41,10 @@ void bench_io_init(struct bench_io *b);
 uint64_t bench_syscr(void);
 /* VmRSS in bytes, or 0. */
 uint64_t bench_rss_bytes(void);
+/* User + system CPU time of this process, all its threads (the kernel's
+ * work for its syscalls included, interrupt-time completion not), in µs;
+ * the system part into *ret_sys (may be NULL). */
+uint64_t bench_cpu_usec(uint64_t *ret_sys);
 /* Open fds of this process. */
 unsigned bench_count_fds(void);
 /* Raises RLIMIT_NOFILE to at least n, or to the hard limit where it cannot

@@ -67,6 +67,20 @@ uint64_t bench_syscr(void) {
         return p ? strtoull(p + 7, NULL, 10) : UINT64_MAX;
 }
 
+static uint64_t tv_usec(struct timeval tv) {
+        return (uint64_t) tv.tv_sec * 1000000 + (uint64_t) tv.tv_usec;
+}
+
+uint64_t bench_cpu_usec(uint64_t *ret_sys) {
+        struct rusage ru;
+
+        if (getrusage(RUSAGE_SELF, &ru) < 0)
+                ru = (struct rusage) {};
+        if (ret_sys)
+                *ret_sys = tv_usec(ru.ru_stime);
+        return tv_usec(ru.ru_utime) + tv_usec(ru.ru_stime);
+}
+
 uint64_t bench_rss_bytes(void) {
         char line[256];
         uint64_t kib = 0;

@@ -250,6 +250,20 @@ int mgt_cg_enable_memory(const char *cg) {
         return r < 0 ? r : 1;
 }
 
+int mgt_cg_make_parent(const char *root, const char *path, const char *controllers) {
+        int r;
+
+        (void) mgt_cg_write(root, "cgroup.subtree_control", controllers);
+        if (mkdir(path, 0755) < 0)
+                return -errno;
+        r = mgt_cg_write(path, "cgroup.subtree_control", controllers);
+        if (r < 0 && strcmp(controllers, "+memory") != 0)
+                r = mgt_cg_write(path, "cgroup.subtree_control", "+memory");
+        if (r < 0)
+                (void) rmdir(path);
+        return r;
+}
+
 int mgt_cg_make_child(const char *parent, const char *prefix, char **ret) {
         char *p;
         for (int i = 0; i < 1000; i++) {

@@ -74,6 +74,13 @@ int mgt_cg_has_word(const char *cg, const char *file, const char *word);
  * itself, or the write's errno (-EBUSY: cg has processes of its own). */
 int mgt_cg_enable_memory(const char *cg);
 
+/* The cgroup a test or a benchmark makes its actors in: mkdir path below
+ * root, with controllers ("+memory +io ...") enabled in root's
+ * cgroup.subtree_control (if it can: they may be on already) and then in
+ * path's own, or "+memory" alone where path cannot take them all.
+ * Returns 0, or a negative errno (path removed again). */
+int mgt_cg_make_parent(const char *root, const char *path, const char *controllers);
+
 /* mkdir parent/prefix-PID, or -PID-N if that exists.  malloc'd path. */
 int mgt_cg_make_child(const char *parent, const char *prefix, char **ret);
 
