@@ -107,7 +107,9 @@ struct mg_snapshot_options {
         /* What the lend raises memory.high by: default window + buffers +
          * 4 MiB; MG_UNLIMITED removes memory.high for the write. */
         uint64_t lend_bytes;
-        uint64_t lend_deadline_usec;    /* relative; default the guard's */
+        /* Relative; default the larger of the guard's own and the lend
+         * rule for the image's length (mg_guard_options(3)). */
+        uint64_t lend_deadline_usec;
         /* Bound on the dirty + writeback page cache the write makes: default
          * the guard's limit/16 clamped to [8 MiB, 64 MiB], 32 MiB without a
          * guard; at least 256 KiB.  Not a bound for MG_SNAPSHOT_BUFFERED. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The field's thrashes, as the seeds measured them and at their sizes, and
- * the workloads beside them that must survive.  Each scenario builds one
+ * The field's thrashes at the sizes docs/field-facts.md gives (F1, F3, F4),
+ * and the workloads beside them that must survive.  Each scenario builds one
  * actor (a cgroup with the kernel limits it names), guards it with a set at
  * the limit it names, runs the workload and traces, every second, what the
  * stall rules look at: memory.current, page cache and how much of it is

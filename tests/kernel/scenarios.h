@@ -24,7 +24,8 @@ int t_psi_trigger_wakes(void);
 int t_healthy_neighbours(void);
 int t_pressure_hidden(void);
 
-/* field.c: the seeds' thrashes at their sizes, and who must survive */
+/* field.c: the field's thrashes at their sizes (docs/field-facts.md), and
+ * who must survive */
 int t_thrash_sequential(void);
 int t_thrash_under_high(void);
 int t_thrash_below_line(void);

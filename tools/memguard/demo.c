@@ -320,7 +320,7 @@ static void s_lend(struct demo *d, struct row *w) {
 
 /* ---- 4-6. thrash ---------------------------------------------------------- */
 
-/* The thrashes the seeds measured, each run for 10 s with the kernel's
+/* The field's thrashes (docs/field-facts.md F1, F3, F4), each run for 10 s with the kernel's
  * limits alone (expect: no OOM kill, it keeps re-reading what reclaim took)
  * and then guarded (expect: killed as a stall).  Timed, as the kernel suite
  * does, from the onset: the first read-back of a file page it had lost
