@@ -376,16 +376,23 @@ Test(service, pre_kill_without_a_deferral_kills_in_the_same_tick) {
         mg_guard_free(g);
 }
 
-Test(service, deferred_kill_follows_the_deferral) {
+/* A guard (deferrals up to 2 s) whose overshoot's kill the pre-kill
+ * callback has just put off by usec. */
+static mg_guard *deferred_overshoot(uint64_t usec) {
         mg_guard *g = new_guard_with(0, 2000 * MG_USEC_PER_MSEC);
-        uint64_t t0;
 
-        seen.defer_usec = 1000 * MG_USEC_PER_MSEC;
+        seen.defer_usec = usec;
         overshoot(280 * MG_MIB);
         cr_assert_eq(tick_at(g, TICK), 0);
-        t0 = fx.now_usec;
         cr_assert_eq(seen.n[MG_EVENT_PRE_KILL], 1);
-        cr_expect_eq(seen.defer_ret, 0);
+        cr_assert_eq(seen.defer_ret, 0);
+        return g;
+}
+
+Test(service, deferred_kill_follows_the_deferral) {
+        mg_guard *g = deferred_overshoot(1000 * MG_USEC_PER_MSEC);
+        uint64_t t0 = fx.now_usec;
+
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"), "deferred");
         for (int i = 0; i < 3; i++)
                 cr_expect_eq(tick_at(g, TICK), 0);
@@ -411,12 +418,8 @@ Test(service, deferred_kill_follows_the_deferral) {
  * its overshoot is reported as one no process holds, when the deferral
  * ends, as a kill decided then would report it. */
 Test(service, a_deferred_overshoot_of_an_emptied_cgroup_is_reported_not_killed) {
-        mg_guard *g = new_guard_with(0, 2000 * MG_USEC_PER_MSEC);
+        mg_guard *g = deferred_overshoot(500 * MG_USEC_PER_MSEC);
 
-        seen.defer_usec = 500 * MG_USEC_PER_MSEC;
-        overshoot(280 * MG_MIB);
-        cr_assert_eq(tick_at(g, TICK), 0);
-        cr_assert_eq(seen.defer_ret, 0);
         fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
         cr_expect_eq(tick_at(g, TICK), 0);
         cr_expect_eq(seen.n[MG_EVENT_EMPTY_OVER_LIMIT], 0, "not before the deferral ends");
@@ -430,12 +433,8 @@ Test(service, a_deferred_overshoot_of_an_emptied_cgroup_is_reported_not_killed) 
 }
 
 Test(service, deferred_kill_is_averted_if_the_actor_left_its_limit) {
-        mg_guard *g = new_guard_with(0, 2000 * MG_USEC_PER_MSEC);
+        mg_guard *g = deferred_overshoot(1000 * MG_USEC_PER_MSEC);
 
-        seen.defer_usec = 1000 * MG_USEC_PER_MSEC;
-        overshoot(280 * MG_MIB);
-        cr_assert_eq(tick_at(g, TICK), 0);
-        cr_assert_eq(seen.defer_ret, 0);
         /* it freed its memory while saving: back under the limit, still near it */
         fixture_current(&fx, 250 * MG_MIB);
         fixture_stat(&fx, 200 * MG_MIB, 40 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
@@ -457,11 +456,8 @@ Test(service, deferred_kill_is_averted_if_the_actor_left_its_limit) {
 
 /* Back below its line: averted too, from the fast path. */
 Test(service, deferred_kill_is_averted_below_the_line) {
-        mg_guard *g = new_guard_with(0, 2000 * MG_USEC_PER_MSEC);
+        mg_guard *g = deferred_overshoot(500 * MG_USEC_PER_MSEC);
 
-        seen.defer_usec = 500 * MG_USEC_PER_MSEC;
-        overshoot(280 * MG_MIB);
-        cr_assert_eq(tick_at(g, TICK), 0);
         at_rest();
         tick_at(g, TICK);
         tick_at(g, TICK);
