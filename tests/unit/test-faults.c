@@ -582,7 +582,7 @@ Test(faults, hidden_pressure_file_is_not_gone) {
         }
 }
 
-/* mg_guard_report() acts on nothing: a read of its that fails is reported
+/* mg_guard_report() acts on nothing: a read it makes that fails is reported
  * and returned, and the tick's window goes on as it was. */
 Test(faults, a_report_that_fails_leaves_the_window) {
         static const int files[] = { MG_CG_CURRENT, MG_CG_STAT, MG_CG_EVENTS_LOCAL };
