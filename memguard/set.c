@@ -21,17 +21,13 @@
  * memory.events.local on the fast path (a kernel OOM kill, a limit hit),
  * PSI triggers on the slow path, cgroup.events while a kill waits for the
  * cgroup to empty.
- * Thousands of actors cost one wakeup per due tick, not one timer each.
+ * Thousands of actors cost one wakeup per slot their ticks fall on
+ * (mg_set_slot_usec()), not one timer each.
  * The one thing no guard may do on that thread is the write that restores
  * memory.high at the end of a lend (it reclaims, for seconds on 6.1 and
  * 6.12): a restore worker makes it (memguard/worker.c), whose eventfd is in
  * the same epoll fd.  The set reaches its guards only through functions.
  */
-/* A wakeup also runs the ticks due within this much: a tick may come up to
- * 25 ms early, and 1,000 guards cost ~40 wakeups a second, not 4,000
- * (docs/benchmarks.md: 7.5 % of a core before, 2.0 % after). */
-#define MG_SET_SLACK_USEC 25000
-
 struct mg_set {
         struct mg_guard_host host; /* first: a guard's host is its set */
         int epfd, tfd;
@@ -98,8 +94,19 @@ void mg_set_reschedule(mg_set *s, mg_guard *g, uint64_t when_usec) {
         (void) arm(s);
 }
 
+/* How early a wakeup runs a guard's tick: MG_SET_SLACK_USEC, or less than
+ * half a period, so that no guard ticks twice in one wakeup. */
+static uint64_t slack_usec(uint64_t tick_usec) {
+        return tick_usec / 2 < MG_SET_SLACK_USEC ? tick_usec / 2 : MG_SET_SLACK_USEC;
+}
+
+/* A guard asks for a tick now (an event, a lend's end): the start of the
+ * slot now falls in is due at once, and the guard's next tick falls on a
+ * slot again, a period after it. */
 static void host_reschedule_cb(struct mg_guard_host *h, mg_guard *g, uint64_t when_usec) {
-        mg_set_reschedule(set_of(h), g, when_usec);
+        uint64_t slot = mg_set_slot_usec(mg_guard_get_tick_usec(g));
+
+        mg_set_reschedule(set_of(h), g, slot ? when_usec - when_usec % slot : when_usec);
 }
 
 /* kernfs signals a changed cgroup.events or memory.events.local, and psi a
@@ -253,6 +260,7 @@ mg_set *mg_set_free(mg_set *s) {
 }
 
 int mg_set_add_guard(mg_set *s, mg_guard *g) {
+        uint64_t tick, slot, first;
         size_t n;
         int r;
 
@@ -270,7 +278,12 @@ int mg_set_add_guard(mg_set *s, mg_guard *g) {
                 s->zombies = z;
                 s->zombies_cap = cap;
         }
-        mg_sched_push(&s->sched, mg_usec_add(mg_guard_now(g), mg_set_spread_usec(n, mg_guard_get_tick_usec(g))), g);
+        tick = mg_guard_get_tick_usec(g);
+        slot = mg_set_slot_usec(tick);
+        first = mg_guard_now(g);
+        if (slot && first % slot && first < UINT64_MAX - slot) /* not at the clock's end (an injected one) */
+                first += slot - first % slot;
+        mg_sched_push(&s->sched, mg_usec_add(first, mg_set_spread_usec(n, tick)), g);
         r = arm(s);
         if (r < 0) {
                 (void) mg_sched_take(&s->sched, g, NULL);
@@ -402,7 +415,7 @@ MG_HOT int mg_set_process(mg_set *s) {
 
         for (const struct mg_sched_entry *e; (e = mg_sched_peek(&s->sched));) {
                 mg_guard *g = e->g, *soon[2];
-                uint64_t now = mg_guard_now(g), when = e->when;
+                uint64_t now = mg_guard_now(g), when = e->when, tick = mg_guard_get_tick_usec(g);
 
                 /* Have the first lines of the guards due next come in
                  * while this guard's read is in the kernel. */
@@ -411,7 +424,7 @@ MG_HOT int mg_set_process(mg_set *s) {
                                 __builtin_prefetch((const char *) soon[k] + off);
 
                 /* UINT64_MAX: only unscheduled (gone) guards are left */
-                if (when == UINT64_MAX || when > mg_usec_add(now, MG_SET_SLACK_USEC))
+                if (when == UINT64_MAX || when > mg_usec_add(now, slack_usec(tick)))
                         break;
                 tick_guard(s, g, now, &acted);
                 if (!in_set(s, g))
@@ -428,9 +441,17 @@ MG_HOT int mg_set_process(mg_set *s) {
                          * injected one) leaves the guard unscheduled, where
                          * a wrapped time would be in the past and tick it
                          * again in this loop without end. */
-                        when = mg_usec_add(when, mg_guard_get_tick_usec(g));
-                        if (when <= now)
-                                when = mg_usec_add(now, mg_guard_get_tick_usec(g));
+                        uint64_t after;
+
+                        tick = mg_guard_get_tick_usec(g);
+                        after = mg_usec_add(now, slack_usec(tick));
+                        when = mg_usec_add(when, tick);
+                        /* Once per wakeup: a host a period or more late (it
+                         * did not call) has each guard tick once, and its
+                         * next tick is the first of its slot's after this
+                         * wakeup. */
+                        if (when <= after && when != UINT64_MAX)
+                                when = mg_usec_add(mg_usec_add(when, (after - when) / tick * tick), tick);
                 }
                 mg_sched_push(&s->sched, when, g);
         }

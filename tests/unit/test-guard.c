@@ -1266,6 +1266,100 @@ Test(guard, set_schedules_and_kills) {
         fixture_cleanup(&other[1]);
 }
 
+/* Runs s as its host would until fx's clock reads `until`, each wakeup at
+ * the set's timeout; counts the wakeups, and those off a 50 ms slot. */
+static unsigned run_set_until(mg_set *s, uint64_t until, unsigned *off_slot) {
+        unsigned n = 0;
+        uint64_t t;
+
+        while (mg_set_get_timeout(s, &t) == 0 && t <= until) {
+                if (t > fx.now_usec)
+                        fx.now_usec = t;
+                *off_slot += t % (50 * MG_USEC_PER_MSEC) != 0;
+                cr_assert_geq(mg_set_process(s), 0);
+                n++;
+        }
+        fx.now_usec = until;
+        return n;
+}
+
+/* Ticks made so far, by one guard (g) or by all in s. */
+static uint64_t ticks_of(const mg_set *s, const mg_guard *g) {
+        struct mg_stats st = { .size = sizeof(st) };
+        cr_assert_eq(g ? mg_guard_get_stats(g, &st) : mg_set_get_stats(s, &st), 0);
+        return st.fast_ticks + st.slow_ticks;
+}
+
+/* The set's slots (mg_set_slot_usec()): 40 guards added one by one at
+ * random moments, as a platform starts its actors, tick on the 50 ms slots
+ * of the clock and wake the set at most 5 times a period; a guard that
+ * asks for a tick out of turn gets it in the next wakeup and stays on the
+ * slots; a host late by more than a period puts none off them. */
+Test(guard, set_ticks_on_slots) {
+        const uint64_t tick = 250 * MG_USEC_PER_MSEC, second = 1000 * MG_USEC_PER_MSEC;
+        mg_set *s;
+        mg_guard *g[40];
+        unsigned seed = 16, off_slot = 0, wakeups;
+        uint64_t before;
+
+        cr_assert_eq(mg_set_new(NULL, &s), 0);
+        fx.now_usec += 7;
+        for (size_t i = 0; i < 40; i++) {
+                (void) run_set_until(s, fx.now_usec + (uint64_t) rand_r(&seed) % (2 * tick), &off_slot);
+                g[i] = new_guard();
+                cr_assert_eq(mg_set_add_guard(s, g[i]), 0);
+        }
+        (void) run_set_until(s, fx.now_usec + tick, &off_slot); /* every first tick made */
+        before = ticks_of(s, NULL);
+        wakeups = run_set_until(s, fx.now_usec + second, &off_slot);
+        cr_expect_leq(wakeups, 4 * 5, "%u wakeups in 4 periods", wakeups);
+        cr_expect_eq(ticks_of(s, NULL) - before, (uint64_t) 40 * 4, "every guard ticks once a period");
+        cr_expect_eq(off_slot, 0, "%u wakeups off a slot", off_slot);
+
+        fx.now_usec += 17 * MG_USEC_PER_MSEC;
+        before = ticks_of(NULL, g[3]);
+        host_reschedule(g[3], fx.now_usec);
+        cr_expect_geq(mg_set_process(s), 0);
+        cr_expect_eq(ticks_of(NULL, g[3]) - before, 1, "the guard that asked ticked at once");
+        wakeups = run_set_until(s, fx.now_usec + second, &off_slot);
+        cr_expect_leq(wakeups, 4 * 5, "%u wakeups in 4 periods after it", wakeups);
+        cr_expect_eq(off_slot, 0, "%u wakeups off a slot after it", off_slot);
+
+        fx.now_usec += 3 * tick + 31 * MG_USEC_PER_MSEC; /* the host did not call */
+        before = ticks_of(s, NULL);
+        cr_expect_geq(mg_set_process(s), 0);
+        cr_expect_eq(ticks_of(s, NULL) - before, 40, "each late guard ticks once, not once per period missed");
+        wakeups = run_set_until(s, fx.now_usec + second, &off_slot);
+        cr_expect_leq(wakeups, 4 * 5, "%u wakeups in 4 periods after a late host", wakeups);
+        cr_expect_eq(off_slot, 0, "%u wakeups off a slot after a late host", off_slot);
+        mg_set_free(s);
+}
+
+/* A period shorter than the set's slack (25 ms) ticks once a wakeup, on
+ * time: a 20 ms guard 50 times a second, not twice at one instant every
+ * 40 ms. */
+Test(guard, set_short_period_ticks_once_a_wakeup) {
+        struct mg_guard_options o;
+        mg_set *s;
+        mg_guard *g;
+        unsigned off_slot = 0, wakeups;
+        uint64_t before;
+
+        cr_assert_eq(mg_guard_options_init(&o, 256 * MG_MIB), 0);
+        o.tick_usec = 20 * MG_USEC_PER_MSEC;
+        o.stall_window_usec = 1000 * MG_USEC_PER_MSEC;
+        cr_assert_eq(mg_set_new(NULL, &s), 0);
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        mg_guard_set_clock(g, fixture_clock, &fx);
+        cr_assert_eq(mg_set_add_guard(s, g), 0);
+        (void) run_set_until(s, fx.now_usec + 20 * MG_USEC_PER_MSEC, &off_slot);
+        before = ticks_of(NULL, g);
+        wakeups = run_set_until(s, fx.now_usec + 1000 * MG_USEC_PER_MSEC, &off_slot);
+        cr_expect_eq(ticks_of(NULL, g) - before, 50);
+        cr_expect_eq(wakeups, 50);
+        mg_set_free(s);
+}
+
 /* The set's fd wakes a poll() when a tick is due (real clock). */
 Test(guard, set_fd_wakes_poll) {
         mg_set *s;

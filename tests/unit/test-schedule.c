@@ -6,6 +6,7 @@
  * the reference.  Guards are never dereferenced: small integers stand in.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -77,28 +78,34 @@ Test(schedule, one_tick_length_goes_to_the_ring) {
 }
 
 /* A set's first ticks (mg_set_spread_usec()): a thousand added together
- * come in the order they were added, a thousandth of a period apart, and
- * all go to the ring; the next thousand fall on the first's times. */
+ * come in the order they were added, 200 to each of the five 50 ms slots
+ * of a 250 ms period, and all go to the ring; the next thousand fall on
+ * the first's times.  A period under two slots is one slot. */
 Test(schedule, a_set_spreads_first_ticks_in_order) {
         struct mg_sched q = {};
         const size_t n = 1000;
-        const uint64_t tick = 250000;
-        size_t per_slot[10] = {};
+        const uint64_t tick = 250000, slot = 50000;
+        size_t per_slot[5] = {};
 
+        cr_assert_eq(mg_set_slot_usec(tick), slot);
         cr_assert_eq(mg_sched_reserve(&q, n), 0);
         for (size_t i = 0; i < n; i++) {
                 uint64_t t = mg_set_spread_usec(i, tick);
                 cr_assert_lt(t, tick);
+                cr_assert_eq(t % slot, 0, "guard %zu off its slot: %" PRIu64, i, t);
                 if (i > 0)
-                        cr_assert_gt(t, mg_set_spread_usec(i - 1, tick), "guard %zu before guard %zu", i, i - 1);
-                per_slot[t / (tick / 10)]++;
+                        cr_assert_geq(t, mg_set_spread_usec(i - 1, tick), "guard %zu before guard %zu", i, i - 1);
+                per_slot[t / slot]++;
                 mg_sched_push(&q, t, G(i));
         }
         cr_expect_eq(q.n_heap, 0, "in order: every first tick in the ring");
-        for (size_t k = 0; k < 10; k++)
-                cr_expect_eq(per_slot[k], n / 10, "slot %zu of 25 ms holds %zu", k, per_slot[k]);
+        for (size_t k = 0; k < 5; k++)
+                cr_expect_eq(per_slot[k], n / 5, "slot %zu of 50 ms holds %zu", k, per_slot[k]);
         cr_expect_eq(mg_set_spread_usec(n, tick), mg_set_spread_usec(0, tick));
         cr_expect_eq(mg_set_spread_usec(n + 7, tick), mg_set_spread_usec(7, tick));
+        cr_expect_eq(mg_set_slot_usec(330000), 55000, "6 slots of 55 ms");
+        cr_expect_eq(mg_set_slot_usec(99000), 99000, "one slot");
+        cr_expect_eq(mg_set_spread_usec(999, 99000), 0);
         mg_sched_free(&q);
 }
 

@@ -34,9 +34,9 @@
  * the set is freed, on files opened anew.
  *
  * --align-ms is a what-if, not the library's behaviour: after adding the
- * guards it moves their first ticks onto MS-wide slots (mg_set_reschedule),
- * so the set wakes once per slot instead of once per guard; it shows what
- * coalescing due ticks in the set would save.
+ * guards it moves their first ticks onto MS-wide slots (mg_set_reschedule)
+ * instead of the set's own (mg_set_slot_usec()), and the floor reads in
+ * those slots too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -94,14 +94,14 @@ static uint64_t run_set(mg_set *s, uint64_t usec) {
 }
 
 /*
- * The floor: the same files read at the same rate and in the same 25 ms
- * batches (each actor in the slot of its first tick, floor_batch()) by a
- * loop that does nothing else: each actor's memory.current
- * (a pread into a stack buffer, strtoull, a compare), and for the K at
- * their limit also the four files a slow tick reads (memory.stat,
- * memory.pressure, io.pressure, memory.events.local), unparsed.  What no
- * design that reads those files once per tick can go below; memguard's
- * share is measured against it.
+ * The floor: the same files read at the same rate and in the same batches
+ * (each actor in the slot of its first tick, floor_batch(); no wakeup for
+ * a slot that holds none) by a loop that does nothing else: each actor's
+ * memory.current (a pread into a stack buffer, strtoull, a compare), and
+ * for the K at their limit also the four files a slow tick reads
+ * (memory.stat, memory.pressure, io.pressure, memory.events.local),
+ * unparsed.  What no design that reads those files once per tick in those
+ * batches can go below; memguard's share is measured against it.
  */
 static const enum mg_cgfile floor_slow_files[] = { MG_CG_STAT, MG_CG_PRESSURE, MG_CG_IO_PRESSURE,
                                                    MG_CG_EVENTS_LOCAL };
@@ -127,12 +127,14 @@ static void floor_close(struct floor *f) {
         f->order = f->start = NULL;
 }
 
-/* The floor's batch of actor i: the 25 ms slot of its first tick as
- * spread() places it (actors 100b to 100b + 99 of 1,000 in batch b), so
- * that it reads the same actors together as the set does.  With
- * --align-ms, i % slots (the set's own slots when MS is 25). */
+/* The floor's batch of actor i: the slot of its first tick as spread()
+ * places it (actors 200b to 200b + 199 of 1,000 in batch b at 250 ms),
+ * so that it reads the same actors together as the set does.  With
+ * --align-ms, i % slots. */
 static uint64_t floor_batch(uint64_t i, uint64_t slots, uint64_t tick_ms, uint64_t align_ms) {
-        return align_ms ? i % slots : mg_set_spread_usec(i, tick_ms * 1000) * slots / (tick_ms * 1000);
+        uint64_t slot = mg_set_slot_usec(tick_ms * 1000);
+
+        return align_ms ? i % slots : slot ? mg_set_spread_usec(i, tick_ms * 1000) / slot : 0;
 }
 
 /* f->order and f->start: the actors batch by batch, one pass over them
@@ -177,7 +179,9 @@ static unsigned floor_fds(const struct floor *f) {
 /* guards: NULL once the set is freed. */
 static int floor_open(struct floor *f, const char *dir, uint64_t n, mg_guard **guards, const bool *is_slow,
                       uint64_t limit, uint64_t tick_ms, uint64_t align_ms) {
-        *f = (struct floor) { .n = n, .limit = limit, .tick_ms = tick_ms, .slots = tick_ms >= 25 ? tick_ms / 25 : 1 };
+        uint64_t slots = align_ms ? tick_ms / align_ms : tick_ms * 1000 / mg_set_slot_usec(tick_ms * 1000);
+
+        *f = (struct floor) { .n = n, .limit = limit, .tick_ms = tick_ms, .slots = slots };
         f->fds = malloc(n * (1 + FLOOR_SLOW_FILES) * sizeof(int));
         if (!f->fds)
                 return -ENOMEM;
@@ -215,6 +219,8 @@ static void floor_run(struct floor *f, uint64_t usec, uint64_t *cpu, uint64_t *s
                 uint64_t now = mg_mono_nsec();
                 if (now >= end)
                         break;
+                if (f->start[slot % slots] == f->start[slot % slots + 1])
+                        continue; /* an empty batch: no wakeup */
                 if (next > now)
                         (void) poll(NULL, 0, (int) ((next - now) / 1000000));
                 if (mg_mono_nsec() >= end)
