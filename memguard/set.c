@@ -441,10 +441,8 @@ MG_HOT int mg_set_process(mg_set *s) {
                          * injected one) leaves the guard unscheduled, where
                          * a wrapped time would be in the past and tick it
                          * again in this loop without end. */
-                        uint64_t after;
+                        uint64_t after = mg_usec_add(now, slack_usec(tick));
 
-                        tick = mg_guard_get_tick_usec(g);
-                        after = mg_usec_add(now, slack_usec(tick));
                         when = mg_usec_add(when, tick);
                         /* Once per wakeup: a host a period or more late (it
                          * did not call) has each guard tick once, and its
