@@ -17,10 +17,10 @@
  * period (5 of 50 ms at 250 ms; one at a period under 100 ms), counted
  * from the clock's zero, so that guards added at any time share them.  A
  * wakeup costs the host about what 50 reads cost (on a VM: docs/
- * benchmarks.md), so the fewer a period holds the better, down to the
- * length of the batch a wakeup then reads: 1,000 guards at 250 ms make
- * 20 wakeups a second, where first ticks a thousandth of a period apart
- * made 40 (a slack of 25 ms, and a wakeup every 25 ms). */
+ * benchmarks.md), so fewer, fuller wakeups cost less, as long as one
+ * slot's reads stay short for the host's loop: 1,000 guards at 250 ms
+ * make 20 wakeups a second of 200 reads each (about 0.4 ms), where first
+ * ticks a thousandth of a period apart made 40 of 100. */
 static inline uint64_t mg_set_slot_usec(uint64_t tick_usec) {
         uint64_t slots = tick_usec / MG_SET_SLOT_USEC;
 
