@@ -928,7 +928,7 @@ static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_r
         if (g->detect_usec == 0)
                 g->detect_usec = now;
 
-        r = mg_read_current(g, MG_READ_CONFIRM, &current);
+        r = mg_read_current(g, &current);
         if (r < 0)
                 return r;
         if (v == MG_VERDICT_OVERSHOOT) {
@@ -990,7 +990,7 @@ MG_HOT int mg_guard_tick_at(mg_guard *g, uint64_t now) {
          * the slow path. */
         if (now >= g->limits_due_usec && !g->events_watched)
                 mg_read_line_limits(g);
-        r = mg_read_current(g, MG_READ_TICK, &current);
+        r = mg_read_current(g, &current);
         if (r < 0)
                 return r;
         if (g->slow_state && g->slow_state->defer_until_usec) {
@@ -1051,9 +1051,9 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
         r = mg_guard_files_open(g);
         if (r < 0)
                 return r;
-        r = mg_read_current(g, MG_READ_REPORT, &current);
+        r = mg_read_u64(g, MG_CG_CURRENT, &current);
         if (r < 0)
-                return r;
+                return mg_read_failed(g, MG_CG_CURRENT, r, MG_READ_REPORT);
         r = mg_read_sample(g, current, MG_READ_REPORT, &rep, &x);
         if (r < 0)
                 return r;

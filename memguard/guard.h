@@ -314,8 +314,8 @@ enum mg_read_mode {
  * once gone. */
 int mg_read_failed(mg_guard *g, enum mg_cgfile f, int err, enum mg_read_mode mode);
 int mg_read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret);
-/* memory.current, read for mode; returns 0 or the (reported) error. */
-int mg_read_current(mg_guard *g, enum mg_read_mode mode, uint64_t *ret);
+/* memory.current; returns 0 or the (reported) error. */
+int mg_read_current(mg_guard *g, uint64_t *ret);
 /* memory.stat: only the lines the decision needs (full false), or whole. */
 int mg_read_stat(mg_guard *g, bool full, struct mg_memstat *ret);
 /* A small file of f's kind into its parsed form (struct mg_psi, struct

@@ -61,10 +61,10 @@ int mg_read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret) {
         return read_u64(g, f, ret);
 }
 
-/* Reads memory.current for mode; returns 0 or the (reported) error. */
-MG_HOT int mg_read_current(mg_guard *g, enum mg_read_mode mode, uint64_t *ret) {
+/* Reads memory.current; returns 0 or the (reported) error. */
+MG_HOT int mg_read_current(mg_guard *g, uint64_t *ret) {
         int r = read_u64(g, MG_CG_CURRENT, ret);
-        return r < 0 ? mg_read_failed(g, MG_CG_CURRENT, r, mode) : 0;
+        return r < 0 ? mg_read_failed(g, MG_CG_CURRENT, r, MG_READ_TICK) : 0;
 }
 
 /* The kernel prints the same keys every time; a read with fewer than an
