@@ -271,14 +271,19 @@ int t_confined_guard(void) {
  * set's thread's longest gap between two turns of its loop while the write
  * ran, B's largest tick lateness then (gap between two of its ticks less
  * the 250 ms tick: B's seam times its memory.current reads), B's crossing
- * of the limit to its kill; and, on the set's thread while the write runs,
- * preads of memory.high through A's guard's own fd (another open file than
- * the worker's): how long the longest took, and what it read.
+ * of the limit to its kill; and, on the set's thread while the write
+ * reclaims, preads of memory.high through A's guard's own fd (another open
+ * file than the worker's): how long the longest took, and what it read.
+ * "Reclaims" means A's memory.current has already fallen 16 MiB below what
+ * the reader left: A has no task and no memory.max, and nothing else in the
+ * VM presses on memory, so only the write takes pages from it, and the
+ * kernel stores the value before it reclaims.  A read between the seam's
+ * timestamp and that store (7.x, which honours O_NONBLOCK, returns from the
+ * write at once) would still see "max" and shows nothing.
  * Expect: B killed for the overshoot within anon-overshoot's bound (two
  * ticks + 100 ms of crossing), MG_EVENT_LEND_EXPIRED for A with restored
- * true, and memory.high reading "33554432" again; read during the write
- * (if a turn of the loop fell in it), memory.high already "33554432" (the
- * kernel stores the value, then reclaims).  Before the worker, the write
+ * true, and memory.high reading "33554432" again; read during the reclaim
+ * (if a turn of the loop fell in it), memory.high already "33554432".  Before the worker, the write
  * ran on the set's thread and B's kill waited for it.
  */
 #define RESTORE_TO (32 * MG_MIB)
@@ -319,8 +324,10 @@ struct restore_watch {
                 const char *cg;
                 uint64_t crossed_usec, below_usec;
         } o;
+        const char *a_cg;
+        uint64_t a_before;              /* A's memory.current before the write */
         int a_high_fd;                  /* A's guard's own memory.high */
-        int high_reads;                 /* made while the write ran */
+        int high_reads;                 /* made while the write reclaimed */
         uint64_t high_read_max_usec;
         char high_read[32];             /* what the last of them read */
 };
@@ -330,10 +337,13 @@ static void restore_sample(void *ud) {
         uint64_t now = mg_mono_usec(), cur;
         if (rb.n_turns < N_TIMES)
                 rb.turns[rb.n_turns++] = now;
-        if (atomic_load(&rb.start) && !atomic_load(&rb.end)) {
+        cur = UINT64_MAX;
+        if (atomic_load(&rb.start) && !atomic_load(&rb.end) &&
+            mgt_cg_read_u64(w->a_cg, "memory.current", &cur) == 0 && cur + 16 * MG_MIB <= w->a_before) {
                 char buf[32];
+                uint64_t t = mg_mono_usec();
                 ssize_t n = pread(w->a_high_fd, buf, sizeof(buf) - 1, 0);
-                uint64_t took = mg_mono_usec() - now;
+                uint64_t took = mg_mono_usec() - t;
                 /* the write may have ended meanwhile: only reads within it count */
                 if (n > 0 && !atomic_load(&rb.end)) {
                         buf[n] = '\0';
@@ -410,6 +420,8 @@ int t_restore_beside_overshoot(void) {
         (void) mgt_cg_read_key(a, "memory.stat", "file", &a_file);
         KT_CHECK(a_before != UINT64_MAX && a_before > 96 * MG_MIB,
                  "the reader left %" PRIu64 " MiB charged to A: nothing much to reclaim", a_before / MG_MIB);
+        w.a_cg = a;
+        w.a_before = a_before;
 
         /* the same moment: A's deadline passes (its tick now), B starts */
         ga->lend.deadline_usec = mg_mono_usec();
@@ -461,6 +473,6 @@ int t_restore_beside_overshoot(void) {
         KT_CHECK(w.a.lend.restored, "A's expiry says not restored (found %" PRIu64 ")", w.a.lend.found_high_bytes);
         KT_CHECK(hn > 0 && strcmp(buf, "33554432\n") == 0, "A's memory.high after the restore: %s", buf);
         KT_CHECK(w.high_reads == 0 || strcmp(w.high_read, "33554432\n") == 0,
-                 "memory.high read %s while its write reclaimed", w.high_read);
+                 "memory.high read %.*s while its write reclaimed", (int) strcspn(w.high_read, "\n"), w.high_read);
         return KT_PASS;
 }

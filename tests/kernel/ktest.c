@@ -22,13 +22,20 @@ static int n_cgroups, cg_counter;
 static struct mgt_proc spawned[64];
 static int n_spawned;
 
+/* Every line of a note is a TAP comment: a value read from a kernel file
+ * ends in a newline, and a bare line would break the TAP stream. */
 void kt_note(const char *fmt, ...) {
+        char buf[16384];
         va_list ap;
         va_start(ap, fmt);
-        fputs("# ", stdout);
-        vprintf(fmt, ap);
-        fputc('\n', stdout);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
+        const char *line = buf;
+        do {
+                size_t n = strcspn(line, "\n");
+                printf("# %.*s\n", (int) n, line);
+                line += n + (line[n] == '\n');
+        } while (*line);
         fflush(stdout);
 }
 
