@@ -283,8 +283,9 @@ int t_confined_guard(void) {
  * Expect: B killed for the overshoot within anon-overshoot's bound (two
  * ticks + 100 ms of crossing), MG_EVENT_LEND_EXPIRED for A with restored
  * true, and memory.high reading "33554432" again; read during the reclaim
- * (if a turn of the loop fell in it), memory.high already "33554432".  Before the worker, the write
- * ran on the set's thread and B's kill waited for it.
+ * (if a turn of the loop fell in it), memory.high already "33554432".
+ * Before the worker, the write ran on the set's thread and B's kill waited
+ * for it.
  */
 #define RESTORE_TO (32 * MG_MIB)
 #define N_TIMES 16384
@@ -337,7 +338,6 @@ static void restore_sample(void *ud) {
         uint64_t now = mg_mono_usec(), cur;
         if (rb.n_turns < N_TIMES)
                 rb.turns[rb.n_turns++] = now;
-        cur = UINT64_MAX;
         if (atomic_load(&rb.start) && !atomic_load(&rb.end) &&
             mgt_cg_read_u64(w->a_cg, "memory.current", &cur) == 0 && cur + 16 * MG_MIB <= w->a_before) {
                 char buf[32];
