@@ -80,15 +80,52 @@ static int pwrite_all(int fd, const void *p, size_t len, uint64_t off) {
         return 0;
 }
 
-static int set_direct(int fd, bool on) {
+/* Sets or clears a file status flag (O_DIRECT, O_NONBLOCK) of fd. */
+static int set_flag(int fd, int flag, bool on) {
         int fl = fcntl(fd, F_GETFL);
         if (fl < 0)
                 return -errno;
-        fl = on ? fl | O_DIRECT : fl & ~O_DIRECT;
+        fl = on ? fl | flag : fl & ~flag;
         return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
 }
 
-/* Reads and checks the header and the index. */
+/* Opens the snapshot for reading: a regular file only.  O_NOFOLLOW: a
+ * symlink at the name is -ELOOP, never followed.  O_NONBLOCK: a FIFO at the
+ * name would block open() until a writer came; with it the open returns
+ * and fstat() refuses it (a device node, a socket, a directory too).
+ * O_NONBLOCK is then cleared: reads of a regular file ignore it, but the
+ * O_DIRECT toggle and AIO below should see the flags of a plain open.
+ * Returns the fd or a negative errno. */
+static int open_snapshot(int dirfd, const char *name) {
+        struct stat s;
+        int fd, r;
+
+        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &s) < 0)
+                r = -errno;
+        else if (!S_ISREG(s.st_mode))
+                r = -EINVAL;
+        else
+                r = set_flag(fd, O_NONBLOCK, false);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* Reads and checks the header, against the file's length and the target's,
+ * then reads and checks the index.  Everything sized by the header is
+ * allocated only after that: the parser bounds the index by the file's
+ * length (fstat), and the image must be the target's length, so a header
+ * cannot make us allocate more than 44 bytes per page of the target (the
+ * index read, 20; the ranges, 16; two checksums per chunk, 8), about 1 % of
+ * memory the caller already has at 4 KiB pages.  A sparse file's length
+ * costs its writer nothing: without the target check first, 4 KiB on disk
+ * claiming 64 GiB made a restore allocate and read a 320 MiB index before
+ * refusing the target. */
 static int load_index(struct reader *rd, const char *name) {
         uint8_t hdr[MG_SNAP_HEADER_BYTES];
         const char *why = NULL;
@@ -109,6 +146,11 @@ static int load_index(struct reader *rd, const char *name) {
         if (r < 0) {
                 mg_snap_log(&rd->o, MG_LOG_ERR, "snapshot: %s: %s", name, why);
                 return r;
+        }
+        if (rd->dst->length != rd->h.image_bytes) {
+                mg_snap_log(&rd->o, MG_LOG_ERR, "snapshot: %s holds %" PRIu64 " bytes, the target %" PRIu64, name,
+                            rd->h.image_bytes, rd->dst->length);
+                return -EMSGSIZE;
         }
         n = mg_snap_index_bytes(&rd->h);
         if (n > SIZE_MAX / 2)
@@ -148,7 +190,7 @@ static int choose_method(struct reader *rd) {
         if (r == -EOPNOTSUPP)
                 return rd->o.method == MG_SNAPSHOT_DIRECT ? -EOPNOTSUPP : 0; /* no guessing for reads */
         if (r == 1 && off_align <= rd->page && mem_align <= rd->page && rd->h.data_offset % off_align == 0 &&
-            set_direct(rd->fd, true) == 0) {
+            set_flag(rd->fd, O_DIRECT, true) == 0) {
                 rd->direct = true;
                 rd->dio_mem_align = mem_align ? mem_align : 1;
                 return 0;
@@ -319,19 +361,16 @@ int mg_snapshot_restore_internal(int dirfd, const char *name, const struct mg_sn
         rd.io_bytes = (size_t) (MG_SNAP_IO_BYTES < rd.o.window_bytes / 2 ? MG_SNAP_IO_BYTES : rd.o.window_bytes / 2);
         rd.io_bytes = rd.io_bytes / rd.page * rd.page;
 
-        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        rd.fd = fd;
+        r = open_snapshot(dirfd, name);
+        if (r == -ELOOP || r == -EINVAL)
+                mg_snap_log(&rd.o, MG_LOG_ERR, "snapshot: %s: %s", name,
+                            r == -ELOOP ? "a symbolic link (not followed)" : "not a regular file");
+        if (r < 0)
+                return r;
+        rd.fd = r;
         r = load_index(&rd, name);
         if (r < 0)
                 goto out;
-        if (dst->length != rd.h.image_bytes) {
-                mg_snap_log(&rd.o, MG_LOG_ERR, "snapshot: %s holds %" PRIu64 " bytes, the target %" PRIu64, name,
-                            rd.h.image_bytes, dst->length);
-                r = -EMSGSIZE;
-                goto out;
-        }
         r = choose_method(&rd);
         if (r < 0)
                 goto out;

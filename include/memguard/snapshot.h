@@ -26,9 +26,13 @@
  *              version, another page size, inconsistent lengths, a file
  *              truncated or extended, or a header, index or data checksum
  *              that does not match (the log callback says which)
- *   -EMSGSIZE  the target's length differs from the image's
- *   -EINVAL, -E2BIG as above; the target's contents are unspecified after
- *              any failure past the header check
+ *   -EMSGSIZE  the target's length differs from the image's (checked
+ *              before anything sized by the file's header is allocated)
+ *   -ELOOP     a symbolic link at name: never followed
+ *   -EINVAL, -E2BIG as above, and -EINVAL for a name that is not a
+ *              regular file (a FIFO, a device, a directory: opened without
+ *              blocking, then refused); the target's contents are
+ *              unspecified after any failure past the header check
  */
 
 #include <stdbool.h>

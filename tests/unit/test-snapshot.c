@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -725,6 +726,81 @@ Test(snapshot, target_of_another_length) {
         cr_expect_eq(restore_mem("snap", back, len / 2, NULL, NULL), -EMSGSIZE);
         munmap(img, len);
         munmap(back, 2 * len);
+}
+
+/* A hostile file: a valid header claiming a 64 GiB image, one range per
+ * page and a chunk per page (an index of 320 MiB), in a sparse file of the
+ * length it claims (4 KiB of it written).  Restored into 1 MiB it is
+ * refused by the target's length before the index is allocated or read:
+ * it used to cost 321 MiB and 3.5 s. */
+Test(snapshot, huge_sparse_claim_refused_before_allocating) {
+        uint64_t image = UINT64_C(64) << 30;
+        struct mg_snap_header h = {
+                .version = MG_SNAP_VERSION,
+                .page_size = (uint32_t) page,
+                .chunk_bytes = (uint32_t) page,
+                .image_bytes = image,
+                .data_offset = page,
+                .index_offset = page + image,
+                .n_ranges = image / page,
+                .data_bytes = image,
+        };
+        uint8_t hdr[MG_SNAP_HEADER_BYTES];
+        uint8_t *back = map(MG_MIB);
+        struct rusage ru0, ru1;
+        uint64_t t0;
+        int fd;
+
+        mg_snap_header_encode(&h, hdr);
+        fd = openat(dfd, "huge", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(pwrite(fd, hdr, sizeof(hdr), 0), (ssize_t) sizeof(hdr));
+        int tr = ftruncate(fd, (off_t) (h.index_offset + mg_snap_index_bytes(&h))), e = errno;
+        close(fd);
+        if (tr < 0)
+                cr_skip_test("%s: no sparse file of 64 GiB here (%s)", dir, strerror(e));
+        cr_assert_eq(getrusage(RUSAGE_SELF, &ru0), 0);
+        t0 = mg_mono_usec();
+        cr_expect_eq(restore_mem("huge", back, MG_MIB, NULL, NULL), -EMSGSIZE);
+        cr_expect_lt(mg_mono_usec() - t0, 500 * MG_USEC_PER_MSEC, "refused in %" PRIu64 " us",
+                     mg_mono_usec() - t0);
+        cr_assert_eq(getrusage(RUSAGE_SELF, &ru1), 0);
+        /* ru_maxrss is the peak in KiB: reading the index would add 320 MiB */
+        cr_expect_lt(ru1.ru_maxrss - ru0.ru_maxrss, 16L * 1024, "peak RSS grew by %ld KiB",
+                     ru1.ru_maxrss - ru0.ru_maxrss);
+        munmap(back, MG_MIB);
+}
+
+/* A FIFO at the name neither hangs the restore (an open for reading would
+ * wait for a writer) nor is read: it is not a regular file. */
+Test(snapshot, fifo_refused_without_hanging) {
+        uint8_t *back = map(MG_MIB);
+        struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
+
+        cr_assert_eq(mkfifoat(dfd, "fifo", 0600), 0);
+        alarm(10); /* a hang fails the test (SIGALRM) rather than the suite's timeout */
+        cr_expect_eq(restore_mem("fifo", back, MG_MIB, &o, NULL), -EINVAL);
+        alarm(0);
+        cr_expect(strstr(last_log, "not a regular file"), "%s", last_log);
+        cr_expect_eq(restore_mem(".", back, MG_MIB, NULL, NULL), -EINVAL, "a directory");
+        munmap(back, MG_MIB);
+}
+
+/* A symlink at the name is not followed, even to a good snapshot. */
+Test(snapshot, symlink_refused) {
+        size_t len = 1 * MG_MIB;
+        uint8_t *img = make_image(len, 11), *back = map(len);
+        struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
+
+        cr_assert_eq(write_mem("snap", img, len, NULL, NULL), 0);
+        cr_assert_eq(symlinkat("snap", dfd, "link"), 0);
+        cr_expect_eq(restore_mem("link", back, len, &o, NULL), -ELOOP);
+        cr_expect(strstr(last_log, "symbolic link"), "%s", last_log);
+        cr_expect(mg_snap_is_zero(back, len), "the target is untouched");
+        cr_expect_eq(restore_mem("snap", back, len, &o, NULL), 0);
+        cr_expect_eq(memcmp(back, img, len), 0);
+        munmap(img, len);
+        munmap(back, len);
 }
 
 /* ---- bad input ----------------------------------------------------------- */

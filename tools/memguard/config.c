@@ -41,9 +41,10 @@ int mgt_duration_parse(const char *s, uint64_t *ret_usec) {
         if (!s || *p < '0' || *p > '9')
                 return -EINVAL;
         for (; *p >= '0' && *p <= '9'; p++) {
-                if (whole > (UINT64_MAX - 9) / 10)
+                uint64_t d = (uint64_t) (*p - '0');
+                if (whole > (UINT64_MAX - d) / 10)
                         return -ERANGE;
-                whole = whole * 10 + (uint64_t) (*p - '0');
+                whole = whole * 10 + d;
         }
         if (*p == '.') {
                 p++;
@@ -57,9 +58,12 @@ int mgt_duration_parse(const char *s, uint64_t *ret_usec) {
         }
         for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
                 if (strcmp(p, units[i].suffix) == 0) {
-                        if (whole > UINT64_MAX / units[i].usec)
+                        /* frac < 10^6 and usec <= 6 * 10^7: part cannot overflow; the
+                         * sum can ("307445734561.9m" wrapped to 4.4 s) */
+                        uint64_t part = frac * units[i].usec / frac_div;
+                        if (whole > UINT64_MAX / units[i].usec || whole * units[i].usec > UINT64_MAX - part)
                                 return -ERANGE;
-                        *ret_usec = whole * units[i].usec + frac * units[i].usec / frac_div;
+                        *ret_usec = whole * units[i].usec + part;
                         return 0;
                 }
         return -EINVAL;

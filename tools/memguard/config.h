@@ -61,6 +61,7 @@ void mgt_settings_merge(struct mgt_settings *base, const struct mgt_settings *ov
  * the settings set (a margin in percent taken of limit). */
 int mgt_settings_apply(const struct mgt_settings *s, uint64_t limit, struct mg_guard_options *o);
 
-/* A duration: "250ms", "2s", "1.5s", "1m", "500us", or plain seconds.
- * Returns 0, -EINVAL, -ERANGE. */
+/* A duration: "250ms", "2s", "1.5s", "1m", "500us", or plain seconds;
+ * digits of a fraction past the microsecond are ignored.  Returns 0,
+ * -EINVAL, or -ERANGE for any value above UINT64_MAX microseconds. */
 int mgt_duration_parse(const char *s, uint64_t *ret_usec);

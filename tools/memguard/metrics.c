@@ -16,6 +16,7 @@
 
 #include "json.h"
 #include "metrics.h"
+#include "replace.h"
 
 void mgt_counts_add(struct mgt_counts *c, const struct mg_event *ev) {
         switch (ev->type) {
@@ -240,22 +241,10 @@ static bool read_all(int fd, void *p, size_t n) {
         return true;
 }
 
-static bool write_all(int fd, const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t w = write(fd, p, n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return false;
-                p += w;
-                n -= (size_t) w;
-        }
-        return true;
-}
-
 /* The writer: keeps at most CAP_DAC_OVERRIDE, then one text per frame
- * (a uint64_t length, the bytes) to path.tmp, renamed over path.  A
- * failed write leaves the last good file and says so on stderr. */
+ * (a uint64_t length, the bytes) to path.tmp, fsynced, renamed over path
+ * (mgt_file_replace()).  A failure leaves the last good file and says so on
+ * stderr, once per streak. */
 static void __attribute__((noreturn)) writer_main(int fd, const char *path) {
         char tmp[4096];
         bool said = false;
@@ -279,25 +268,18 @@ static void __attribute__((noreturn)) writer_main(int fd, const char *path) {
         for (;;) {
                 uint64_t len;
                 char *text;
-                int out;
+                int r;
 
                 if (!read_all(fd, &len, sizeof(len)) || len > (UINT64_C(1) << 32))
                         _exit(0);
                 text = malloc((size_t) len);
                 if (!text || !read_all(fd, text, (size_t) len))
                         _exit(1);
-                out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-                bool good = out >= 0 && write_all(out, text, (size_t) len);
-                if (out >= 0 && close(out) < 0)
-                        good = false;
-                if (good && rename(tmp, path) < 0)
-                        good = false;
-                if (!good && !said)
+                r = mgt_file_replace(tmp, path, text, (size_t) len);
+                if (r < 0 && !said)
                         fprintf(stderr, "memguard watch: --metrics %s: %s (the last good file stays)\n", path,
-                                strerror(errno));
-                said = !good;
-                if (!good)
-                        (void) unlink(tmp);
+                                strerror(-r));
+                said = r < 0;
                 free(text);
         }
 }

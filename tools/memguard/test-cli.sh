@@ -93,6 +93,8 @@ expect_error 2 '1 s or more' "watch: --metrics-interval too short" watch --limit
 expect_error 2 '1 ms to 60 s' "watch: --pre-kill-defer above 60 s" watch --limit 64M --pre-kill-defer 61s /sys/fs/cgroup
 expect_error 2 '1 ms to 60 s' "watch: --pre-kill-defer not a duration" watch --limit 64M --pre-kill-defer soon /sys/fs/cgroup
 expect_error 2 '1 ms to 60 s' "run: --pre-kill-defer of 0" run --limit 64M --pre-kill-defer 0 -- true
+expect_error 2 'not a duration above 0' "watch: --tick past 2^64 us (wrapped to 4.4 s once)" watch --limit 64M --tick 307445734561.9m /sys/fs/cgroup
+expect_error 2 '1 ms to 60 s' "run: --pre-kill-defer past 2^64 us" run --limit 64M --pre-kill-defer 307445734561.9m -- true
 expect_error 1 'No such file' "watch: a missing --config" watch --config "$tmp/nonexistent.conf" /sys/fs/cgroup
 
 # ---- environment errors: clear, one line, non-zero

@@ -38,6 +38,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "size.h"
+#include "streak.h"
 
 #define LIMIT_XATTR "user.memguard.limit"
 /* A new child's limit is read again this long after it appeared: platforms
@@ -58,6 +59,7 @@ struct actor {
         struct mgt_counts counts;       /* what the library does not count */
         struct mg_stats before;         /* the library's counts of the guards made anew since */
         uint64_t recheck_usec;          /* read the limit again then; 0: no */
+        struct mgt_streak bad_xattr;    /* a refused LIMIT_XATTR, said once */
         bool readd;                     /* options changed: make g anew when it is not lent or killing */
         bool dead;
         struct watch *w;
@@ -120,30 +122,42 @@ static void actor_on_event(mg_guard *g, const struct mg_event *ev, void *userdat
         }
 }
 
-/* The limit of one cgroup, by the order above.  Returns 0 with *ret_limit
- * and *ret_source, or -ENOENT if none applies. */
-static int resolve_limit(struct watch *w, const char *path, uint64_t *ret_limit, const char **ret_source) {
+/* The limit of a's cgroup, by the order above.  Returns 0 with *ret_limit
+ * and *ret_source, or -ENOENT if none applies.  A bad xattr is said once
+ * per streak (streak.h): every IN_ATTRIB of the directory reads it again. */
+static int resolve_limit(struct watch *w, struct actor *a, uint64_t *ret_limit, const char **ret_source) {
+        const char *path = a->path;
         char v[64];
         uint64_t max;
         int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
         if (fd >= 0) {
                 ssize_t n = fgetxattr(fd, LIMIT_XATTR, v, sizeof(v) - 1);
+                bool too_long = n < 0 && errno == ERANGE; /* no size is 63 bytes long */
                 close(fd);
+                if (too_long) {
+                        snprintf(v, sizeof(v), "(longer than %zu bytes)", sizeof(v) - 1);
+                        n = (ssize_t) strlen(v);
+                } else if (n >= 0) {
+                        v[n] = '\0';
+                }
                 if (n > 0) {
                         uint64_t l;
-                        v[n] = '\0';
                         while (n > 0 && (v[n - 1] == '\n' || v[n - 1] == ' '))
                                 v[--n] = '\0';
-                        if (mgt_size_parse(v, 0, 0, &l) == 0 && l > 0) {
+                        if (!too_long && mgt_size_parse(v, 0, 0, &l) == 0 && l > 0) {
+                                mgt_streak_end(&a->bad_xattr);
                                 *ret_limit = l;
                                 *ret_source = "xattr";
                                 return 0;
                         }
-                        mgt_error(&w->out, "watch", 0, "%s: " LIMIT_XATTR " \"%.32s\" is not a size above 0; ignored",
-                                  path, v);
+                        if (mgt_streak_bad(&a->bad_xattr, v))
+                                mgt_error(&w->out, "watch", 0,
+                                          "%s: " LIMIT_XATTR " \"%.32s\" is not a size above 0; ignored", path, v);
+                } else {
+                        /* ENODATA: none; ENOTSUP: no user xattrs on cgroupfs before 5.7 */
+                        mgt_streak_end(&a->bad_xattr);
                 }
-                /* ENODATA: none; ENOTSUP: no user xattrs on cgroupfs before 5.7 */
         }
         if (mgt_cg_read_u64(path, "memory.max", &max) == 0 && max != MG_UNLIMITED && max > 0) {
                 *ret_limit = max;
@@ -171,7 +185,7 @@ static int guard_actor(struct actor *a, bool announce) {
         const char *source;
         int e;
 
-        e = resolve_limit(w, a->path, &limit, &source);
+        e = resolve_limit(w, a, &limit, &source);
         if (e < 0) {
                 mgt_error(&w->out, "watch", 0,
                           "%s: no limit (no " LIMIT_XATTR ", memory.max is max, no --limit): not guarded", a->path);
@@ -309,7 +323,7 @@ static void recheck_actor(struct actor *a) {
                 (void) guard_actor(a, true);
                 return;
         }
-        if (resolve_limit(w, a->path, &limit, &source) < 0 || mgt_settings_apply(&w->eff, limit, &o) < 0)
+        if (resolve_limit(w, a, &limit, &source) < 0 || mgt_settings_apply(&w->eff, limit, &o) < 0)
                 return; /* no limit any more: keep the one in force, said at the next add */
         mgt_kill_options(&w->out, &o);
         if (!same_tuning(&o, &a->opt) || strcmp(source, a->source) != 0)
