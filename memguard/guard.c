@@ -839,6 +839,7 @@ static int defer_end(mg_guard *g, uint64_t now, uint64_t current) {
         rep.stall_usec = sl->kill.report.stall_usec;
         rep.stall_signals = sl->kill.report.stall_signals;
         rep.stall_refault_bytes = sl->kill.report.stall_refault_bytes;
+        rep.stall_reclaimed_bytes = sl->kill.report.stall_reclaimed_bytes;
         return kill_if_populated(g, v, &rep, now, true);
 }
 
@@ -951,6 +952,7 @@ static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_r
         rep->stall_usec = stall_usec;
         rep->stall_signals = signals;
         rep->stall_refault_bytes = g->slow_state->policy.stall_refault_bytes;
+        rep->stall_reclaimed_bytes = g->slow_state->policy.stall_reclaimed_bytes;
         return kill_if_populated(g, v, rep, now, told);
 }
 
@@ -1065,6 +1067,7 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
                 scratch = g->slow_state ? g->slow_state->policy : (struct mg_policy_state) {};
                 rep.verdict = mg_policy_decide(&g->params, &scratch, &x, &rep.stall_usec, &rep.stall_signals);
                 rep.stall_refault_bytes = scratch.stall_refault_bytes;
+                rep.stall_reclaimed_bytes = scratch.stall_reclaimed_bytes;
         }
         return mg_sized_copy_out(ret, &rep, sizeof(rep));
 }

@@ -184,7 +184,8 @@ static void derive_kernel(struct mg_memstat *st) {
 
 static const char *const tick_keys[] = {
         "anon", "shmem", "sock", "workingset_restore_anon", "workingset_restore_file",
-        "file", "file_mapped", "workingset_refault_file",
+        "file", "file_mapped", "workingset_refault_file", "pgmajfault", "pgsteal",
+        "file_dirty", "file_writeback",
 };
 static const char *const kernel_parts[] = {
         "kernel_stack", "pagetables", "sec_pagetables", "percpu", "vmalloc", "slab", "slab_reclaimable",

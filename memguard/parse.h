@@ -50,7 +50,7 @@ int mg_parse_mem_events_keys(const char *buf, size_t len, struct mg_mem_events *
  * kernel, derived as the full parse does); -ESTALE when the buffer does not
  * have the learnt keys on the learnt lines: parse it in full instead.
  */
-#define MG_MEMSTAT_LAYOUT_MAX 16
+#define MG_MEMSTAT_LAYOUT_MAX 20
 struct mg_memstat_layout {
         uint8_t n;                              /* 0: nothing learnt */
         bool kernel_derived;

@@ -11,8 +11,8 @@ void mg_policy_reset(struct mg_policy_state *s) {
         s->head = 0;
         s->count = 0;
         s->stalling_since_usec = 0;
-        s->seg.set = s->streak.set = s->streak_mapped.set = false;
-        s->stall_refault_bytes = 0;
+        s->seg.set = s->seg_prev.set = s->streak.set = s->streak_faulting.set = false;
+        s->stall_refault_bytes = s->stall_reclaimed_bytes = 0;
 }
 
 uint64_t mg_policy_line(uint64_t limit_bytes, uint64_t margin_bytes, uint64_t kernel_limit_bytes) {
@@ -84,6 +84,19 @@ static bool losing_workingset(const struct mg_ring_sample *o, const struct mg_ri
                delta(x->restores, o->restores) > 0;
 }
 
+/* The actor waited on its own memory over span usec: most of its cache
+ * (file, mapped at the end) is mapped, or it took majfaults major faults,
+ * one every MG_POLICY_FAULT_EVERY_USEC or more often.  A sequential walk of
+ * a mapped file maps all it reads, readahead hiding its faults; random
+ * touches of a mapped file leave most of the cache unmapped under MGLRU
+ * (readaround), but its misses are major faults.  A `cat` has neither: its
+ * reads are read() calls, not faults, and its cache is not mapped; yet
+ * under MGLRU it books restores for a streaming re-read. */
+static bool faulting(uint64_t span, uint64_t majfaults, uint64_t file, uint64_t mapped) {
+        return mapped >= file - (file < mapped ? file : mapped) ||
+               (unsigned __int128) majfaults * MG_POLICY_FAULT_EVERY_USEC >= span;
+}
+
 /* It lost time between o and x: memory or io pressure "some" grew by the
  * threshold share of the span.  Returns the signals that did.  Without swap
  * memory pressure under-reports a thrash (a refault is a memory stall only
@@ -111,6 +124,9 @@ static struct mg_policy_mark mark_of(const struct mg_sample *x) {
                 .refault_bytes = x->refault_bytes,
                 .mem_some_usec = x->mem_some_usec,
                 .io_some_usec = x->io_some_usec,
+                .mapped_bytes = x->mapped_bytes,
+                .majfaults = x->majfaults,
+                .steal_bytes = x->steal_bytes,
                 .set = true,
         };
 }
@@ -125,21 +141,45 @@ static unsigned lost_time_since(const struct mg_policy_params *p, const struct m
         return lost_time(p, &a, &b);
 }
 
-/* Re-read between o and x at a pace that re-reads the whole cache (at x)
- * at least once per window: refaulted * window >= cache * span. */
-static bool rereads_cache(const struct mg_policy_mark *o, const struct mg_sample *x, uint64_t window_usec) {
+/* A streak begun at o has re-read something since, and at least an
+ * eighth of what reclaim took from the actor (a few pages of program text
+ * read back while a writer beside them turns the cache over is not a
+ * thrash; in a thrash nearly all it reads it had before). */
+static bool rereads_share(const struct mg_policy_mark *o, const struct mg_sample *x) {
         uint64_t re = delta(x->refault_bytes, o->refault_bytes);
-        return re > 0 && (unsigned __int128) re * window_usec >=
-                                 (unsigned __int128) x->file_bytes * (x->time_usec - o->time_usec);
+        return o->set && re > 0 && re >= delta(x->steal_bytes, o->steal_bytes) / MG_POLICY_REREAD_OF_STEAL;
+}
+
+/* Reclaim took MG_POLICY_TURNOVER_QUARTERS quarters of the clean cache (at
+ * x) since o, and the actor took a major fault every
+ * MG_POLICY_TURNOVER_FAULT_USEC. */
+static bool turned_over(const struct mg_policy_state *s, const struct mg_policy_mark *o, const struct mg_sample *x) {
+        uint64_t steal = delta(x->steal_bytes, o->steal_bytes);
+        return o->set && !s->faulting_dirty && x->file_bytes > 0 && steal > 0 &&
+               (unsigned __int128) steal * 4 >= (unsigned __int128) x->file_bytes * MG_POLICY_TURNOVER_QUARTERS &&
+               (unsigned __int128) delta(x->majfaults, o->majfaults) * MG_POLICY_TURNOVER_FAULT_USEC >=
+                       x->time_usec - o->time_usec;
+}
+
+/* Over the last two segments what the actor has mapped grew by more than
+ * half of what it re-read, or a 64th of the cache: a working set that fits,
+ * read back after a scan pushed it out, maps what it re-reads and keeps it;
+ * a thrash loses it again, its mapped share flat or swinging. */
+static bool mapping_what_it_rereads(const struct mg_policy_state *s, const struct mg_sample *x) {
+        const struct mg_policy_mark *o = s->seg_prev.set ? &s->seg_prev : &s->seg;
+        uint64_t re = delta(x->refault_bytes, o->refault_bytes), floor = x->file_bytes / 64;
+        return o->set && delta(x->mapped_bytes, o->mapped_bytes) > (re / 2 > floor ? re / 2 : floor);
 }
 
 /*
  * The refault rule, one sample at a time.  A segment ends at the first
- * sample half a stall window after it began; it qualifies if the limit was
- * hit, time was lost and the cache was re-read at the window's pace.  A
- * streak is the run of qualifying segments up to now; any segment that does
- * not qualify ends it.  Returns the verdict and, for STALL and STALLING, the
- * streak it is about in *ret.
+ * sample half a stall window after it began.  It qualifies for the read
+ * path if the limit was hit, time was lost and something was re-read; for
+ * the faulting path if time was lost, the actor was faulting and the limit
+ * was hit in it or in the segment before (under MGLRU a walk gets pages
+ * without reclaim for a second or two).  A streak is the run of qualifying
+ * segments up to now; any segment that does not qualify ends it.  Returns
+ * the verdict and, for STALL and STALLING, the streak it is about in *ret.
  */
 static enum mg_verdict refault_decide(const struct mg_policy_params *p, struct mg_policy_state *s,
                                       const struct mg_sample *x, const struct mg_policy_mark **ret) {
@@ -147,7 +187,7 @@ static enum mg_verdict refault_decide(const struct mg_policy_params *p, struct m
         uint64_t seg_usec = p->stall_window_usec / 2;
 
         if (!x->have_events || !x->have_pressure || p->refault_window_usec == 0) {
-                s->seg.set = s->streak.set = s->streak_mapped.set = false;
+                s->seg.set = s->seg_prev.set = s->streak.set = s->streak_faulting.set = false;
                 return MG_VERDICT_NEAR;
         }
         if (!o->set) {
@@ -155,33 +195,46 @@ static enum mg_verdict refault_decide(const struct mg_policy_params *p, struct m
                 return MG_VERDICT_NEAR;
         }
         if (x->time_usec - o->time_usec >= seg_usec) {
-                bool base = delta(x->limit_events, o->limit_events) > 0 && lost_time_since(p, o, x);
-                bool any = base && rereads_cache(o, x, p->refault_window_usec);
-                bool mapped = base && x->mapped_bytes >= x->file_bytes - x->mapped_bytes &&
-                              rereads_cache(o, x, p->refault_mapped_window_usec);
-                if (!any)
+                uint64_t span = x->time_usec - o->time_usec, re = delta(x->refault_bytes, o->refault_bytes);
+                const struct mg_policy_mark *since = s->seg_prev.set ? &s->seg_prev : o;
+                bool lost = lost_time_since(p, o, x) != 0;
+                bool rd = lost && delta(x->limit_events, o->limit_events) > 0 && re > 0;
+                bool fl = lost && delta(x->limit_events, since->limit_events) > 0 &&
+                          faulting(span, delta(x->majfaults, o->majfaults), x->file_bytes, x->mapped_bytes);
+                if (!rd)
                         s->streak.set = false;
                 else if (!s->streak.set)
                         s->streak = *o;
-                if (!mapped)
-                        s->streak_mapped.set = false;
-                else if (!s->streak_mapped.set)
-                        s->streak_mapped = *o;
+                if (!fl)
+                        s->streak_faulting.set = false;
+                else if (!s->streak_faulting.set) {
+                        s->streak_faulting = *o;
+                        s->faulting_dirty = false;
+                }
+                if (fl && x->dirty_bytes > x->file_bytes / 16)
+                        s->faulting_dirty = true;
+                s->seg_prev = s->seg;
                 s->seg = mark_of(x);
         }
-        if (s->streak_mapped.set && x->time_usec - s->streak_mapped.time_usec >= p->refault_mapped_window_usec) {
-                *ret = &s->streak_mapped;
+        const struct mg_policy_mark *f = &s->streak_faulting, *r = &s->streak;
+        bool r_on = rereads_share(r, x), f_reread = rereads_share(f, x), f_turned = turned_over(s, f, x);
+        bool f_on = f_reread || f_turned;
+        if (x->time_usec - f->time_usec >= p->refault_mapped_window_usec && !mapping_what_it_rereads(s, x) &&
+            (f_turned || (f_reread && (unsigned __int128) delta(x->refault_bytes, f->refault_bytes) * 64 >=
+                                              (unsigned __int128) x->file_bytes * MG_POLICY_FAULTING_REREAD_64THS))) {
+                *ret = f;
                 return MG_VERDICT_STALL;
         }
-        if (s->streak.set && x->time_usec - s->streak.time_usec >= p->refault_window_usec) {
-                *ret = &s->streak;
+        if (r_on && x->time_usec - r->time_usec >= p->refault_window_usec &&
+            delta(x->refault_bytes, r->refault_bytes) / MG_POLICY_REREAD_CACHES >= x->file_bytes) {
+                *ret = r;
                 return MG_VERDICT_STALL;
         }
         /* the longer-running of the two, for how long it has held */
-        *ret = s->streak_mapped.set && (!s->streak.set || s->streak_mapped.time_usec < s->streak.time_usec)
-                       ? &s->streak_mapped
-                       : &s->streak;
-        return (*ret)->set ? MG_VERDICT_STALLING : MG_VERDICT_NEAR;
+        if (!f_on && !r_on)
+                return MG_VERDICT_NEAR;
+        *ret = f_on && (!r_on || f->time_usec < r->time_usec) ? f : r;
+        return MG_VERDICT_STALLING;
 }
 
 enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_policy_state *s,
@@ -205,6 +258,9 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
                 .high_events = x->high_events,
                 .high_bytes = x->high_bytes,
                 .cpu_usec = x->cpu_usec,
+                .file_bytes = x->file_bytes,
+                .mapped_bytes = x->mapped_bytes,
+                .majfaults = x->majfaults,
                 .have_events = x->have_events,
                 .have_pressure = x->have_pressure,
                 .have_throttle = x->have_throttle,
@@ -218,7 +274,9 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
         } else if (x->have_events && x->have_pressure && s->count > 1) {
                 o = sample_older_than(s, p->stall_window_usec);
                 const struct mg_ring_sample *b = o ? o : sample_oldest(s);
-                if (losing_workingset(b, xr) && lost_time(p, b, xr)) {
+                if (losing_workingset(b, xr) && lost_time(p, b, xr) &&
+                    faulting(xr->time_usec - b->time_usec, delta(xr->majfaults, b->majfaults), xr->file_bytes,
+                             xr->mapped_bytes)) {
                         v = MG_VERDICT_STALLING;
                         /* "Across the whole window": time is lost in each half
                          * of it, not in one burst. */
@@ -242,13 +300,14 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
          * all); it decides only where the restore rule did not. */
         const struct mg_policy_mark *streak = NULL;
         enum mg_verdict rv = refault_decide(p, s, x, &streak);
-        s->stall_refault_bytes = 0;
+        s->stall_refault_bytes = s->stall_reclaimed_bytes = 0;
         if (v != MG_VERDICT_OVERSHOOT && v != MG_VERDICT_STALL && rv != MG_VERDICT_NEAR) {
                 if (rv == MG_VERDICT_STALL) {
                         v = MG_VERDICT_STALL;
                         sig = MG_STALL_REFAULT | lost_time_since(p, streak, x);
                         stall_usec = x->time_usec - streak->time_usec;
                         s->stall_refault_bytes = delta(x->refault_bytes, streak->refault_bytes);
+                        s->stall_reclaimed_bytes = delta(x->steal_bytes, streak->steal_bytes);
                 } else if (x->time_usec - streak->time_usec > stall_usec) {
                         v = MG_VERDICT_STALLING;
                         stall_usec = x->time_usec - streak->time_usec;

@@ -32,6 +32,9 @@ struct mg_sample {
         uint64_t restores;              /* workingset_restore_anon + _file, same memory.stat read */
         uint64_t refault_bytes;         /* workingset_refault_file in bytes, same read */
         uint64_t file_bytes, mapped_bytes; /* file, file_mapped: the cache and how much of it is mapped */
+        uint64_t majfaults;             /* pgmajfault, same read */
+        uint64_t steal_bytes;           /* pgsteal in bytes, same read: the cache's turnover at the limit */
+        uint64_t dirty_bytes;           /* file_dirty + file_writeback, same read */
         uint64_t high_events;           /* memory.events.local high */
         uint64_t high_bytes;            /* memory.high, MG_UNLIMITED if none */
         uint64_t cpu_usec;              /* cpu.stat usage_usec */
@@ -44,8 +47,42 @@ struct mg_sample {
 struct mg_ring_sample {
         uint64_t time_usec, current_bytes, limit_events, mem_some_usec, io_some_usec, restores;
         uint64_t high_events, high_bytes, cpu_usec;
+        uint64_t file_bytes, mapped_bytes, majfaults; /* for faulting() */
         bool have_events, have_pressure, have_throttle;
 };
+
+/* An actor is "faulting" (see mg_policy_decide()) if it takes a major
+ * fault at least this often: a sequential walk of a mapped file, readahead
+ * hiding most of its faults, takes about 4 a second at 60 MB/s
+ * (docs/field-facts.md F3); random touches of a mapped file at 8 MB/s take
+ * 1-3 a second on 7.2, whose readaround brings megabytes a fault. */
+#define MG_POLICY_FAULT_EVERY_USEC UINT64_C(2000000)
+/* A finite job re-reads a file it reads again through read(): `cat` of a
+ * file twice the cache, twice, re-reads it at most twice over.  The read
+ * path of the refault rule waits for three times the cache. */
+#define MG_POLICY_REREAD_CACHES 3
+/* What the refault rule must see re-read over a streak before it decides:
+ * an eighth of what reclaim took from the actor over it (a few pages of
+ * program text read back while a writer beside them turns the cache over
+ * is not a thrash; under MGLRU a sequential walk's counted re-reads are a
+ * burst at each pass's start, 12-16 % of a pass), and on the faulting path
+ * a 64th of the cache (a single pass over a mapped file re-reads nothing
+ * it had). */
+#define MG_POLICY_REREAD_OF_STEAL 8
+#define MG_POLICY_FAULTING_REREAD_64THS 1
+/* Where the kernel counts no re-read at all (MGLRU books no refault for a
+ * page evicted more than a few generations ago, so a sequential walk of
+ * twice its cache shows none on 7.2), the faulting path decides on
+ * turnover: reclaim took this many quarters of the cache over the streak,
+ * a clean cache (at most a 16th dirty or under writeback at each segment's
+ * end: what reclaim took, the actor had read, not written), and a major
+ * fault every MG_POLICY_TURNOVER_FAULT_USEC at least (what it touched was
+ * gone: a stream read beside a mapped set that stays resident takes none).
+ * A single mapped pass over a file twice the cache turns it over once
+ * (1.0 measured on 6.12); a pass over a file more than 2.25 times the
+ * cache, stalled at the limit all along, is taken for a thrash. */
+#define MG_POLICY_TURNOVER_QUARTERS 5
+#define MG_POLICY_TURNOVER_FAULT_USEC UINT64_C(4000000)
 
 /* Ring of the consecutive slow-path samples; 64 covers a 15 s window at the
  * 250 ms tick (the tuned windows stop at 8 s). */
@@ -53,7 +90,8 @@ struct mg_ring_sample {
 
 /* Counter totals at one instant, for the refault rule. */
 struct mg_policy_mark {
-        uint64_t time_usec, limit_events, refault_bytes, mem_some_usec, io_some_usec;
+        uint64_t time_usec, limit_events, refault_bytes, mem_some_usec, io_some_usec, mapped_bytes, majfaults;
+        uint64_t steal_bytes;
         bool set;
 };
 
@@ -61,9 +99,12 @@ struct mg_policy_state {
         unsigned head, count;           /* ring[head] is the newest */
         uint64_t stalling_since_usec;   /* 0: criteria do not hold */
         /* The refault rule: the segment under way, and where the present
-         * streaks of qualifying segments began (any, and mapped only). */
-        struct mg_policy_mark seg, streak, streak_mapped;
+         * streaks of qualifying segments began (read through read(), and
+         * faulting: see mg_policy_decide()). */
+        struct mg_policy_mark seg, seg_prev, streak, streak_faulting;
+        bool faulting_dirty;            /* a segment of streak_faulting ended with a dirty cache */
         uint64_t stall_refault_bytes;   /* re-read over the streak the last verdict names */
+        uint64_t stall_reclaimed_bytes; /* and what reclaim took over it */
         struct mg_ring_sample ring[MG_POLICY_RING];
 };
 
@@ -127,20 +168,38 @@ enum mg_verdict mg_policy_confirm(const struct mg_policy_params *p, enum mg_verd
  * ret_stall_usec and ret_signals (may be NULL) get how long the stall
  * criteria have held and which share of time lost (enum mg_stall_signal)
  * met the threshold over the whole window; MG_STALL_REFAULT when the
- * refault rule decided, with s->stall_refault_bytes what was re-read.
+ * refault rule decided, with s->stall_refault_bytes what was re-read and
+ * s->stall_reclaimed_bytes what reclaim took.
  *
- * Two stall rules (docs/design.md):
+ * Two stall rules (docs/design.md), both for an actor that is faulting:
+ * waiting on its own memory (most of its cache mapped, or a major fault
+ * every MG_POLICY_FAULT_EVERY_USEC) rather than reading files through
+ * read(), which a finite job (a backup, a checksum) does as a thrash would:
  *  - restores: across the stall window the limit was hit, pages of the
- *    working set were read back (workingset_restore rose), and time was
- *    lost in each half of it;
+ *    working set were read back (workingset_restore rose), the actor was
+ *    faulting, and time was lost in each half of it;
  *  - refaults: in every segment (half a stall window) of a longer window,
- *    the limit was hit, time was lost, and file pages were read back at a
- *    pace that re-reads the whole cache at least once per window.  The
- *    window is refault_mapped_window_usec when at least half the cache is
- *    mapped (program text, mmapped data) in every segment, else
- *    refault_window_usec, long enough for a finite job that re-reads a file
- *    a few times to finish.  A hot set larger than the cache books no
- *    restores (mm/workingset.c): this rule is what sees it.
+ *    the limit was hit and time was lost, and either
+ *     - faulting (the limit hit in it or the segment before: under MGLRU
+ *       a walk gets some pages without reclaim for a second or two):
+ *       refault_mapped_window_usec of such segments, with a 64th of the
+ *       cache re-read over them or the cache turned over
+ *       MG_POLICY_TURNOVER_QUARTERS / 4 times, and what it has mapped not
+ *       grown over the last two segments by more than half of what it
+ *       re-read in them (or a 64th of the cache): a working set that fits,
+ *       read back after a scan pushed it out, maps what it re-reads and
+ *       keeps it; a thrash loses it again.  The pace the disk sets does
+ *       not matter: a 256 MiB actor walking twice its cache at 8 MB/s is
+ *       killed as one at 2 GB/s.  Under MGLRU a sequential walk's re-reads
+ *       are mostly not counted as refaults (only those of the last few
+ *       generations), so one burst at a pass's start is the evidence;
+ *     - or read through read(), re-reading something in every segment:
+ *       refault_window_usec of such segments and MG_POLICY_REREAD_CACHES
+ *       times the cache re-read over them;
+ *    and on either path, an eighth of what reclaim took over the streak
+ *    re-read (MG_POLICY_REREAD_OF_STEAL).
+ *    A hot set larger than the cache books no restores (mm/workingset.c):
+ *    this rule is what sees it.
  */
 enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_policy_state *s,
                                  const struct mg_sample *x, uint64_t *ret_stall_usec, unsigned *ret_signals);

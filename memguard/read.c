@@ -224,6 +224,9 @@ int mg_read_sample(mg_guard *g, uint64_t current, enum mg_read_mode mode, struct
                 .refault_bytes = rep->stat.workingset_refault_file * g->page_bytes,
                 .file_bytes = rep->stat.file,
                 .mapped_bytes = rep->stat.file_mapped,
+                .majfaults = rep->stat.pgmajfault,
+                .steal_bytes = rep->stat.pgsteal * g->page_bytes,
+                .dirty_bytes = rep->stat.file_dirty + rep->stat.file_writeback,
                 .high_bytes = MG_UNLIMITED,
         };
         /* Keep reading for a window after the last sign, so the window the

@@ -74,17 +74,17 @@ int mg_kill_record_format(const struct mg_kill_record *kr, char *buf, size_t len
         const struct mg_kill_record *k = &kc;
         const struct mg_report *r = &kc.report;
         const struct mg_memstat *s = &r->stat;
-        char reread[160] = "";
+        char reread[200] = "";
 
         if (!kr || kill_record_in(&kc, kr) < 0)
                 return -EINVAL;
 
         if (r->stall_signals & MG_STALL_REFAULT)
                 snprintf(reread, sizeof(reread),
-                         ", re-read %" PRIu64 "kB of file pages in %" PRIu64 "ms (%" PRIu64
-                         "x its page cache, %" PRIu64 "%% of it mapped)",
-                         MG_TO_KIB(r->stall_refault_bytes), r->stall_usec / 1000,
-                         s->file ? r->stall_refault_bytes / s->file : 0, s->file ? s->file_mapped * 100 / s->file : 0);
+                         ", re-read %" PRIu64 "kB of file pages while reclaim took %" PRIu64 "kB in %" PRIu64
+                         "ms (page cache %" PRIu64 "kB, %" PRIu64 "%% of it mapped)",
+                         MG_TO_KIB(r->stall_refault_bytes), MG_TO_KIB(r->stall_reclaimed_bytes), r->stall_usec / 1000,
+                         MG_TO_KIB(s->file), s->file ? s->file_mapped * 100 / s->file : 0);
         return snprintf(buf, len,
                         "memguard: %s killed: %s; limit %" PRIu64 "kB, used %" PRIu64 "kB "
                         "(anon %" PRIu64 "kB shmem %" PRIu64 "kB kernel %" PRIu64 "kB sock %" PRIu64 "kB), "

@@ -100,21 +100,22 @@ type MemEvents struct {
 // Report is everything one slow-path read saw. Times are CLOCK_MONOTONIC
 // microseconds; MaxBytes is Unlimited for "max".
 type Report struct {
-	TimeUsec          uint64
-	LimitBytes        uint64
-	MarginBytes       uint64
-	CurrentBytes      uint64 // memory.current
-	UsedBytes         uint64 // anon + shmem + kernel + sock, one memory.stat read
-	HighBytes         uint64
-	MaxBytes          uint64
-	Stat              Memstat
-	MemoryPressure    PSI
-	IOPressure        PSI
-	Events            MemEvents // memory.events.local
-	Stall             time.Duration
-	StallSignals      StallSignal
-	Verdict           Verdict
-	StallRefaultBytes uint64 // StallRefault: file pages re-read over Stall
+	TimeUsec            uint64
+	LimitBytes          uint64
+	MarginBytes         uint64
+	CurrentBytes        uint64 // memory.current
+	UsedBytes           uint64 // anon + shmem + kernel + sock, one memory.stat read
+	HighBytes           uint64
+	MaxBytes            uint64
+	Stat                Memstat
+	MemoryPressure      PSI
+	IOPressure          PSI
+	Events              MemEvents // memory.events.local
+	Stall               time.Duration
+	StallSignals        StallSignal
+	Verdict             Verdict
+	StallRefaultBytes   uint64 // StallRefault: file pages re-read over Stall
+	StallReclaimedBytes uint64 // StallRefault: what reclaim took (pgsteal) over Stall
 }
 
 // KillRecord is what a kill hands out: the read that decided, and when each
@@ -197,21 +198,22 @@ func reportFromC(c *C.struct_mg_report) Report {
 	C.memcpy(unsafe.Pointer(&full), unsafe.Pointer(c), C.size_t(n))
 	c = &full
 	return Report{
-		TimeUsec:          uint64(c.time_usec),
-		LimitBytes:        uint64(c.limit_bytes),
-		MarginBytes:       uint64(c.margin_bytes),
-		CurrentBytes:      uint64(c.current_bytes),
-		UsedBytes:         uint64(c.used_bytes),
-		HighBytes:         uint64(c.high_bytes),
-		MaxBytes:          uint64(c.max_bytes),
-		Stat:              memstatFromC(&c.stat),
-		MemoryPressure:    psiFromC(&c.memory_pressure),
-		IOPressure:        psiFromC(&c.io_pressure),
-		Events:            MemEvents{uint64(c.events.low), uint64(c.events.high), uint64(c.events.max), uint64(c.events.oom), uint64(c.events.oom_kill), uint64(c.events.oom_group_kill)},
-		Stall:             duration(c.stall_usec),
-		StallSignals:      StallSignal(c.stall_signals),
-		Verdict:           Verdict(c.verdict),
-		StallRefaultBytes: uint64(c.stall_refault_bytes),
+		TimeUsec:            uint64(c.time_usec),
+		LimitBytes:          uint64(c.limit_bytes),
+		MarginBytes:         uint64(c.margin_bytes),
+		CurrentBytes:        uint64(c.current_bytes),
+		UsedBytes:           uint64(c.used_bytes),
+		HighBytes:           uint64(c.high_bytes),
+		MaxBytes:            uint64(c.max_bytes),
+		Stat:                memstatFromC(&c.stat),
+		MemoryPressure:      psiFromC(&c.memory_pressure),
+		IOPressure:          psiFromC(&c.io_pressure),
+		Events:              MemEvents{uint64(c.events.low), uint64(c.events.high), uint64(c.events.max), uint64(c.events.oom), uint64(c.events.oom_kill), uint64(c.events.oom_group_kill)},
+		Stall:               duration(c.stall_usec),
+		StallSignals:        StallSignal(c.stall_signals),
+		Verdict:             Verdict(c.verdict),
+		StallRefaultBytes:   uint64(c.stall_refault_bytes),
+		StallReclaimedBytes: uint64(c.stall_reclaimed_bytes),
 	}
 }
 
@@ -319,6 +321,7 @@ func (r *Report) toC(c *C.struct_mg_report) {
 	c.stall_signals = C.unsigned(r.StallSignals)
 	c.verdict = uint32(r.Verdict)
 	c.stall_refault_bytes = C.uint64_t(r.StallRefaultBytes)
+	c.stall_reclaimed_bytes = C.uint64_t(r.StallReclaimedBytes)
 }
 
 // toC fills c from k; the cgroup string is C memory the caller frees.

@@ -85,7 +85,7 @@ enum mg_verdict {
 enum mg_stall_signal {
         MG_STALL_MEMORY = 1 << 0,       /* memory.pressure some */
         MG_STALL_IO = 1 << 1,           /* io.pressure some: refaults are reads */
-        MG_STALL_REFAULT = 1 << 2,      /* re-read its whole cache over, no restores booked */
+        MG_STALL_REFAULT = 1 << 2,      /* the refault rule decided: re-reads, no restores booked */
 };
 
 /*
@@ -111,6 +111,7 @@ struct mg_report {
         unsigned stall_signals;         /* enum mg_stall_signal, for a stall */
         enum mg_verdict verdict;
         uint64_t stall_refault_bytes;   /* MG_STALL_REFAULT: file pages re-read over stall_usec */
+        uint64_t stall_reclaimed_bytes; /* MG_STALL_REFAULT: what reclaim took (pgsteal) over stall_usec */
 };
 
 enum mg_kill_reason {

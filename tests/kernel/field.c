@@ -11,14 +11,22 @@
  * side in the suite's output (docs/design.md quotes them).
  *
  * Onset of a thrash: the first trace step in which the actor, at a kernel
- * limit, read back file pages it had lost (workingset_refault_file rose).
- * The first fill of the cache before it takes seconds under emulation and
- * is not counted.
+ * limit, read back a MiB or more of file pages it had lost
+ * (workingset_refault_file; 6.1 counts a few readahead pages reclaimed
+ * before their first use while a walk first fills the cache),
+ * or, where the kernel does not count them (MGLRU books no refault for a
+ * page evicted more than a few generations ago: a sequential walk of twice
+ * its cache shows none on 7.2), the step by which it had read more than its
+ * file (pages reclaimed since the start plus the cache): what it reads from
+ * then on it had before.  The first fill of the cache before it takes
+ * seconds under emulation and is not counted.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +37,10 @@
 
 struct counters {
         uint64_t t, current, file, mapped, refaults, restores, high, max, mem_some, io_some;
+        /* anon restores (the guard's restore rule counts them with the
+         * file's), file activations, pages reclaimed (the cache's
+         * turnover at the limit) and major faults */
+        uint64_t restores_anon, activates, pgsteal, majfault;
 };
 
 struct field {
@@ -36,13 +48,18 @@ struct field {
         const char *cg;
         pid_t pid;
         uint64_t t0, next, onset;
+        uint64_t file_bytes;    /* the size of the file its workload reads (0: none) */
         struct counters first, prev;
         /* peaks over one-second steps: refaults in MiB/s, pressure in 0.1 % */
         uint64_t peak_refault_mibs, peak_mem_pm, peak_io_pm, peak_mapped_pm, refault_mib, restores;
+        /* over the run: anon restores, and the cache's turnover at the
+         * limit (pages reclaimed) in MiB */
+        uint64_t restores_anon, steal_mib;
         unsigned at_limit_steps, steps;
         /* the longest run of steps at the limit with refaults: how close a
          * survivor came to the refault rule's window */
         uint64_t run_since, longest_run_usec;
+        bool quiet;     /* keeps the peaks, prints no trace */
 };
 
 static struct counters read_counters(const char *cg) {
@@ -57,6 +74,10 @@ static struct counters read_counters(const char *cg) {
                 c.mapped = st.file_mapped;
                 c.refaults = st.workingset_refault_file;
                 c.restores = st.workingset_restore_file;
+                c.restores_anon = st.workingset_restore_anon;
+                c.activates = st.workingset_activate_file;
+                c.pgsteal = st.pgsteal;
+                c.majfault = st.pgmajfault;
         }
         if (mgt_cg_read_events(cg, "memory.events.local", &ev) == 0) {
                 c.high = ev.high;
@@ -89,7 +110,8 @@ static void field_sample(void *ud) {
         bool at_limit = c.high + c.max > p.high + p.max;
         f->steps++;
         f->at_limit_steps += at_limit;
-        if (!f->onset && at_limit && refault > 0)
+        bool read_it_all = f->file_bytes && (c.pgsteal - f->first.pgsteal) * 4096 + c.file >= f->file_bytes;
+        if (!f->onset && at_limit && (refault >= MG_MIB || read_it_all))
                 f->onset = p.t;
         if (at_limit && refault > 0) {
                 f->run_since = f->run_since ? f->run_since : p.t;
@@ -104,13 +126,18 @@ static void field_sample(void *ud) {
         f->peak_io_pm = io > f->peak_io_pm ? io : f->peak_io_pm;
         if (at_limit && mapped > f->peak_mapped_pm)
                 f->peak_mapped_pm = mapped;
-        kt_note("t=%4.1fs current=%5.1f file=%5.1f mapped=%5.1f MiB refault=%4" PRIu64 " MiB/s restore+%" PRIu64
-                " high+%" PRIu64 " max+%" PRIu64 " mem=%3" PRIu64 ".%" PRIu64 "%% io=%3" PRIu64 ".%" PRIu64 "%%",
-                (double) (c.t - f->t0) / 1e6, (double) c.current / MG_MIB, (double) c.file / MG_MIB,
-                (double) c.mapped / MG_MIB, mibs, c.restores - p.restores, c.high - p.high, c.max - p.max, mem / 10,
-                mem % 10, io / 10, io % 10);
+        if (!f->quiet)
+                kt_note("t=%4.1fs current=%5.1f file=%5.1f mapped=%5.1f MiB refault=%4" PRIu64 " MiB/s restore+%" PRIu64
+                        " anon+%" PRIu64 " activate+%" PRIu64 " steal=%4" PRIu64 " MiB/s majflt+%" PRIu64 " high+%" PRIu64
+                        " max+%" PRIu64 " mem=%3" PRIu64 ".%" PRIu64 "%% io=%3" PRIu64 ".%" PRIu64 "%%",
+                        (double) (c.t - f->t0) / 1e6, (double) c.current / MG_MIB, (double) c.file / MG_MIB,
+                        (double) c.mapped / MG_MIB, mibs, c.restores - p.restores, c.restores_anon - p.restores_anon,
+                        c.activates - p.activates, (c.pgsteal - p.pgsteal) * 4096 * MG_USEC_PER_SEC / span / MG_MIB,
+                        c.majfault - p.majfault, c.high - p.high, c.max - p.max, mem / 10, mem % 10, io / 10, io % 10);
         f->refault_mib = (c.refaults - f->first.refaults) * 4096 / MG_MIB;
         f->restores = c.restores - f->first.restores;
+        f->restores_anon = c.restores_anon - f->first.restores_anon;
+        f->steal_mib = (c.pgsteal - f->first.pgsteal) * 4096 / MG_MIB;
         f->prev = c;
 }
 
@@ -147,6 +174,9 @@ static int field_run(const struct mgt_actor_spec *a, struct field *f) {
         f->pid = kt_spawn_exe(f->cg, a->exe ? a->exe : kt_workload, argv);
         KT_CHECK(f->pid > 0, "spawn: %s", strerror((int) -f->pid));
         mgt_run(s, a->timeout_usec, field_stop, field_sample, f);
+        /* one more step, so a kill between two steps still has its onset */
+        f->next = 0;
+        field_sample(f);
         int st = kt_wait(f->pid, 10 * MG_USEC_PER_SEC);
         /* A kill record is delivered once the cgroup is empty, and the
          * workload may have died of the kill before that: run the set until
@@ -157,12 +187,13 @@ static int field_run(const struct mgt_actor_spec *a, struct field *f) {
         uint64_t end = f->ev.n[MG_EVENT_KILL] ? f->ev.kill.kill_usec : mg_mono_usec(), oom_kill = UINT64_MAX;
         (void) mgt_cg_read_key(f->cg, "memory.events", "oom_kill", &oom_kill);
         kt_note("%s: ran_ms=%" PRIu64 " status=0x%x onset_ms=%" PRIu64 " at_limit_steps=%u/%u refault_mib=%" PRIu64
-                " restores=%" PRIu64 " longest_refault_run_ms=%" PRIu64 " peak_refault_mibs=%" PRIu64
+                " restores=%" PRIu64 " anon_restores=%" PRIu64 " stolen_mib=%" PRIu64 " longest_refault_run_ms=%" PRIu64 " peak_refault_mibs=%" PRIu64
                 " peak_mapped_share=%" PRIu64 ".%" PRIu64
                 "%% peak_mem_some=%" PRIu64 ".%" PRIu64 "%% peak_io_some=%" PRIu64 ".%" PRIu64
                 "%% kills=%d throttled=%d kernel_oom_kills=%" PRIu64,
                 a->name, (end - f->t0) / 1000, (unsigned) st, f->onset ? (f->onset - f->t0) / 1000 : 0,
-                f->at_limit_steps, f->steps, f->refault_mib, f->restores, f->longest_run_usec / 1000,
+                f->at_limit_steps, f->steps, f->refault_mib, f->restores, f->restores_anon, f->steal_mib,
+                f->longest_run_usec / 1000,
                 f->peak_refault_mibs,
                 f->peak_mapped_pm / 10, f->peak_mapped_pm % 10, f->peak_mem_pm / 10, f->peak_mem_pm % 10,
                 f->peak_io_pm / 10, f->peak_io_pm % 10, f->ev.n[MG_EVENT_KILL], f->ev.n[MG_EVENT_THROTTLED],
@@ -185,7 +216,7 @@ static int expect_thrash_killed(const char *name, const struct field *f) {
         int st = kt_wait(f->pid, 0);
         KT_CHECK(f->ev.n[MG_EVENT_KILL] == 1, "%s: not killed", name);
         KT_CHECK(f->ev.kill.reason == MG_KILL_STALL, "%s: reason %d", name, f->ev.kill.reason);
-        KT_CHECK(f->onset, "%s: never saw a refault at the limit", name);
+        KT_CHECK(f->onset, "%s: never saw a re-read at the limit", name);
         KT_CHECK(f->ev.kill.kill_usec - f->onset <= 30 * MG_USEC_PER_SEC, "%s: killed %" PRIu64 " ms after the onset",
                  name,
                  (f->ev.kill.kill_usec - f->onset) / 1000);
@@ -208,7 +239,7 @@ static int with_file(const char *name, uint64_t mib) {
 
 /* A thrash on a file of mib MiB: the actor's args name it as path_a. */
 static int thrash_killed(const char *file, uint64_t mib, const struct mgt_actor_spec *a) {
-        struct field f = {};
+        struct field f = { .file_bytes = mib * MG_MIB };
         KT_CHECK(with_file(file, mib) == 0, "file");
         int r = field_run(a, &f);
         unlink(path_a);
@@ -309,4 +340,233 @@ int t_throttled_below_line(void) {
         KT_CHECK(f.ev.n[MG_EVENT_THROTTLED] == 1, "throttled reported %d times", f.ev.n[MG_EVENT_THROTTLED]);
         KT_CHECK(f.ev.throttle.high_bytes == 48 * MG_MIB, "throttle at %" PRIu64, f.ev.throttle.high_bytes);
         return KT_PASS;
+}
+
+/*
+ * The field's workloads at any disk speed: "disk-KIND-MIB", run only when
+ * named (tests/kernel/meson.build runs them with the VM's disk throttled to
+ * 8 MB/s, and the 1 GiB ones at 60 MB/s).  Tree: one actor of MIB MiB
+ * (guard limit = memory.max), a file of twice MIB on the disk (prefilled
+ * through `tests/kernel/run --disk-file field-<2*MIB>:<2*MIB>`, else
+ * written first).  Workloads, the thrashes first:
+ *  - seq: the file mapped and walked front to back, 200 ms between passes
+ *    (the field's sequential file-hot, F3: a hot set twice the cache);
+ *  - skew: 95 % of random touches of the mapped file in its first 400/256
+ *    of MIB (400 MiB for a 256 MiB actor);
+ *  - cat: `cat` of the file, twice (a backup, a checksum: a finite job that
+ *    re-reads twice its cache through read());
+ *  - pass: one mapped pass over the file (a loader: re-reads nothing);
+ *  - dirty: writes 1.5 x MIB, 8 MiB written back at a time, then fsync;
+ *  - healthy: `cat` of the file once (a full cache of pages it is done
+ *    with), then a mapped hot set of MIB/4 touched at random for 20 s.
+ * Expect: seq and skew killed as a stall within 30 s of their onset; the
+ * others not killed, exit 0.  Each prints the peaks field_run() traces, so
+ * a survivor's signals stand beside a thrash's.
+ */
+enum disk_kind { DISK_SEQ, DISK_SKEW, DISK_CAT, DISK_PASS, DISK_DIRTY, DISK_HEALTHY, DISK_TENANTS };
+static const char *const disk_kinds[] = { "seq", "skew", "cat", "pass", "dirty", "healthy", "tenants" };
+
+int t_disk_parse(const char *name, unsigned *ret_kind, uint64_t *ret_mib) {
+        if (strncmp(name, "disk-", 5) != 0)
+                return -EINVAL;
+        for (unsigned i = 0; i < sizeof(disk_kinds) / sizeof(disk_kinds[0]); i++) {
+                size_t l = strlen(disk_kinds[i]);
+                const char *m = name + 5 + l;
+                char *end;
+                if (strncmp(name + 5, disk_kinds[i], l) != 0 || *m != '-' || m[1] < '0' || m[1] > '9')
+                        continue;
+                errno = 0;
+                unsigned long long mib = strtoull(m + 1, &end, 10);
+                if (errno || *end != '\0' || mib < 16 || mib > 4096)
+                        return -EINVAL;
+                *ret_kind = i;
+                *ret_mib = mib;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+/* Seconds to move mib MiB at the VM disk's pace (MEMGUARD_TEST_DISK_MBPS;
+ * 0 or unset, unthrottled: taken as 200 MB/s). */
+static uint64_t disk_secs(uint64_t mib) {
+        const char *e = getenv("MEMGUARD_TEST_DISK_MBPS");
+        uint64_t mbps = e ? strtoull(e, NULL, 10) : 0;
+        return mib * MG_MIB / ((mbps ? mbps : 200) * 1000000) + 1;
+}
+
+/* A scenario's file of mib MiB, kt_disk/name: a prefilled one as found,
+ * dropped from the cache, or a new one. */
+static int disk_file_at(char *path, size_t size, const char *name, uint64_t mib) {
+        struct stat st;
+        snprintf(path, size, "%s/%s", kt_disk, name);
+        if (stat(path, &st) == 0 && (uint64_t) st.st_size == mib * MG_MIB) {
+                mgt_drop_cache(path);
+                return 0;
+        }
+        return mgt_make_file(path, mib);
+}
+
+static int disk_file(uint64_t mib) {
+        char name[32];
+        snprintf(name, sizeof(name), "field-%" PRIu64, mib);
+        return disk_file_at(path_a, sizeof(path_a), name, mib);
+}
+
+/*
+ * "disk-tenants-MIB": four actors of MIB MiB run the sequential thrash
+ * (each on a file of its own, twice its size) beside four healthy ones
+ * (MIB/4 MiB, touching a file of half that at random: it fits), all in one
+ * set, on one disk (tests/kernel/meson.build: 60 MB/s).  Files are
+ * field-<2*MIB>-<i> and field-<MIB/8>-<i>.  Expect: every thrasher killed
+ * as a stall within 30 s of its own onset; no healthy one touched.
+ */
+#define TENANTS 4
+struct tenants {
+        struct field th[TENANTS], ok[TENANTS];
+};
+
+static void tenants_sample(void *ud) {
+        struct tenants *t = ud;
+        for (int i = 0; i < TENANTS; i++) {
+                field_sample(&t->th[i]);
+                field_sample(&t->ok[i]);
+        }
+}
+
+static bool tenants_stop(void *ud) {
+        struct tenants *t = ud;
+        for (int i = 0; i < TENANTS; i++)
+                if (!mgt_events_killed(&t->th[i].ev) && kt_wait(t->th[i].pid, 0) == -ETIMEDOUT)
+                        return false;
+        return true;
+}
+
+static int disk_tenants(uint64_t mib) {
+        static struct tenants t;
+        char path[TENANTS][2][560], name[64], hot[24];
+        mg_set *s = kt_set_new();
+        KT_CHECK(s, "set");
+        memset(&t, 0, sizeof(t));
+        snprintf(hot, sizeof(hot), "%" PRIu64, mib / 8);
+        for (int i = 0; i < TENANTS; i++) {
+                struct field *f[2] = { &t.th[i], &t.ok[i] };
+                uint64_t limit[2] = { mib, mib / 4 }, file[2] = { 2 * mib, mib / 8 };
+                for (int k = 0; k < 2; k++) {
+                        mg_guard *g;
+                        snprintf(name, sizeof(name), "field-%" PRIu64 "-%d", file[k], i);
+                        KT_CHECK(disk_file_at(path[i][k], sizeof(path[i][k]), name, file[k]) == 0, "file %s", name);
+                        snprintf(name, sizeof(name), "%s-%d", k ? "healthy" : "thrash", i);
+                        f[k]->cg = kt_cg_new(name);
+                        KT_CHECK(f[k]->cg, "cgroup");
+                        KT_CHECK(mgt_cg_writef(f[k]->cg, "memory.max", "%" PRIu64, limit[k] * MG_MIB) == 0, "memory.max");
+                        KT_CHECK(kt_guard(s, f[k]->cg, limit[k] * MG_MIB, &f[k]->ev, &g) == 0, "guard");
+                }
+        }
+        uint64_t t0 = mg_mono_usec();
+        for (int i = 0; i < TENANTS; i++) {
+                t.th[i].t0 = t.ok[i].t0 = t0;
+                t.th[i].file_bytes = 2 * mib * MG_MIB;
+                t.ok[i].quiet = true;
+                t.th[i].pid = kt_spawn(t.th[i].cg, (const char *[]) { "filehot", path[i][0], "900", "seq", "200", NULL });
+                t.ok[i].pid = kt_spawn(t.ok[i].cg, (const char *[]) { "filehot", path[i][1], "900", "skew", hot, "100", NULL });
+                KT_CHECK(t.th[i].pid > 0 && t.ok[i].pid > 0, "spawn");
+        }
+        /* the four share the disk: a pass takes four times as long */
+        mgt_run(s, (disk_secs(8 * mib) * 3 / 2 + 60) * MG_USEC_PER_SEC, tenants_stop, tenants_sample, &t);
+        for (int i = 0; i < TENANTS; i++) {
+                t.th[i].next = 0;
+                field_sample(&t.th[i]);
+        }
+        for (uint64_t end = mg_mono_usec() + 5 * MG_USEC_PER_SEC; mg_mono_usec() < end && !tenants_stop(&t);)
+                mgt_run(s, 50 * MG_USEC_PER_MSEC, NULL, NULL, NULL);
+        int r = KT_PASS;
+        for (int i = 0; i < TENANTS && r == KT_PASS; i++) {
+                struct field *f = &t.th[i];
+                kt_note("thrash-%d: onset_ms=%" PRIu64 " refault_mib=%" PRIu64 " stolen_mib=%" PRIu64
+                        " peak_io_some=%" PRIu64 ".%" PRIu64 "%% kills=%d onset_to_kill_ms=%" PRIu64,
+                        i, f->onset ? (f->onset - t0) / 1000 : 0, f->refault_mib, f->steal_mib, f->peak_io_pm / 10,
+                        f->peak_io_pm % 10, f->ev.n[MG_EVENT_KILL],
+                        f->ev.n[MG_EVENT_KILL] && f->onset && f->ev.kill.kill_usec > f->onset
+                                ? (f->ev.kill.kill_usec - f->onset) / 1000
+                                : 0);
+                r = expect_thrash_killed("thrash", f);
+        }
+        for (int i = 0; i < TENANTS; i++) {
+                struct field *f = &t.ok[i];
+                kt_note("healthy-%d: refault_mib=%" PRIu64 " peak_io_some=%" PRIu64 ".%" PRIu64
+                        "%% peak_mem_some=%" PRIu64 ".%" PRIu64 "%% kills=%d",
+                        i, f->refault_mib, f->peak_io_pm / 10, f->peak_io_pm % 10, f->peak_mem_pm / 10,
+                        f->peak_mem_pm % 10, f->ev.n[MG_EVENT_KILL]);
+                KT_CHECK(f->ev.n[MG_EVENT_KILL] == 0, "healthy-%d killed", i);
+                KT_CHECK(kt_wait(f->pid, 0) == -ETIMEDOUT, "healthy-%d ended", i);
+        }
+        mg_set_free(s);
+        return r;
+}
+
+/* Copies a NULL-terminated list of arguments into args (8 at most). */
+static void put_args(const char **args, const char *const *list) {
+        for (size_t i = 0; i < 7 && list[i]; i++)
+                args[i] = list[i];
+}
+
+int t_disk_case(const char *name) {
+        unsigned kind;
+        uint64_t mib;
+        KT_CHECK(t_disk_parse(name, &kind, &mib) == 0, "not a disk case: %s", name);
+        if (kind == DISK_TENANTS)
+                return disk_tenants(mib);
+        KT_CHECK(disk_file(2 * mib) == 0, "file");
+
+        char hot[24], size[24], out[560], cmd[1400];
+        uint64_t first_pass = disk_secs(2 * mib);
+        struct mgt_actor_spec a = { .name = name, .limit = mib * MG_MIB, .max = mib * MG_MIB };
+        const char *args[8] = {};
+        a.args = args;
+        snprintf(out, sizeof(out), "%s/dirty-out", kt_disk);
+        switch (kind) {
+        case DISK_SEQ:
+                put_args(args, (const char *[]) { "filehot", path_a, "900", "seq", "200", NULL });
+                a.timeout_usec = (first_pass * 3 / 2 + 60) * MG_USEC_PER_SEC;
+                break;
+        case DISK_SKEW:
+                snprintf(hot, sizeof(hot), "%" PRIu64, mib * 400 / 256);
+                put_args(args, (const char *[]) { "filehot", path_a, "900", "skew", hot, "95", NULL });
+                a.timeout_usec = (first_pass * 3 / 2 + 60) * MG_USEC_PER_SEC;
+                break;
+        case DISK_CAT:
+                snprintf(cmd, sizeof(cmd), "cat %s >/dev/null && cat %s >/dev/null && echo workload=cat passes=2",
+                         path_a, path_a);
+                a.exe = "/bin/sh";
+                put_args(args, (const char *[]) { "-c", cmd, NULL });
+                a.timeout_usec = (first_pass * 3 + 60) * MG_USEC_PER_SEC;
+                break;
+        case DISK_PASS:
+                put_args(args, (const char *[]) { "filehot", path_a, "900", "seq", "0", "0", "1", NULL });
+                a.timeout_usec = (first_pass * 3 / 2 + 60) * MG_USEC_PER_SEC;
+                break;
+        case DISK_DIRTY:
+                snprintf(size, sizeof(size), "%" PRIu64, mib * 3 / 2);
+                put_args(args, (const char *[]) { "write", out, size, "1", "8", NULL });
+                a.timeout_usec = (disk_secs(mib * 3 / 2) * 2 + 60) * MG_USEC_PER_SEC;
+                break;
+        default:
+                snprintf(cmd, sizeof(cmd), "cat %s >/dev/null && %s filehot %s 20 skew %" PRIu64 " 100", path_a,
+                         kt_workload, path_a, mib / 4);
+                a.exe = "/bin/sh";
+                put_args(args, (const char *[]) { "-c", cmd, NULL });
+                a.timeout_usec = ((first_pass + disk_secs(mib / 4)) * 3 / 2 + 80) * MG_USEC_PER_SEC;
+                break;
+        }
+        struct field f = { .file_bytes = 2 * mib * MG_MIB };
+        int r = field_run(&a, &f);
+        unlink(out);
+        if (r != KT_PASS)
+                return r;
+        if (kind == DISK_SEQ || kind == DISK_SKEW)
+                return expect_thrash_killed(name, &f);
+        r = expect_survived(name, &f);
+        if (r == KT_PASS && kind == DISK_CAT)
+                KT_CHECK(f.refault_mib >= mib, "re-read only %" PRIu64 " MiB: the cache held the file", f.refault_mib);
+        return r;
 }

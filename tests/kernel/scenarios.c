@@ -794,6 +794,30 @@ static bool selected(int argc, char **argv, const char *name) {
         return false;
 }
 
+static bool is_disk_case(const char *name) {
+        unsigned kind;
+        uint64_t mib;
+        return t_disk_parse(name, &kind, &mib) == 0;
+}
+
+/* Runs scenario k (fn, or named_fn with its name) and prints its TAP line;
+ * returns 1 if it failed. */
+static int run_one(int k, const char *name, int (*fn)(void), int (*named_fn)(const char *)) {
+        kt_skip_reason[0] = '\0';
+        kt_note("--- %s", name);
+        uint64_t t0 = mg_mono_usec();
+        int res = fn ? fn() : named_fn ? named_fn(name) : KT_FAIL;
+        kt_cleanup_all();
+        kt_note("%s took %" PRIu64 " ms", name, (mg_mono_usec() - t0) / 1000);
+        if (res == KT_PASS)
+                printf("ok %d - %s\n", k, name);
+        else if (res == KT_SKIP)
+                printf("ok %d - %s # SKIP %s\n", k, name, kt_skip_reason);
+        else
+                printf("not ok %d - %s\n", k, name);
+        return res == KT_FAIL;
+}
+
 /* Makes the test's own cgroup with the controllers enabled below it. */
 static int setup_base(const char *root, char *ret, size_t size) {
         struct statfs sfs;
@@ -823,6 +847,8 @@ int main(int argc, char **argv) {
         }
         for (size_t i = 0; i < N_SCENARIOS; i++)
                 n += selected(argc, argv, scenarios[i].name);
+        for (int i = 1; i < argc; i++)
+                n += is_disk_case(argv[i]);
         printf("TAP version 13\n1..%d\n", n);
 
         /* No skip here: this binary only runs where a cgroup v2 memory
@@ -840,25 +866,12 @@ int main(int argc, char **argv) {
         }
 
         int k = 0;
-        for (size_t i = 0; i < N_SCENARIOS; i++) {
-                if (!selected(argc, argv, scenarios[i].name))
-                        continue;
-                kt_skip_reason[0] = '\0';
-                kt_note("--- %s", scenarios[i].name);
-                uint64_t t0 = mg_mono_usec();
-                int res = scenarios[i].fn();
-                kt_cleanup_all();
-                kt_note("%s took %" PRIu64 " ms", scenarios[i].name, (mg_mono_usec() - t0) / 1000);
-                k++;
-                if (res == KT_PASS)
-                        printf("ok %d - %s\n", k, scenarios[i].name);
-                else if (res == KT_SKIP)
-                        printf("ok %d - %s # SKIP %s\n", k, scenarios[i].name, kt_skip_reason);
-                else {
-                        printf("not ok %d - %s\n", k, scenarios[i].name);
-                        failed++;
-                }
-        }
+        for (size_t i = 0; i < N_SCENARIOS; i++)
+                if (selected(argc, argv, scenarios[i].name))
+                        failed += run_one(++k, scenarios[i].name, scenarios[i].fn, NULL);
+        for (int i = 1; i < argc; i++)
+                if (is_disk_case(argv[i]))
+                        failed += run_one(++k, argv[i], NULL, t_disk_case);
         rmdir(base);
         return failed ? 1 : 0;
 }

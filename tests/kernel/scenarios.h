@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <stdint.h>
+
 /*
  * The kernel scenarios, one function each, returning KT_PASS, KT_FAIL or
  * KT_SKIP (ktest.h).  The table that runs them is in scenarios.c; a file of
@@ -32,6 +34,10 @@ int t_thrash_below_line(void);
 int t_reread_finite(void);
 int t_dirty_writer(void);
 int t_throttled_below_line(void);
+/* The same at any disk speed, run only when named: "disk-KIND-MIB" (KIND
+ * seq, skew, cat, pass, dirty or healthy; an actor of MIB MiB). */
+int t_disk_parse(const char *name, unsigned *ret_kind, uint64_t *ret_mib);
+int t_disk_case(const char *name);
 
 /* snapshot.c: the snapshot module's writes and restores */
 int t_snapshot_write(void);

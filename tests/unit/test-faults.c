@@ -665,6 +665,7 @@ Test(faults, short_reads) {
 Test(faults, truncated_stat_is_not_a_working_set_loss) {
         mg_guard *g = new_guard();
         fx.restore_file = 1000; /* restores from long ago, none now */
+        fx.mapped = 40 * MG_MIB; /* its cache mapped: the restore rule would judge it */
         fixture_current(&fx, 255 * MG_MIB);
         fixture_stat(&fx, 200 * MG_MIB, 40 * MG_MIB, 3 * MG_MIB, 0, 0, 0, 0);
         for (int i = 1; i <= 40; i++) {

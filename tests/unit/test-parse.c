@@ -51,6 +51,10 @@ static void expect_tick_fields(const struct mg_memstat *a, const struct mg_memst
         cr_expect_eq(a->file, b->file);
         cr_expect_eq(a->file_mapped, b->file_mapped);
         cr_expect_eq(a->workingset_refault_file, b->workingset_refault_file);
+        cr_expect_eq(a->pgmajfault, b->pgmajfault);
+        cr_expect_eq(a->pgsteal, b->pgsteal);
+        cr_expect_eq(a->file_dirty, b->file_dirty);
+        cr_expect_eq(a->file_writeback, b->file_writeback);
         cr_expect_eq(a->kernel_derived, b->kernel_derived);
         cr_expect_eq(mg_used_bytes(a), mg_used_bytes(b));
 }
@@ -62,11 +66,12 @@ Test(memstat_tick, learns_and_reads_only_what_it_needs) {
 
         cr_expect_eq(mg_parse_memstat_tick(stat_61, strlen(stat_61), &l, &tick), -ESTALE, "nothing learnt yet");
         cr_assert_eq(mg_parse_memstat_keys(stat_61, strlen(stat_61), &full, &keys, &l), 0);
-        cr_expect_eq(l.n, 9, "anon kernel sock shmem, the two restores, file file_mapped refault_file");
+        cr_expect_eq(l.n, 13, "anon kernel sock shmem, the two restores, file file_mapped refault_file, "
+                              "pgmajfault pgsteal file_dirty file_writeback");
         cr_assert_eq(mg_parse_memstat_tick(stat_61, strlen(stat_61), &l, &tick), 0);
         expect_tick_fields(&tick, &full);
-        cr_expect_eq(tick.file_dirty, 0, "lines it steps over are not read");
-        cr_expect_eq(tick.pgscan, 0);
+        cr_expect_eq(tick.active_file, 0, "lines it steps over are not read");
+        cr_expect_eq(tick.pgfault, 0);
 }
 
 Test(memstat_tick, derives_kernel_before_5_18) {

@@ -123,15 +123,18 @@ void mgt_kill_json(struct mgt_json *j, const struct mg_kill_record *k) {
         mgt_json_u64(j, "oom_kill", r->events.oom_kill);
         mgt_json_u64(j, "stall_ms", r->stall_usec / 1000);
         mgt_json_str(j, "stall_on", stall_on(r->stall_signals));
-        /* which rule: pages of the working set read back (restores), or the
-         * whole cache re-read over and over (refaults) */
+        /* which rule: pages of the working set read back (restores), or
+         * what it had re-read, or its cache turned over, on and on (refaults) */
         mgt_json_str(j, "stall_rule", k->reason != MG_KILL_STALL            ? NULL
                                       : r->stall_signals & MG_STALL_REFAULT ? "refault"
                                                                             : "restore");
-        if (r->stall_signals & MG_STALL_REFAULT)
+        if (r->stall_signals & MG_STALL_REFAULT) {
                 mgt_json_u64(j, "stall_refault_bytes", r->stall_refault_bytes);
-        else
+                mgt_json_u64(j, "stall_reclaimed_bytes", r->stall_reclaimed_bytes);
+        } else {
                 mgt_json_null(j, "stall_refault_bytes");
+                mgt_json_null(j, "stall_reclaimed_bytes");
+        }
         mgt_json_u64(j, "file_mapped_bytes", r->stat.file_mapped);
         mgt_json_str(j, "method", k->method == MG_KILL_CGROUP_KILL ? "cgroup.kill" : "pidfd");
         mgt_json_u64(j, "detect_to_kill_ms", ms_between(k->detect_usec, k->kill_usec));

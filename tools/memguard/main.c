@@ -315,6 +315,7 @@ static int cmd_event_sample(int argc, char **argv) {
         stall.report.stall_usec = 20000000;
         stall.report.stall_signals = MG_STALL_MEMORY | MG_STALL_IO | MG_STALL_REFAULT;
         stall.report.stall_refault_bytes = 900u << 20;
+        stall.report.stall_reclaimed_bytes = 1000u << 20;
         stall.report.verdict = MG_VERDICT_STALL;
         stall.empty_timed_out = true;
         struct mg_kill_record dry = k, pre = k;

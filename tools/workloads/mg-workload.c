@@ -263,7 +263,8 @@ static int mode_hotfile(int argc, char **argv) {
  * ANON_MIB MiB of heap, map FILE PROT_READ|PROT_EXEC as program text and hot
  * data are mapped, and touch its pages in passes of one touch per page of the
  * file.  "seq PAUSE_MS" walks the file front to back and sleeps PAUSE_MS
- * between passes; "skew HOT_MIB PCT" sends PCT % of the touches at random into
+ * between passes, at most PASSES of them (one: a loader's or a checksum's single
+ * mapped pass); "skew HOT_MIB PCT" sends PCT % of the touches at random into
  * the first HOT_MIB MiB and the rest anywhere.  No warm-up: the first pass
  * reads the file from disk, as a program starting cold does.  Ends after
  * SECONDS, mid-pass if need be.  Prints each whole pass's time to stderr and
@@ -279,6 +280,7 @@ static int mode_filehot(int argc, char **argv) {
         uint64_t pause_ms = seq ? (uint64_t) num_arg(argv[3]) : 0;
         uint64_t hot_mib = seq ? 0 : (uint64_t) num_arg(argv[3]), skew = seq ? 0 : (uint64_t) num_arg(argv[4]);
         uint64_t anon = argc > (seq ? 4 : 5) ? (uint64_t) num_arg(argv[seq ? 4 : 5]) : 0;
+        size_t max_passes = seq && argc > 5 ? (size_t) num_arg(argv[5]) : SIZE_MAX;
         int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 die(argv[0]);
@@ -297,7 +299,7 @@ static int mode_filehot(int argc, char **argv) {
         size_t n = 0;
         uint64_t t0 = mg_mono_usec(), run_usec = (uint64_t) (secs * 1e6);
         bool over = false;
-        while (mg_mono_usec() - t0 < run_usec && n < sizeof(pass_ms) / sizeof(pass_ms[0])) {
+        while (mg_mono_usec() - t0 < run_usec && n < sizeof(pass_ms) / sizeof(pass_ms[0]) && n < max_passes) {
                 uint64_t t = mg_mono_usec();
                 for (uint64_t i = 0; i < pages; i++) {
                         uint64_t r = seq ? 0 : xorshift();
@@ -481,7 +483,7 @@ static const struct {
         { "write", "FILE MIB [FSYNC] [BEHIND_MIB]", mode_write },
         { "read", "FILE SECONDS", mode_read },
         { "hotfile", "FILE SECONDS [HOT_PCT] [SKEW_PCT]", mode_hotfile },
-        { "filehot", "FILE SECONDS seq PAUSE_MS [ANON_MIB] | FILE SECONDS skew HOT_MIB PCT [ANON_MIB]", mode_filehot },
+        { "filehot", "FILE SECONDS seq PAUSE_MS [ANON_MIB [PASSES]] | FILE SECONDS skew HOT_MIB PCT [ANON_MIB]", mode_filehot },
         { "churn", "ANON_MIB FILE SECONDS", mode_churn },
         { "owncode", "ANON_MIB PAD_MIB SECONDS [HOT_PCT] [SKEW_PCT] (from a copy padded with 0xc3)", mode_owncode },
         { "procs", "N MIB_EACH", mode_procs },

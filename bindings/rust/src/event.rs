@@ -158,6 +158,7 @@ pub struct Report {
     pub stall_signals: u32,
     pub verdict: Verdict,
     pub stall_refault_bytes: u64,
+    pub stall_reclaimed_bytes: u64,
 }
 
 /// Copies what `c.size` says exists: a record of an older library has fewer
@@ -189,6 +190,7 @@ impl Report {
             stall_signals: c.stall_signals,
             verdict: Verdict::from_c(c.verdict),
             stall_refault_bytes: c.stall_refault_bytes,
+            stall_reclaimed_bytes: c.stall_reclaimed_bytes,
         }
     }
 
@@ -210,6 +212,7 @@ impl Report {
             stall_signals: self.stall_signals,
             verdict: self.verdict.to_c(),
             stall_refault_bytes: self.stall_refault_bytes,
+            stall_reclaimed_bytes: self.stall_reclaimed_bytes,
         }
     }
 }

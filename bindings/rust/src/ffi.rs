@@ -115,6 +115,7 @@ pub struct mg_report {
     pub stall_signals: c_uint,
     pub verdict: c_uint,
     pub stall_refault_bytes: u64,
+    pub stall_reclaimed_bytes: u64,
 }
 
 pub const MG_KILL_OVERSHOOT: c_uint = 1;

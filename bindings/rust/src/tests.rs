@@ -148,6 +148,7 @@ fn fill_record() -> KillRecord {
             stall_signals: 5,
             verdict: Verdict::Stall,
             stall_refault_bytes: next(),
+            stall_reclaimed_bytes: next(),
         },
     }
 }

@@ -54,7 +54,8 @@ fn ffi_declarations_match_the_header() {
         mg_psi { some, full, has_full }
         mg_mem_events { low, high, max, oom, oom_kill, oom_group_kill }
         mg_report { size, time_usec, limit_bytes, margin_bytes, current_bytes, used_bytes, high_bytes, max_bytes,
-            stat, memory_pressure, io_pressure, events, stall_usec, stall_signals, verdict, stall_refault_bytes }
+            stat, memory_pressure, io_pressure, events, stall_usec, stall_signals, verdict, stall_refault_bytes,
+            stall_reclaimed_bytes }
         mg_kill_record { size, reason, method, cgroup, detect_usec, kill_usec, empty_usec, empty_timed_out, report }
         mg_throttle_info { high_bytes, current_bytes, overage_permyriad, est_delay_usec, high_events_per_sec,
             memory_some_permyriad, cpu_permyriad }
