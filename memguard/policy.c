@@ -97,6 +97,23 @@ static bool faulting(uint64_t span, uint64_t majfaults, uint64_t file, uint64_t 
                (unsigned __int128) majfaults * MG_POLICY_FAULT_EVERY_USEC >= span;
 }
 
+/* faulting() between two ring samples: a reader that books restores
+ * beside a program that starts faulting at the window's end (6.12: `cat`
+ * of a file, then a mapped set read back) is not faulting in both halves. */
+static bool ring_faulting(const struct mg_ring_sample *o, const struct mg_ring_sample *x) {
+        return faulting(x->time_usec - o->time_usec, delta(x->majfaults, o->majfaults), x->file_bytes, x->mapped_bytes);
+}
+
+/* What the actor has mapped grew, from o to x, by more than half of what it
+ * re-read, or, re-reading nothing counted, by more than a 64th of its cache
+ * (at x): a working set that fits, read back after a scan pushed it out,
+ * maps what it re-reads and keeps it (6.12: 1-2 MiB a second, random 4 KiB
+ * faults at 300 IOPS); a thrash loses it again, its mapped share flat or
+ * swinging (7.2's walk: up to 16 MiB in 2 s, nothing re-read counted). */
+static bool mapping_grows(uint64_t mapped_o, uint64_t mapped_x, uint64_t reread, uint64_t file) {
+        return delta(mapped_x, mapped_o) > (reread > 0 ? reread / 2 : file / 64);
+}
+
 /* It lost time between o and x: memory or io pressure "some" grew by the
  * threshold share of the span.  Returns the signals that did.  Without swap
  * memory pressure under-reports a thrash (a refault is a memory stall only
@@ -161,14 +178,11 @@ static bool turned_over(const struct mg_policy_state *s, const struct mg_policy_
                        x->time_usec - o->time_usec;
 }
 
-/* Over the last two segments what the actor has mapped grew by more than
- * half of what it re-read, or a 64th of the cache: a working set that fits,
- * read back after a scan pushed it out, maps what it re-reads and keeps it;
- * a thrash loses it again, its mapped share flat or swinging. */
+/* mapping_grows() over the last two segments. */
 static bool mapping_what_it_rereads(const struct mg_policy_state *s, const struct mg_sample *x) {
         const struct mg_policy_mark *o = s->seg_prev.set ? &s->seg_prev : &s->seg;
-        uint64_t re = delta(x->refault_bytes, o->refault_bytes), floor = x->file_bytes / 64;
-        return o->set && delta(x->mapped_bytes, o->mapped_bytes) > (re / 2 > floor ? re / 2 : floor);
+        return o->set && mapping_grows(o->mapped_bytes, x->mapped_bytes, delta(x->refault_bytes, o->refault_bytes),
+                                       x->file_bytes);
 }
 
 /*
@@ -261,6 +275,7 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
                 .file_bytes = x->file_bytes,
                 .mapped_bytes = x->mapped_bytes,
                 .majfaults = x->majfaults,
+                .refault_bytes = x->refault_bytes,
                 .have_events = x->have_events,
                 .have_pressure = x->have_pressure,
                 .have_throttle = x->have_throttle,
@@ -274,14 +289,15 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
         } else if (x->have_events && x->have_pressure && s->count > 1) {
                 o = sample_older_than(s, p->stall_window_usec);
                 const struct mg_ring_sample *b = o ? o : sample_oldest(s);
-                if (losing_workingset(b, xr) && lost_time(p, b, xr) &&
-                    faulting(xr->time_usec - b->time_usec, delta(xr->majfaults, b->majfaults), xr->file_bytes,
-                             xr->mapped_bytes)) {
+                if (losing_workingset(b, xr) && lost_time(p, b, xr) && ring_faulting(b, xr) &&
+                    !mapping_grows(b->mapped_bytes, xr->mapped_bytes, delta(xr->refault_bytes, b->refault_bytes),
+                                   xr->file_bytes)) {
                         v = MG_VERDICT_STALLING;
                         /* "Across the whole window": time is lost in each half
                          * of it, not in one burst. */
                         m = sample_older_than(s, p->stall_window_usec / 2);
-                        if (o && m && lost_time(p, o, m) && lost_time(p, m, xr)) {
+                        if (o && m && lost_time(p, o, m) && lost_time(p, m, xr) && ring_faulting(o, m) &&
+                            ring_faulting(m, xr)) {
                                 v = MG_VERDICT_STALL;
                                 sig = lost_time(p, o, xr);
                         }

@@ -47,7 +47,7 @@ struct mg_sample {
 struct mg_ring_sample {
         uint64_t time_usec, current_bytes, limit_events, mem_some_usec, io_some_usec, restores;
         uint64_t high_events, high_bytes, cpu_usec;
-        uint64_t file_bytes, mapped_bytes, majfaults; /* for faulting() */
+        uint64_t file_bytes, mapped_bytes, majfaults, refault_bytes; /* is it faulting, mapping what it re-reads */
         bool have_events, have_pressure, have_throttle;
 };
 
@@ -176,8 +176,9 @@ enum mg_verdict mg_policy_confirm(const struct mg_policy_params *p, enum mg_verd
  * every MG_POLICY_FAULT_EVERY_USEC) rather than reading files through
  * read(), which a finite job (a backup, a checksum) does as a thrash would:
  *  - restores: across the stall window the limit was hit, pages of the
- *    working set were read back (workingset_restore rose), the actor was
- *    faulting, and time was lost in each half of it;
+ *    working set were read back (workingset_restore rose) and what it has
+ *    mapped did not grow with what it re-read (see the faulting path
+ *    below), and in each half of it the actor was faulting and lost time;
  *  - refaults: in every segment (half a stall window) of a longer window,
  *    the limit was hit and time was lost, and either
  *     - faulting (the limit hit in it or the segment before: under MGLRU
@@ -186,9 +187,9 @@ enum mg_verdict mg_policy_confirm(const struct mg_policy_params *p, enum mg_verd
  *       cache re-read over them or the cache turned over
  *       MG_POLICY_TURNOVER_QUARTERS / 4 times, and what it has mapped not
  *       grown over the last two segments by more than half of what it
- *       re-read in them (or a 64th of the cache): a working set that fits,
- *       read back after a scan pushed it out, maps what it re-reads and
- *       keeps it; a thrash loses it again.  The pace the disk sets does
+ *       re-read in them (nothing counted: a 64th of the cache): a working
+ *       set that fits, read back after a scan pushed it out, maps what it
+ *       re-reads and keeps it; a thrash loses it again.  The pace the disk sets does
  *       not matter: a 256 MiB actor walking twice its cache at 8 MB/s is
  *       killed as one at 2 GB/s.  Under MGLRU a sequential walk's re-reads
  *       are mostly not counted as refaults (only those of the last few

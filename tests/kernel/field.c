@@ -211,15 +211,24 @@ static int field_run(const struct mgt_actor_spec *a, struct field *f) {
 }
 
 /* A thrash is killed as a stall within 30 s of its onset (systemd-oomd at
- * 20 % for 20 s took 35 s: docs/field-facts.md F1), by SIGKILL. */
+ * 20 % for 20 s took 35 s: docs/field-facts.md F1), by SIGKILL.  A kill
+ * before the onset was seen is the restore rule's: the kernel booked
+ * restores of working-set pages before a MiB was re-read (the skewed
+ * thrash on 6.12, 1 s after it reached its limit) or before the whole file
+ * had been read. */
 static int expect_thrash_killed(const char *name, const struct field *f) {
         int st = kt_wait(f->pid, 0);
         KT_CHECK(f->ev.n[MG_EVENT_KILL] == 1, "%s: not killed", name);
         KT_CHECK(f->ev.kill.reason == MG_KILL_STALL, "%s: reason %d", name, f->ev.kill.reason);
-        KT_CHECK(f->onset, "%s: never saw a re-read at the limit", name);
-        KT_CHECK(f->ev.kill.kill_usec - f->onset <= 30 * MG_USEC_PER_SEC, "%s: killed %" PRIu64 " ms after the onset",
-                 name,
-                 (f->ev.kill.kill_usec - f->onset) / 1000);
+        if (!f->onset || f->ev.kill.kill_usec < f->onset) {
+                KT_CHECK(!(f->ev.kill.report.stall_signals & MG_STALL_REFAULT),
+                         "%s: the refault rule killed before the onset", name);
+                kt_note("%s: killed before the onset (restore rule, %" PRIu64 " restores over the run)", name,
+                        f->restores + f->restores_anon);
+        } else {
+                KT_CHECK(f->ev.kill.kill_usec - f->onset <= 30 * MG_USEC_PER_SEC,
+                         "%s: killed %" PRIu64 " ms after the onset", name, (f->ev.kill.kill_usec - f->onset) / 1000);
+        }
         KT_CHECK(is_sigkill_status(st), "%s: status %d", name, st);
         return KT_PASS;
 }

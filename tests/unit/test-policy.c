@@ -155,6 +155,27 @@ Test(policy, restores_of_a_reader_are_not_a_stall) {
         }
 }
 
+/* 6.12: `cat` of a file books restores; then a mapped set is read back,
+ * faulting from the window's last second on, and mapping what it reads
+ * (7 MiB/s).  Neither the faults in one half nor a set that grows with its
+ * re-reads is a stall. */
+Test(policy, a_reader_then_a_set_read_back_is_not_a_stall) {
+        struct mg_policy_state s = {};
+        enum mg_verdict v = MG_VERDICT_NEAR;
+        for (int i = 0; i < 60 && v != MG_VERDICT_STALL; i++) {
+                uint64_t faulting_since = (uint64_t) (i > 20 ? i - 20 : 0);
+                struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC,
+                                       .current_bytes = 255 * MG_MIB, .used_bytes = 1 * MG_MIB,
+                                       .limit_events = (uint64_t) i * 5, .io_some_usec = (uint64_t) i * 225 * MG_USEC_PER_MSEC,
+                                       .restores = (uint64_t) i * 50, .file_bytes = 250 * MG_MIB,
+                                       .refault_bytes = faulting_since * 7 * MG_MIB / 4,
+                                       .mapped_bytes = faulting_since * 7 * MG_MIB / 4,
+                                       .majfaults = faulting_since * 16, .have_events = true, .have_pressure = true };
+                v = mg_policy_decide(&P, &s, &x, NULL, NULL);
+        }
+        cr_expect_neq(v, MG_VERDICT_STALL);
+}
+
 Test(policy, pressure_in_first_half_only_is_not_a_stall) {
         /* one burst of lost time, then only the limit and the losses: the
          * actor is making progress again */
