@@ -64,10 +64,8 @@ struct mg_ring_sample {
 /* What the refault rule must see re-read over a streak before it decides:
  * an eighth of what reclaim took from the actor over it (a few pages of
  * program text read back while a writer beside them turns the cache over
- * is not a thrash; under MGLRU a sequential walk's counted re-reads are a
- * burst at each pass's start, 12-16 % of a pass), and on the faulting path
- * a 64th of the cache (a single pass over a mapped file re-reads nothing
- * it had). */
+ * is not a thrash), and on the faulting path a 64th of the cache (a single
+ * pass over a mapped file re-reads nothing it had). */
 #define MG_POLICY_REREAD_OF_STEAL 8
 #define MG_POLICY_FAULTING_REREAD_64THS 1
 /* Where the kernel counts no re-read at all (MGLRU books no refault for a
@@ -179,26 +177,25 @@ enum mg_verdict mg_policy_confirm(const struct mg_policy_params *p, enum mg_verd
  *    working set were read back (workingset_restore rose) and what it has
  *    mapped did not grow with what it re-read (see the faulting path
  *    below), and in each half of it the actor was faulting and lost time;
- *  - refaults: in every segment (half a stall window) of a longer window,
- *    the limit was hit and time was lost, and either
- *     - faulting (the limit hit in it or the segment before: under MGLRU
- *       a walk gets some pages without reclaim for a second or two):
- *       refault_mapped_window_usec of such segments, with a 64th of the
- *       cache re-read over them or the cache turned over
- *       MG_POLICY_TURNOVER_QUARTERS / 4 times, and what it has mapped not
- *       grown over the last two segments by more than half of what it
- *       re-read in them (nothing counted: a 64th of the cache): a working
- *       set that fits, read back after a scan pushed it out, maps what it
- *       re-reads and keeps it; a thrash loses it again.  The pace the disk sets does
- *       not matter: a 256 MiB actor walking twice its cache at 8 MB/s is
- *       killed as one at 2 GB/s.  Under MGLRU a sequential walk's re-reads
- *       are mostly not counted as refaults (only those of the last few
- *       generations), so one burst at a pass's start is the evidence;
- *     - or read through read(), re-reading something in every segment:
- *       refault_window_usec of such segments and MG_POLICY_REREAD_CACHES
- *       times the cache re-read over them;
- *    and on either path, an eighth of what reclaim took over the streak
- *    re-read (MG_POLICY_REREAD_OF_STEAL).
+ *  - refaults: time is cut into segments of half a stall window; a streak
+ *    is the run of qualifying segments up to now.  Two paths:
+ *     - faulting: a segment qualifies if the actor lost time, was faulting
+ *       and hit the limit in it or the segment before (under MGLRU a walk
+ *       gets some pages without reclaim for a second or two).  After
+ *       refault_mapped_window_usec of them, it is a stall if over the
+ *       streak a 64th of the cache and an eighth of what reclaim took was
+ *       re-read, or, the kernel counting no re-read (MGLRU, see
+ *       MG_POLICY_TURNOVER_QUARTERS), a clean cache was turned over; and
+ *       what it has mapped did not grow over the last two segments by more
+ *       than half of what it re-read in them (nothing counted: a 64th of
+ *       the cache): a working set that fits, read back after a scan pushed
+ *       it out, maps what it re-reads and keeps it; a thrash loses it
+ *       again.  No pace is asked for: a 256 MiB actor walking twice its
+ *       cache at 8 MB/s is a thrash as one at 2 GB/s is;
+ *     - read(): a segment qualifies if the limit was hit, time was lost
+ *       and something was re-read.  After refault_window_usec of them, it
+ *       is a stall once MG_POLICY_REREAD_CACHES times the cache, and an
+ *       eighth of what reclaim took, was re-read over the streak.
  *    A hot set larger than the cache books no restores (mm/workingset.c):
  *    this rule is what sees it.
  */

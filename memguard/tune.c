@@ -41,7 +41,7 @@ static void tuned_defaults(uint64_t limit, struct mg_guard_options *d) {
         /* A bigger actor re-reads a bigger working set before it is stuck for
          * good: half a second more patience per doubling, 2 s to 8 s. */
         d->stall_window_usec = mg_clamp_u64((uint64_t) (window_ms < 0 ? 0 : window_ms), 2000, 8000) * MG_USEC_PER_MSEC;
-        /* Without swap, memory pressure under-reports a thrash (docs/field-facts.md F2: 8-15 %
+        /* Without swap, memory pressure under-reports a thrash (docs/field-facts.md F2: 8 %
          * some while io pressure was 85 %); 10 % of the window stalled on
          * memory while the limit keeps being hit is already a stuck actor. */
         d->stall_pressure_permyriad = 1000;
@@ -49,9 +49,9 @@ static void tuned_defaults(uint64_t limit, struct mg_guard_options *d) {
          * rule needs the re-reading to last.  Read through read(), 20 s at
          * 256 MiB and below (a finite job re-reading a file a few times,
          * `cat` of 256 MiB thrice at 48 MiB, took 9-14 s in the kernel
-         * suite), +2 s per doubling, at most 30 s.  Mostly mapped (program
-         * text, mmapped data, the sequential file-hot, F3): 4 stall windows, 8 s to
-         * 20 s. */
+         * suite), +2 s per doubling, at most 30 s.  Faulting (program text,
+         * mmapped data, the sequential file-hot, F3): 4 stall windows, 8 s
+         * to 20 s. */
         d->refault_window_usec = mg_clamp_u64(20 + 2 * (uint64_t) (dbl < 0 ? 0 : dbl), 20, 30) * MG_USEC_PER_SEC;
         d->refault_mapped_window_usec = mg_clamp_u64(4 * d->stall_window_usec, 8 * MG_USEC_PER_SEC, 20 * MG_USEC_PER_SEC);
         /* A snapshot of the whole limit fits; a forgotten lend still ends. */
