@@ -28,7 +28,7 @@ type Options struct {
 	KillWait               time.Duration // how long to wait for the cgroup to empty
 	PostKillHoldoff        time.Duration // lagging counters ignored after a kill
 	RefaultWindow          time.Duration // the refault stall rule's window
-	RefaultMappedWindow    time.Duration // the same, while at least half the cache is mapped
+	RefaultMappedWindow    time.Duration // the same, while it faults its pages in (half the cache mapped, or major faults)
 	DryRun                 bool          // decide as usual, kill nothing: each kill is EventKillDryRun
 
 	// OnEvent is called on the set's thread with the event copied out

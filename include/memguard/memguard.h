@@ -323,8 +323,9 @@ struct mg_guard_options {
         mg_log_fn log;
         void *log_userdata;
         /* The refault stall rule (docs/design.md): how long an actor at its
-         * limit must keep re-reading its cache, stalled, to be killed; the
-         * mapped window applies while at least half its cache is mapped. */
+         * limit must keep losing time while it re-reads what it had to be
+         * killed; the mapped window applies while it faults its pages in
+         * (half its cache mapped, or a major fault every 2 s). */
         uint64_t refault_window_usec;
         uint64_t refault_mapped_window_usec;
         /* Added in 0.2. */
