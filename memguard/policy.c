@@ -104,13 +104,18 @@ static bool ring_faulting(const struct mg_ring_sample *o, const struct mg_ring_s
         return faulting(x->time_usec - o->time_usec, delta(x->majfaults, o->majfaults), x->file_bytes, x->mapped_bytes);
 }
 
-/* What the actor has mapped grew, from o to x, by more than half of what it
- * re-read, or, re-reading nothing counted, by more than a 64th of its cache
- * (at x): a working set that fits, read back after a scan pushed it out,
- * maps what it re-reads and keeps it (6.12: 1-2 MiB a second, random 4 KiB
- * faults at 300 IOPS); a thrash loses it again, its mapped share flat or
- * swinging (7.2's walk: up to 16 MiB in 2 s, nothing re-read counted). */
+/* Less than half of its cache mapped (at x), what the actor has mapped
+ * grew, from o to x, by more than half of what it re-read, or, re-reading
+ * nothing counted, by more than a 64th of its cache: a working set that
+ * fits, read back after a scan pushed it out, maps what it re-reads and
+ * keeps it (6.12: 1-2 MiB a second, random 4 KiB faults at 300 IOPS); a
+ * thrash loses it again, its mapped share flat or swinging. */
 static bool mapping_grows(uint64_t mapped_o, uint64_t mapped_x, uint64_t reread, uint64_t file) {
+        /* Once most of the cache is mapped, what it maps swings as reclaim
+         * unmaps a batch and the actor faults it back (6.12's hot-file
+         * thrash): that is no set being read back. */
+        if (mapped_x >= file - (file < mapped_x ? file : mapped_x))
+                return false;
         return delta(mapped_x, mapped_o) > (reread > 0 ? reread / 2 : file / 64);
 }
 

@@ -313,7 +313,8 @@ static enum mg_verdict feed_refaults(struct mg_policy_state *s, struct refault_f
                 if (!f->stop_after || i < f->stop_after)
                         refault += f->refault_mib_per_s * MG_MIB / 4;
                 steal += (f->steal_mib_per_s ? f->steal_mib_per_s : f->refault_mib_per_s) * MG_MIB / 4;
-                uint64_t mapped = f->mapped_mib + f->mapped_grows_mib_per_s * (uint64_t) i / 4;
+                uint64_t grown = (uint64_t) (f->stop_after && i >= f->stop_after ? f->stop_after : i);
+                uint64_t mapped = f->mapped_mib + f->mapped_grows_mib_per_s * grown / 4;
                 struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC, .current_bytes = 255 * MG_MIB,
                                        .used_bytes = 50 * MG_MIB, .limit_events = (uint64_t) i * f->events_per_tick,
                                        .io_some_usec = (uint64_t) i * f->io_per_tick, .refault_bytes = refault,
@@ -436,11 +437,12 @@ Test(refault, turnover_needs_faults_and_a_clean_cache) {
 }
 
 /* A working set that fits, read back after a scan pushed it out: what it
- * re-reads it maps and keeps (mapped grows 7 MiB/s with the re-reads). */
+ * re-reads it maps and keeps (mapped grows 7 MiB/s with the re-reads, from
+ * 10 to 80 MiB of a 200 MiB cache, then it is in). */
 Test(refault, reading_back_a_set_that_fits_is_not_a_thrash) {
         struct mg_policy_state s = {};
-        struct refault_feed f = { .n = 100, .refault_mib_per_s = 7, .mapped_mib = 20, .mapped_grows_mib_per_s = 7,
-                                  .events_per_tick = 5, .io_per_tick = 225 * MG_USEC_PER_MSEC };
+        struct refault_feed f = { .n = 100, .refault_mib_per_s = 7, .mapped_mib = 10, .mapped_grows_mib_per_s = 7,
+                                  .events_per_tick = 5, .io_per_tick = 225 * MG_USEC_PER_MSEC, .stop_after = 40 };
         feed_refaults(&s, &f);
         cr_expect_eq(f.kill_t, 0);
 }
