@@ -84,6 +84,12 @@ static bool losing_workingset(const struct mg_ring_sample *o, const struct mg_ri
                delta(x->restores, o->restores) > 0;
 }
 
+/* At least half of the cache is mapped (the stats lag: mapped may read
+ * above file). */
+static bool mostly_mapped(uint64_t file, uint64_t mapped) {
+        return mapped >= file - (file < mapped ? file : mapped);
+}
+
 /* The actor waited on its own memory over span usec: most of its cache
  * (file, mapped at the end) is mapped, or it took majfaults major faults,
  * one every MG_POLICY_FAULT_EVERY_USEC or more often.  A sequential walk of
@@ -93,7 +99,7 @@ static bool losing_workingset(const struct mg_ring_sample *o, const struct mg_ri
  * reads are read() calls, not faults, and its cache is not mapped; yet
  * under MGLRU it books restores for a streaming re-read. */
 static bool faulting(uint64_t span, uint64_t majfaults, uint64_t file, uint64_t mapped) {
-        return mapped >= file - (file < mapped ? file : mapped) ||
+        return mostly_mapped(file, mapped) ||
                (unsigned __int128) majfaults * MG_POLICY_FAULT_EVERY_USEC >= span;
 }
 
@@ -114,7 +120,7 @@ static bool mapping_grows(uint64_t mapped_o, uint64_t mapped_x, uint64_t reread,
         /* Once most of the cache is mapped, what it maps swings as reclaim
          * unmaps a batch and the actor faults it back (6.12's hot-file
          * thrash): that is no set being read back. */
-        if (mapped_x >= file - (file < mapped_x ? file : mapped_x))
+        if (mostly_mapped(file, mapped_x))
                 return false;
         return delta(mapped_x, mapped_o) > (reread > 0 ? reread / 2 : file / 64);
 }
