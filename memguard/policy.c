@@ -178,13 +178,13 @@ static bool rereads_share(const struct mg_policy_mark *o, const struct mg_sample
         return o->set && re > 0 && re >= delta(x->steal_bytes, o->steal_bytes) / MG_POLICY_REREAD_OF_STEAL;
 }
 
-/* Reclaim took MG_POLICY_TURNOVER_QUARTERS quarters of the clean cache (at
- * x) since o, and the actor took a major fault every
- * MG_POLICY_TURNOVER_FAULT_USEC. */
-static bool turned_over(const struct mg_policy_state *s, const struct mg_policy_mark *o, const struct mg_sample *x) {
+/* Reclaim took `quarters` quarters of the clean cache (at x) since o, and
+ * the actor took a major fault every MG_POLICY_TURNOVER_FAULT_USEC. */
+static bool turned_over(const struct mg_policy_state *s, const struct mg_policy_mark *o, const struct mg_sample *x,
+                        unsigned quarters) {
         uint64_t steal = delta(x->steal_bytes, o->steal_bytes);
         return o->set && !s->faulting_dirty && x->file_bytes > 0 && steal > 0 &&
-               (unsigned __int128) steal * 4 >= (unsigned __int128) x->file_bytes * MG_POLICY_TURNOVER_QUARTERS &&
+               (unsigned __int128) steal * 4 >= (unsigned __int128) x->file_bytes * quarters &&
                (unsigned __int128) delta(x->majfaults, o->majfaults) * MG_POLICY_TURNOVER_FAULT_USEC >=
                        x->time_usec - o->time_usec;
 }
@@ -242,11 +242,14 @@ static enum mg_verdict refault_decide(const struct mg_policy_params *p, struct m
                 s->seg = mark_of(x);
         }
         const struct mg_policy_mark *f = &s->streak_faulting, *r = &s->streak;
-        bool r_on = rereads_share(r, x), f_reread = rereads_share(f, x), f_turned = turned_over(s, f, x);
-        bool f_on = f_reread || f_turned;
-        if (x->time_usec - f->time_usec >= p->refault_mapped_window_usec && !mapping_what_it_rereads(s, x) &&
-            (f_turned || (f_reread && (unsigned __int128) delta(x->refault_bytes, f->refault_bytes) * 64 >=
-                                              (unsigned __int128) x->file_bytes * MG_POLICY_FAULTING_REREAD_64THS))) {
+        bool r_on = rereads_share(r, x), f_reread = rereads_share(f, x);
+        bool f_turned = turned_over(s, f, x, MG_POLICY_TURNOVER_QUARTERS), f_on = f_reread || f_turned;
+        uint64_t f_held = f->set ? x->time_usec - f->time_usec : 0;
+        if (f_held >= p->refault_mapped_window_usec / 2 && !mapping_what_it_rereads(s, x) &&
+            ((f_held >= p->refault_mapped_window_usec &&
+              (f_turned || (f_reread && (unsigned __int128) delta(x->refault_bytes, f->refault_bytes) * 64 >=
+                                                (unsigned __int128) x->file_bytes * MG_POLICY_FAULTING_REREAD_64THS))) ||
+             turned_over(s, f, x, MG_POLICY_CHURN_QUARTERS))) {
                 *ret = f;
                 return MG_VERDICT_STALL;
         }

@@ -81,6 +81,12 @@ struct mg_ring_sample {
  * cache, stalled at the limit all along, is taken for a thrash. */
 #define MG_POLICY_TURNOVER_QUARTERS 5
 #define MG_POLICY_TURNOVER_FAULT_USEC UINT64_C(4000000)
+/* A fast disk lets a thrash turn its cache over many times in the faulting
+ * window (a 256 MiB actor's sequential walk, unthrottled: 125-160 MB/s,
+ * 1.3 GiB in 10 s): once the same turnover covers three caches, half the
+ * window is enough.  A single mapped pass that long is a pass over a file
+ * more than four times the cache, stalled at the limit all along. */
+#define MG_POLICY_CHURN_QUARTERS 12
 
 /* Ring of the consecutive slow-path samples; 64 covers a 15 s window at the
  * 250 ms tick (the tuned windows stop at 8 s). */
@@ -185,7 +191,9 @@ enum mg_verdict mg_policy_confirm(const struct mg_policy_params *p, enum mg_verd
  *       refault_mapped_window_usec of them, it is a stall if over the
  *       streak a 64th of the cache and an eighth of what reclaim took was
  *       re-read, or, the kernel counting no re-read (MGLRU, see
- *       MG_POLICY_TURNOVER_QUARTERS), a clean cache was turned over; and
+ *       MG_POLICY_TURNOVER_QUARTERS), a clean cache was turned over; after
+ *       half of it, if that cache was turned over three times
+ *       (MG_POLICY_CHURN_QUARTERS); and
  *       what it has mapped did not grow over the last two segments by more
  *       than half of what it re-read in them (nothing counted: a 64th of
  *       the cache): a working set that fits, read back after a scan pushed

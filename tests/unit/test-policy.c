@@ -419,6 +419,30 @@ Test(refault, turnover_decides_where_no_reread_is_counted) {
         cr_expect_eq(f.kill_t, 0, "a single pass: 200 MiB taken in 25 s");
 }
 
+/* An unthrottled disk: the same walk turns the cache over at 160 MiB/s.
+ * Three caches (600 MiB) are gone after 3.75 s; it is killed at half the
+ * 12 s window.  At 40 MiB/s three caches take 15 s: the whole window, as
+ * for 1.25 caches.  A single pass over a file four times the cache (800
+ * MiB, 5 s) is done before half the window. */
+Test(refault, turnover_of_three_caches_halves_the_window) {
+        struct mg_policy_state s = {};
+        struct refault_feed f = { .n = 80, .mapped_mib = 190, .events_per_tick = 5,
+                                  .io_per_tick = 25 * MG_USEC_PER_MSEC, .steal_mib_per_s = 160, .majfaults_per_s = 4 };
+        cr_expect_eq(feed_refaults(&s, &f), MG_VERDICT_STALL);
+        cr_expect_eq(f.kill_t, 6000 * MG_USEC_PER_MSEC, "killed at %" PRIu64 " ms", f.kill_t / 1000);
+        cr_expect_eq(f.signals, MG_STALL_REFAULT | MG_STALL_IO);
+        mg_policy_reset(&s);
+        f = (struct refault_feed) { .n = 80, .mapped_mib = 190, .events_per_tick = 5,
+                                    .io_per_tick = 25 * MG_USEC_PER_MSEC, .steal_mib_per_s = 40, .majfaults_per_s = 4 };
+        feed_refaults(&s, &f);
+        cr_expect_eq(f.kill_t, 12000 * MG_USEC_PER_MSEC, "killed at %" PRIu64 " ms", f.kill_t / 1000);
+        mg_policy_reset(&s);
+        f = (struct refault_feed) { .n = 21, .mapped_mib = 190, .events_per_tick = 5,
+                                    .io_per_tick = 25 * MG_USEC_PER_MSEC, .steal_mib_per_s = 160, .majfaults_per_s = 4 };
+        feed_refaults(&s, &f);
+        cr_expect_eq(f.kill_t, 0, "a single pass over four caches");
+}
+
 /* What turnover must not take for a thrash: a stream read beside a mapped
  * set that stays resident (no major faults), and a writer's dirty pages
  * turned over beside a mapped set. */
