@@ -170,6 +170,8 @@ int mg_cgroup_open(struct mg_cgroup *cg, const char *path, unsigned flags, const
         }
         cg->dev = st.st_dev;
         cg->ino = st.st_ino;
+        cg->dir_uid = st.st_uid;
+        cg->dir_mode = st.st_mode;
         if (!(flags & MG_CGROUP_ANY_FS)) {
                 if (fstatfs(cg->dirfd, &sfs) < 0) {
                         r = -errno;

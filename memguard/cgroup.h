@@ -101,6 +101,8 @@ struct mg_cgroup {
         const struct mg_io *io;
         const char *path;       /* the caller's, kept for reopening: must outlive cg; NULL: none */
         uint64_t dev, ino;      /* the directory's, to know it again by its path */
+        uid_t dir_uid;          /* the directory's owner and mode at open: */
+        mode_t dir_mode;        /* who can write its xattrs (mg_writable_by_others) */
 };
 
 enum {

@@ -278,9 +278,42 @@ static void set_slow(mg_guard *g, bool slow) {
                 mg_guard_triggers_close(g);
 }
 
+struct mg_guard_host *mg_guard_enter(mg_guard *g) {
+        struct mg_guard_host *h = g->host;
+
+        g->busy++;
+        if (h && h->enter)
+                h->enter(h);
+        return h;
+}
+
+void mg_guard_leave(mg_guard *g, struct mg_guard_host *h) {
+        if (--g->busy == 0 && g->free_pending) {
+                g->free_pending = false;
+                mg_guard_free(g);
+        }
+        if (h && h->leave)
+                h->leave(h);
+}
+
 mg_guard *mg_guard_free(mg_guard *g) {
         if (!g)
                 return NULL;
+        if (g->host) {
+                /* Its set would go on ticking freed memory. */
+                mg_guard_log(g, MG_LOG_ERR, "%s: mg_guard_free() of a guard in a set: not freed (mg_set_remove() frees it)",
+                             g->path);
+                return NULL;
+        }
+        if (g->busy > 0) {
+                /* From a callback of a call on g, which goes on using it:
+                 * silent from now on (the caller may free what its
+                 * callbacks use), and freed as that call returns
+                 * (mg_guard_leave()), its lend ended then, untold. */
+                g->detached = true;
+                g->free_pending = true;
+                return NULL;
+        }
         if (g->holds > 0) {
                 /* A snapshot write on another thread still uses it: the last
                  * mg_guard_release() frees it.  The lend is that write's to
@@ -288,7 +321,14 @@ mg_guard *mg_guard_free(mg_guard *g) {
                 g->detached = true;
                 return NULL;
         }
+        /* The end of the lend tells MG_EVENT_LEND_END: a callback there
+         * that frees g again only marks it, and a lend it begins is ended
+         * too, untold. */
+        g->busy++;
         mg_guard_release_lend(g, false);
+        g->detached = true;
+        mg_guard_release_lend(g, false);
+        g->busy--;
         mg_guard_triggers_close(g);
         mg_cgroup_close(&g->cg);
         free(g->path);
@@ -328,13 +368,13 @@ bool mg_guard_detach(mg_guard *g) {
          * reads it */
         mg_guard_triggers_close(g);
         g->host = NULL;
-        if (g->holds == 0)
-                return true;
-        /* A write on another thread, or the worker, still uses it: silent
-         * from now on (the caller may free what its callbacks use), freed
-         * by the last release. */
+        /* Silent from now on, whoever frees it: the caller may free what
+         * its callbacks use, and a callback that removed it may run above
+         * this in the stack, its tick going on. */
         g->detached = true;
-        return false;
+        /* If a write on another thread, or the worker, still uses it, the
+         * last release frees it. */
+        return g->holds == 0;
 }
 
 void mg_guard_hold(mg_guard *g) {
@@ -957,7 +997,18 @@ static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_r
 }
 
 int mg_guard_tick(mg_guard *g) {
-        return g ? mg_guard_tick_at(g, mg_guard_now(g)) : -EINVAL;
+        struct mg_guard_host *h;
+        int r;
+
+        if (!g)
+                return -EINVAL;
+        /* From one of its callbacks: the tick that runs it is mid-step. */
+        if (g->busy > 0)
+                return -EDEADLK;
+        h = mg_guard_enter(g);
+        r = mg_guard_tick_at(g, mg_guard_now(g));
+        mg_guard_leave(g, h);
+        return r;
 }
 
 MG_HOT int mg_guard_tick_at(mg_guard *g, uint64_t now) {
@@ -1035,11 +1086,12 @@ MG_HOT int mg_guard_tick_at(mg_guard *g, uint64_t now) {
  * older caller). */
 #define MG_REPORT_SIZE_MIN (offsetof(struct mg_report, time_usec) + sizeof(uint64_t))
 
-int mg_guard_report(mg_guard *g, struct mg_report *ret) {
+static int report_read(mg_guard *g, struct mg_report *ret) {
         struct mg_report rep;
         struct mg_sample x;
         struct mg_policy_state scratch;
         uint64_t current;
+        bool trimmed;
         int r;
 
         if (!g || !ret)
@@ -1050,16 +1102,24 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
                 return -EINVAL;
         if (g->state == MG_GUARD_GONE)
                 return -ENODEV;
+        /* What a trimmed guard opens for the report it closes again: a
+         * service reporting on thousands of guards at once would otherwise
+         * hold a dozen descriptors each until their next fast tick. */
+        trimmed = g->cg.dirfd < 0;
         r = mg_guard_files_open(g);
         if (r < 0)
                 return r;
         r = mg_read_u64(g, MG_CG_CURRENT, &current);
         if (r < 0)
-                return mg_read_failed(g, MG_CG_CURRENT, r, MG_READ_REPORT);
-        r = mg_read_sample(g, current, MG_READ_REPORT, &rep, &x);
+                r = mg_read_failed(g, MG_CG_CURRENT, r, MG_READ_REPORT);
+        else
+                r = mg_read_sample(g, current, MG_READ_REPORT, &rep, &x);
+        if (r >= 0)
+                mg_read_report_limits(g, &rep);
+        if (trimmed)
+                files_trim(g);
         if (r < 0)
                 return r;
-        mg_read_report_limits(g, &rep);
         if (mg_policy_fast(&g->params, current)) {
                 rep.verdict = MG_VERDICT_OK;
         } else {
@@ -1072,4 +1132,16 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret) {
         return mg_sized_copy_out(ret, &rep, sizeof(rep));
 }
 
+int mg_guard_report(mg_guard *g, struct mg_report *ret) {
+        struct mg_guard_host *h;
+        int r;
 
+        if (!g)
+                return -EINVAL;
+        /* Its read errors are told (MG_EVENT_ERROR), and the callback may
+         * free g, or its set. */
+        h = mg_guard_enter(g);
+        r = report_read(g, ret);
+        mg_guard_leave(g, h);
+        return r;
+}

@@ -180,7 +180,9 @@ struct mg_guard {
 
         int error_streak[MG_ERR_N];     /* the error last reported for each; 0 once it works again */
         unsigned holds;                 /* mg_guard_hold()s not released yet */
-        bool detached;                  /* freed, or removed, while held: freed by the last release */
+        bool detached;                  /* freed, or removed: silent; if held, freed by the last release */
+        unsigned busy;                  /* calls on it under way on its thread (mg_guard_enter()) */
+        bool free_pending;              /* freed by a callback: the outermost call's mg_guard_leave() frees it */
 
         char *path;
         uint64_t holdoff_until_usec;
@@ -263,6 +265,21 @@ struct mg_slow {
  * The units of a guard and what each offers the others.  guard.c: the
  * guard's life, its events, logs and errors, and the state machine.
  */
+/*
+ * A call of the library on g that may run g's callbacks (or its host's
+ * log), from mg_guard_enter() to mg_guard_leave(); calls nest.  While one
+ * runs, a callback's mg_guard_free() of g only silences it, and the leave
+ * that ends the outermost call frees it: the call never touches freed
+ * memory.  The host is entered too (mg_guard_host.enter), so that a
+ * callback's mg_set_free() or mg_set_remove() waits for the call as well.
+ * A public entry that runs callbacks is wrapped so; mg_guard_tick() and
+ * mg_set_process() are refused (-EDEADLK) while theirs is busy.
+ * Returns the host entered, for mg_guard_leave(): g may leave it meanwhile.
+ */
+struct mg_guard_host *mg_guard_enter(mg_guard *g);
+/* Ends what mg_guard_enter() began: g may be freed here, and must not be
+ * used after (h may be, if the caller holds it otherwise). */
+void mg_guard_leave(mg_guard *g, struct mg_guard_host *h);
 void mg_guard_log(const mg_guard *g, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Delivers ev to the guard's callback (nothing once detached): the cgroup
  * and, if 0, the time are filled in. */
@@ -436,6 +453,11 @@ struct mg_guard_host {
          * one back. */
         struct mg_slow *(*slow_get)(struct mg_guard_host *h);
         void (*slow_put)(struct mg_guard_host *h, struct mg_slow *sl);
+        /* A call on one of its guards begins and ends (mg_guard_enter()):
+         * the host frees nothing a callback removes or frees meanwhile
+         * until the last ends.  May be NULL (a host that frees nothing). */
+        void (*enter)(struct mg_guard_host *h);
+        void (*leave)(struct mg_guard_host *h);
         /* MG_STAT_BUF_SIZE and MG_SMALL_BUF_SIZE bytes for the reads,
          * shared by the host's guards (they tick one at a time, each
          * parsing what it read before the next reads). */
@@ -447,9 +469,9 @@ struct mg_guard_host {
  * memory.stat into h's buffer (its own goes). */
 void mg_guard_attach(mg_guard *g, struct mg_guard_host *h);
 /* g leaves its host, every watch with it; a lend not held by a write is
- * handed to the host's worker first (mg_guard_release_lend()).  Returns
- * true if g is the caller's to free, false if a hold keeps it: then it is
- * detached (no more events or logs) and the last release frees it. */
+ * handed to the host's worker first (mg_guard_release_lend()).  It is
+ * detached: no more events or logs.  Returns true if g is the caller's to
+ * free, false if a hold keeps it: then the last release frees it. */
 bool mg_guard_detach(mg_guard *g);
 static inline struct mg_guard_host *mg_guard_get_host(const mg_guard *g) {
         return g->host;

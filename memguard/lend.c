@@ -18,6 +18,12 @@
 #include "guard.h"
 #include "parse.h"
 
+/* The actor's directory can be written by someone other than root and
+ * this process's user: a lend record there may be the tenant's. */
+static bool tenant_writes_records(const mg_guard *g) {
+        return mg_writable_by_others(g->cg.dir_uid, g->cg.dir_mode, geteuid());
+}
+
 static bool restore_busy(const mg_guard *g);
 static void lend_abandon(mg_guard *g);
 static int restore_queue(mg_guard *g, enum mg_event_type why);
@@ -323,7 +329,7 @@ int mg_guard_restore_done(mg_guard *g, struct mg_guard_host *host) {
         return !open ? 0 : r < 0 ? r : 1;
 }
 
-int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id) {
+static int lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id) {
         struct mg_lend_record rec = {};
         char buf[32], newval[32], text[MG_LEND_RECORD_MAX + 1];
         uint64_t old, now, rel, bt;
@@ -380,17 +386,21 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
         r = mg_lend_record_format(&rec, text, sizeof(text));
         if (r < 0)
                 return r;
-        r = mg_cgroup_set_xattr(&g->cg, MG_LEND_XATTR, text, (size_t) r, XATTR_CREATE);
+        /* A record on a directory its tenant can write would be no better
+         * than one the tenant forged: no guard takes such a record over
+         * (mg_lend_adopt), so none is written. */
+        r = tenant_writes_records(g) ? -EPERM : mg_cgroup_set_xattr(&g->cg, MG_LEND_XATTR, text, (size_t) r, XATTR_CREATE);
         if (r == -EEXIST) {
                 mg_guard_log(g, MG_LOG_WARNING, "%s: a lend record is already there (another lend, or a crashed one "
                      "mg_guard_recover() has not ended)", g->path);
                 return -EBUSY;
         }
-        if (r == -EOPNOTSUPP) {
-                /* No user xattrs: cgroupfs before 5.7 (tmpfs before 6.6 for
-                 * test trees).  The lend works, but dies with the process. */
-                mg_guard_log(g, MG_LOG_WARNING, "%s: no user xattrs here: this lend is not recorded, a crash leaves "
-                     "memory.high raised", g->path);
+        if (r == -EOPNOTSUPP || r == -EPERM) {
+                /* No user xattrs (cgroupfs before 5.7, tmpfs before 6.6 for
+                 * test trees), or a directory others can write.  The lend
+                 * works, but dies with the process. */
+                mg_guard_log(g, MG_LOG_WARNING, "%s: %s: this lend is not recorded, a crash leaves memory.high raised",
+                             g->path, r == -EPERM ? "its tenant can write this directory" : "no user xattrs here");
         } else if (mg_gone_errno(r) && mg_read_removed(g)) {
                 return mg_guard_gone(g, MG_LEND_XATTR);
         } else if (r < 0) {
@@ -427,6 +437,19 @@ int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_use
         return 0;
 }
 
+int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id) {
+        struct mg_guard_host *h;
+        int r;
+
+        if (!g)
+                return -EINVAL;
+        /* MG_EVENT_LEND_BEGIN and the logs may free g, or its set. */
+        h = mg_guard_enter(g);
+        r = lend_begin(g, extra_bytes, deadline_usec, ret_lend_id);
+        mg_guard_leave(g, h);
+        return r;
+}
+
 /* The checks of every end: the open lend, and its id.  Ids are never
  * reused: one that is not the open lend's is a lend that is over (it
  * expired, and someone lent again since), or was never given.  Ending the
@@ -440,7 +463,7 @@ static int lend_end_check(const mg_guard *g, uint64_t lend_id) {
         return lend_id == g->lend.id ? 0 : -ESTALE;
 }
 
-int mg_guard_lend_end(mg_guard *g, uint64_t lend_id) {
+static int lend_end(mg_guard *g, uint64_t lend_id) {
         int r = lend_end_check(g, lend_id);
 
         if (r < 0)
@@ -465,6 +488,20 @@ int mg_guard_lend_end(mg_guard *g, uint64_t lend_id) {
                 return r;
         (void) lend_told(g, MG_EVENT_LEND_END, r, false);
         return 0;
+}
+
+int mg_guard_lend_end(mg_guard *g, uint64_t lend_id) {
+        struct mg_guard_host *h;
+        int r;
+
+        if (!g)
+                return -EINVAL;
+        /* MG_EVENT_LEND_END (a guard alone) and the logs may free g, or
+         * its set. */
+        h = mg_guard_enter(g);
+        r = lend_end(g, lend_id);
+        mg_guard_leave(g, h);
+        return r;
 }
 
 static void take_lock(void (*lock)(void *, bool), void *userdata, bool on) {
@@ -609,6 +646,12 @@ void mg_lend_adopt(mg_guard *g) {
         n = mg_cgroup_get_xattr(&g->cg, MG_LEND_XATTR, buf, sizeof(buf) - 1);
         if (n == -ENODATA || n == -EOPNOTSUPP)
                 return;
+        if (tenant_writes_records(g)) {
+                mg_guard_log(g, MG_LOG_WARNING, "%s: a lend record is there, on a directory uid %u can write (mode %04o): "
+                             "not taken over, kills not paused", g->path, (unsigned) g->cg.dir_uid,
+                             (unsigned) (g->cg.dir_mode & 07777));
+                return;
+        }
         if (n < 0 || mg_lend_record_parse(buf, (size_t) n, &rec) < 0) {
                 mg_guard_log(g, MG_LOG_WARNING, "%s: a lend record is there but %s; left for mg_guard_recover()", g->path,
                      n < 0 ? strerror((int) -n) : "malformed");
@@ -662,6 +705,10 @@ int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flag
         n = mg_cgroup_get_xattr(&cg, MG_LEND_XATTR, buf, sizeof(buf) - 1);
         if (n == -ENODATA || n == -EOPNOTSUPP) {
                 r = 0; /* no record, or no xattrs at all */
+                goto out;
+        }
+        if (mg_writable_by_others(cg.dir_uid, cg.dir_mode, geteuid())) {
+                r = -EPERM; /* the tenant's own words: left as they are */
                 goto out;
         }
         if (n < 0) {

@@ -33,10 +33,16 @@ struct mg_set {
         int epfd, tfd;
         struct mg_sched sched;
         uint64_t armed_usec;
-        bool processing;
-        /* Guards removed by a callback during process(), freed after it.
-         * Every guard is in the schedule or here, and mg_set_add_guard() keeps
-         * room for all of them: a removal never allocates. */
+        /* Calls on the set, or on one of its guards, under way (set_enter()):
+         * while one is, a removed guard waits among the zombies, and a
+         * freed set (free_pending) for the outermost call to return. */
+        unsigned busy;
+        bool free_pending;
+        /* Guards removed during a call, freed when the outermost returns
+         * (a callback removed it, and process() may still hold the
+         * pointer).  Every guard is in the schedule or here, and
+         * mg_set_add_guard() keeps room for all of them: a removal never
+         * allocates. */
         mg_guard **zombies;
         size_t n_zombies, zombies_cap;
         struct mg_set_options opt;
@@ -50,6 +56,30 @@ struct mg_set {
 
 static mg_set *set_of(struct mg_guard_host *h) {
         return (mg_set *) h;
+}
+
+static void set_destroy(mg_set *s);
+
+static void set_enter(mg_set *s) {
+        s->busy++;
+}
+
+/* The end of a call on s: the outermost frees the guards removed meanwhile
+ * and, if a callback freed the set, the set. */
+static void set_leave(mg_set *s) {
+        if (s->busy > 1) {
+                s->busy--;
+                return;
+        }
+        while (s->n_zombies > 0)
+                mg_guard_free(s->zombies[--s->n_zombies]);
+        if (!s->free_pending) {
+                s->busy = 0;
+                return;
+        }
+        /* Busy to the end: the set's log, told of the last restores, can
+         * neither process the set nor free it again. */
+        set_destroy(s);
 }
 
 __attribute__((format(printf, 3, 4))) static void slog(const mg_set *s, int level, const char *fmt, ...) {
@@ -146,6 +176,14 @@ static void host_slow_put_cb(struct mg_guard_host *h, struct mg_slow *sl) {
         s->slow_free = sl;
 }
 
+static void host_enter_cb(struct mg_guard_host *h) {
+        set_enter(set_of(h));
+}
+
+static void host_leave_cb(struct mg_guard_host *h) {
+        set_leave(set_of(h));
+}
+
 int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
         struct epoll_event ev = { .events = EPOLLIN };
         struct mg_set_options opt = { .size = sizeof(opt) };
@@ -169,6 +207,8 @@ int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
                 .log = host_log_cb,
                 .slow_get = host_slow_get_cb,
                 .slow_put = host_slow_put_cb,
+                .enter = host_enter_cb,
+                .leave = host_leave_cb,
                 .stat_buf = malloc(MG_STAT_BUF_SIZE + MG_SMALL_BUF_SIZE),
         };
         s->host.small_buf = s->host.stat_buf ? s->host.stat_buf + MG_STAT_BUF_SIZE : NULL;
@@ -221,12 +261,16 @@ static void finish_restores(mg_set *s, int *acted) {
         (void) !read(s->worker.efd, &count, sizeof(count));
         for (j = mg_worker_take_done(&s->worker); j; j = next) {
                 mg_guard *g = j->guard;
+                struct mg_guard_host *h;
                 int r;
 
                 next = j->next;
+                /* The job's hold keeps g: entered for its callbacks only. */
+                h = mg_guard_enter(g);
                 r = mg_guard_restore_done(g, &s->host);
                 if (r > 0 && mg_guard_get_host(g) == &s->host && acted)
                         (*acted)++;
+                mg_guard_leave(g, h);
                 mg_guard_release(g);
         }
 }
@@ -234,8 +278,17 @@ static void finish_restores(mg_set *s, int *acted) {
 mg_set *mg_set_free(mg_set *s) {
         if (!s)
                 return NULL;
+        /* Its guards go at once, silent; the set itself when the outermost
+         * call on it returns: this one, or the one whose callback this is. */
+        s->free_pending = true;
+        set_enter(s);
         while (mg_sched_size(&s->sched) > 0)
                 (void) mg_set_remove(s, mg_sched_at(&s->sched, mg_sched_size(&s->sched) - 1));
+        set_leave(s);
+        return NULL;
+}
+
+static void set_destroy(mg_set *s) {
         /* The end of the set: every restore still to make is made, and
          * waited for (their guards are removed: told to no one). */
         if (s->worker.started) {
@@ -256,7 +309,6 @@ mg_set *mg_set_free(mg_set *s) {
         }
         free(s->host.stat_buf);
         free(s);
-        return NULL;
 }
 
 int mg_set_add_guard(mg_set *s, mg_guard *g) {
@@ -266,6 +318,8 @@ int mg_set_add_guard(mg_set *s, mg_guard *g) {
 
         if (!s || !g || mg_guard_get_host(g))
                 return -EINVAL;
+        if (s->free_pending)
+                return -ECANCELED; /* a callback freed the set */
         n = mg_sched_size(&s->sched);
         r = mg_sched_reserve(&s->sched, n + 1);
         if (r < 0)
@@ -306,34 +360,40 @@ int mg_set_add_internal(mg_set *s, const char *cgroup_path, const struct mg_guar
 
         if (!s)
                 return -EINVAL;
+        /* The new guard's log (a lend record on its directory) may free
+         * the set: it stays until this returns. */
+        set_enter(s);
         r = mg_guard_new_hosted(cgroup_path, o, cg_flags, io, &s->host, &g);
-        if (r < 0)
-                return r;
-        r = mg_set_add_guard(s, g);
-        if (r < 0) {
-                mg_guard_free(g);
-                return r;
+        if (r >= 0) {
+                r = mg_set_add_guard(s, g);
+                if (r < 0)
+                        mg_guard_free(g);
+                else if (ret)
+                        *ret = g;
         }
-        if (ret)
-                *ret = g;
-        return 0;
+        set_leave(s);
+        return r < 0 ? r : 0;
 }
 
 int mg_set_remove(mg_set *s, mg_guard *g) {
-        bool ours;
+        int r;
 
         if (!s || !g || mg_guard_get_host(g) != &s->host)
                 return -EINVAL;
+        /* Out of the schedule first: a callback run by the detach (a log
+         * of its lend's end) that removes g again finds it gone. */
+        if (!mg_sched_take(&s->sched, g, NULL))
+                return -EINVAL;
+        set_enter(s);
         mg_guard_stats_add(g, &s->removed);
-        ours = mg_guard_detach(g);
-        (void) mg_sched_take(&s->sched, g, NULL);
-        if (ours && s->processing)
-                /* An event callback removed it: process() may still hold
-                 * the pointer, so free it when process() returns. */
+        /* Freed when the outermost call on s returns (this one, or the
+         * one that runs the callback removing it, which may still hold
+         * g), unless a hold keeps it longer. */
+        if (mg_guard_detach(g))
                 s->zombies[s->n_zombies++] = g;
-        else if (ours)
-                mg_guard_free(g);
-        return arm(s);
+        r = arm(s);
+        set_leave(s);
+        return r;
 }
 
 int mg_set_get_stats(const mg_set *s, struct mg_stats *ret) {
@@ -371,21 +431,29 @@ static bool in_set(const mg_set *s, const mg_guard *g) {
 }
 
 static void tick_guard(mg_set *s, mg_guard *g, uint64_t now, int *acted) {
+        struct mg_guard_host *h;
+
         if (!in_set(s, g))
                 return; /* removed by a callback earlier in this round */
+        h = mg_guard_enter(g);
         if (mg_guard_tick_at(g, now) > 0)
                 (*acted)++;
+        mg_guard_leave(g, h); /* a zombie if removed: process() frees it */
 }
 
 static void dispatch(mg_set *s, uint64_t data, int *acted) {
         mg_guard *g = (mg_guard *) (uintptr_t) (data & ~(uint64_t) 3);
+        struct mg_guard_host *h;
 
         if (!in_set(s, g))
                 return;
-        if ((data & 3) == MG_WATCH_MEM_EVENTS)
+        if ((data & 3) == MG_WATCH_MEM_EVENTS) {
+                h = mg_guard_enter(g);
                 mg_guard_events_changed(g);
-        else
+                mg_guard_leave(g, h);
+        } else {
                 tick_guard(s, g, mg_guard_now(g), acted);
+        }
 }
 
 MG_HOT int mg_set_process(mg_set *s) {
@@ -396,7 +464,11 @@ MG_HOT int mg_set_process(mg_set *s) {
 
         if (!s)
                 return -EINVAL;
-        s->processing = true;
+        /* Re-entered from a callback, of this call or of a call on one of
+         * its guards: the round or the tick under way is mid-step. */
+        if (s->busy > 0)
+                return -EDEADLK;
+        set_enter(s);
         /* Guards whose cgroup.events changed tick now, out of turn. */
         n = epoll_wait(s->epfd, evs, 64, 0);
         if (n < 0 && errno != EINTR)
@@ -453,11 +525,9 @@ MG_HOT int mg_set_process(mg_set *s) {
                 }
                 mg_sched_push(&s->sched, when, g);
         }
-        s->processing = false;
-        while (s->n_zombies > 0)
-                mg_guard_free(s->zombies[--s->n_zombies]);
         s->armed_usec = 0;
-        if (r == 0)
+        if (r == 0 && !s->free_pending)
                 r = arm(s);
+        set_leave(s); /* may free s: a callback freed it */
         return r < 0 ? r : acted;
 }

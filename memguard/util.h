@@ -8,7 +8,9 @@
  * CLOCK_MONOTONIC unless a name says otherwise.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define MG_KIB (UINT64_C(1) << 10)
@@ -37,4 +39,13 @@ static inline uint64_t mg_mono_usec(void) {
 
 static inline uint64_t mg_clamp_u64(uint64_t v, uint64_t lo, uint64_t hi) {
         return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Someone other than root and `self` (this process's effective uid) can
+ * write a file or directory of this owner and mode: the tenant a cgroup was
+ * delegated to (its directory chowned to it), or anyone through a group or
+ * other write bit.  Whatever such a writer can put there (an xattr, a
+ * value) is the tenant's input, never the platform's word about it. */
+static inline bool mg_writable_by_others(uid_t owner, mode_t mode, uid_t self) {
+        return (owner != 0 && owner != self) || (mode & (S_IWGRP | S_IWOTH)) != 0;
 }

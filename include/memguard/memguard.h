@@ -300,6 +300,30 @@ enum mg_log_level { MG_LOG_ERR = 3, MG_LOG_WARNING = 4, MG_LOG_INFO = 6, MG_LOG_
 typedef void (*mg_log_fn)(int level, const char *msg, void *userdata);
 
 /*
+ * Calls from a callback.  The event and log callbacks (a guard's, a set's)
+ * run inside the library's own calls: mg_guard_tick(), mg_guard_report(),
+ * mg_guard_lend_begin() and _end(), mg_guard_free(), and for a set
+ * mg_set_process(), mg_set_add(), mg_set_remove() and mg_set_free().  A
+ * callback may call any function on the guard it is told about and on its
+ * set, with these rules:
+ *  - mg_guard_free() of that guard, or mg_set_free() of its set, silences
+ *    it (and the set's other guards) at once: nothing more is told, so the
+ *    caller may free what its callbacks use.  The free is carried out when
+ *    the call that runs the callback returns (the outermost, if calls
+ *    nest); that call returns as usual, and the freed handle must not be
+ *    used again.  A lend ended by that free is ended then, untold.
+ *  - mg_set_remove() of a guard takes it out of the set at once and frees
+ *    it the same way.
+ *  - mg_guard_tick() of a guard from a callback of a call on it, and
+ *    mg_set_process() of a set from a callback of a call on it or on one of
+ *    its guards, return -EDEADLK and do nothing: the tick or the round
+ *    under way is mid-step.
+ *  - Every other call works as it does outside a callback.
+ * A set's guard is never freed by mg_guard_free(), in a callback or not:
+ * the set owns it.
+ */
+
+/*
  * Options of one guard.  The caller fills it after mg_guard_options_init(),
  * which records sizeof in .size and tunes every threshold to the limit (see
  * docs/tuning.md); a zero field means "the tuned default".  Fields may be
@@ -376,18 +400,21 @@ int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_g
  * fails is logged, and the record stays for mg_guard_recover().  A lend
  * the guard took over from a record at mg_guard_new() is left as found,
  * record and all: its lender may still be running (mg_set_remove() ends
- * that one too).  A set's guards are freed by mg_set_remove() and
- * mg_set_free(), not by this.  A guard a snapshot write on another thread
- * still uses (see "Threads" at mg_set_options) is freed when that write
- * ends; no event or log comes from it meanwhile.
+ * that one too).  A set's guard is not freed by this (its log says so):
+ * mg_set_remove() and mg_set_free() free it.  A guard a snapshot write on
+ * another thread still uses (see "Threads" at mg_set_options) is freed
+ * when that write ends; no event or log comes from it meanwhile.  From one
+ * of its callbacks: freed when the call that runs the callback returns,
+ * silent meanwhile, its lend ended untold (see "Calls from a callback").
  */
 mg_guard *mg_guard_free(mg_guard *g);
 
 /*
  * One tick for callers running their own loop: call it every
  * mg_guard_get_tick_usec().  Returns 1 if it killed or restored a lend,
- * 0 otherwise, -ENODEV once the cgroup is gone, another negative errno on a
- * read error (reported as MG_EVENT_ERROR too; never a reason to kill).  A
+ * 0 otherwise, -ENODEV once the cgroup is gone, -EDEADLK from a callback
+ * of a call on g (nothing done), another negative errno on a read error
+ * (reported as MG_EVENT_ERROR too; never a reason to kill).  A
  * guard alone restores memory.high at its lend deadline in this call (the
  * write may reclaim for seconds: see mg_guard_lend_end()); a set's guards
  * hand that write to the set's restore worker.
@@ -433,8 +460,9 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret);
  * The callback runs on the guard's thread, inside mg_guard_tick() or
  * mg_set_process() (see "Threads" at mg_set_options), and every other
  * guard of the set waits while it runs: start the saving elsewhere and
- * return.  It may call any function on g and its set; mg_set_remove() of g
- * there means no kill by this guard.
+ * return.  It may call any function on g and its set, as "Calls from a
+ * callback" says; mg_set_remove() of g (or mg_guard_free() of a guard
+ * alone, or mg_set_free()) there means no kill by this guard.
  */
 int mg_guard_defer_kill(mg_guard *g, uint64_t usec);
 
@@ -596,9 +624,13 @@ int mg_set_new(const struct mg_set_options *o, mg_set **ret);
  * have their lends ended as mg_set_remove() does, and this waits until the
  * worker has made every restore still to make, then ends the worker: it
  * may block for as long as those writes reclaim (seconds on 6.1 and 6.12).
- * Nothing is told of those ends. */
+ * Nothing is told of those ends.  From a callback of a call on s or on one
+ * of its guards: the guards are removed at once, silent, and the set is
+ * freed (and waited for) when that call returns. */
 mg_set *mg_set_free(mg_set *s);
-/* Creates a guard and adds it; the set owns it.  Same errors as mg_guard_new. */
+/* Creates a guard and adds it; the set owns it.  Same errors as
+ * mg_guard_new, or -ECANCELED if a callback this runs (the new guard's
+ * log) freed s: nothing is added, and s goes as this returns. */
 int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret);
 /* Removes a guard from the set at once (no more ticks, watches, events or
  * logs from it: the caller may free what its callbacks use) and frees it.
@@ -608,8 +640,10 @@ int mg_set_add(mg_set *s, const char *cgroup_path, const struct mg_guard_options
  * done (in a later mg_set_process(), or mg_set_free()).  Nothing is told of
  * that end (no MG_EVENT_LEND_END); a write that fails goes to the set's log,
  * and the lend record stays for mg_guard_recover().  A restore already
- * under way ends as it is.  Returns 0, -EINVAL (not a guard of s), or the
- * errno of re-arming the set's timer. */
+ * under way ends as it is.  From a callback (the guard's own included) of
+ * a call on s or on one of its guards, the guard is freed when that call
+ * returns.  Returns 0, -EINVAL (not a guard of s), or the errno of
+ * re-arming the set's timer. */
 int mg_set_remove(mg_set *s, mg_guard *g);
 size_t mg_set_size(const mg_set *s);
 /* The counts of every guard of s since s was made: those in it now
@@ -623,7 +657,9 @@ int mg_set_get_timeout(const mg_set *s, uint64_t *ret_usec);
 /* Runs every due tick and pending notification, and finishes the restores
  * the worker has written (each told as MG_EVENT_LEND_END or _EXPIRED).
  * Returns the number of guards that acted (a kill, a lend that ended), or a
- * negative errno of the set itself (never of a guard). */
+ * negative errno of the set itself (never of a guard): -EDEADLK from a
+ * callback of a call on s or on one of its guards (nothing done).  If a
+ * callback freed s, s is gone when this returns. */
 int mg_set_process(mg_set *s);
 
 const char *mg_verdict_to_string(enum mg_verdict v);
@@ -641,24 +677,38 @@ int mg_kill_record_format(const struct mg_kill_record *k, char *buf, size_t len)
  * system calls guards need once running: reading and writing the files
  * they hold, opening files below a cgroup directory (PSI triggers, new
  * guards, mg_guard_recover()) and /proc/PID/stat (MG_EVENT_UNKILLABLE),
- * lends and their records, kills (cgroup.kill,
+ * listing a directory, lends and their records, kills (cgroup.kill,
  * pidfd_open, pidfd_send_signal), a set's epoll and timerfd, poll, clocks,
  * and libc's memory, locks and exit.  Any other call fails with EPERM: a
- * mistake in the list is an error the guard reports, not a crash.  Sets
+ * mistake in the list is an error the guard reports, not a crash.  So does
+ * openat with O_CREAT, O_TRUNC or O_TMPFILE; openat2, whose flags seccomp
+ * cannot see, fails with ENOSYS, and the library falls back to openat with
+ * O_NOFOLLOW (for the whole process: RESOLVE_NO_XDEV is lost).  Sets
  * no_new_privs first.  Make sets before (mg_set_new() needs epoll_create1
  * and timerfd_create, and starts the set's restore worker, which needs
  * clone); guards may still be added and removed.  The sets' workers confine
- * themselves with the same list (without MG_CONFINE_SUPERVISOR) when they
- * start, whether this is called or not.  It cannot be undone.  See
- * docs/security.md for the list and why.
+ * themselves with the same list (flags 0) when they start, whether this is
+ * called or not.  It cannot be undone.  See docs/security.md for the list
+ * and why.
  * flags: MG_CONFINE_SUPERVISOR also allows wait4, waitid, kill, access and
  * rmdir, for a supervisor that runs a command in a cgroup it made and
- * removes it when the command ends.
- * Returns 0, -EOPNOTSUPP if built without libseccomp, -EINVAL, or the
- * errno of loading the filter.
+ * removes it when the command ends.  MG_CONFINE_PATHS also restricts file
+ * access with Landlock (5.13+): read and write below the cgroup2 mounts
+ * (and remove directories there, with MG_CONFINE_SUPERVISOR), read below
+ * /proc; any other open fails with EACCES.  Files opened before keep their
+ * access.  Not for a thread that opens other files later (a config file
+ * read again, a guard on a tree outside cgroupfs).
+ * Returns 1 with MG_CONFINE_PATHS if Landlock restricts the thread, 0 if
+ * confined by the list only (Landlock not asked for, or absent: a kernel
+ * before 5.13 or without it enabled, a build without <linux/landlock.h>),
+ * -EOPNOTSUPP if built without libseccomp (nothing is confined), -EINVAL,
+ * or the errno of reading /proc/self/mountinfo, of Landlock or of loading
+ * the filter (a filter that fails to load leaves Landlock's restriction in
+ * place).
  */
 enum {
         MG_CONFINE_SUPERVISOR = 1 << 0,
+        MG_CONFINE_PATHS = 1 << 1,
 };
 int mg_confine_thread(unsigned flags);
 

@@ -5,6 +5,7 @@
  * restore stalls no other guard of its set.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -195,11 +196,14 @@ int t_lend_resize(void) {
  * guard limit 64 MiB; in each, the workload grows anon to 160 MiB and holds.
  * In a forked child: a guard set with both guards (the second one without
  * cgroup.kill, as before 5.14: the pidfd fallback), the workloads started,
- * then mg_confine_thread(0) (the steady-state list, no supervisor calls).
- * Expect, confined: socket() fails with EPERM; both actors are killed
- * (cgroup.kill; pidfd_open + pidfd_send_signal), the records delivered once
- * each cgroup is empty (epoll on kernfs), PSI triggers opened at the limit
- * (openat2 below the directory) without an error event.
+ * then mg_confine_thread(MG_CONFINE_PATHS) (the steady-state list, no
+ * supervisor calls, and Landlock where the kernel has it).
+ * Expect, confined: socket() fails with EPERM; under Landlock (Debian's
+ * kernels enable it) opening "/" fails with EACCES; both actors are
+ * killed (cgroup.kill; pidfd_open + pidfd_send_signal), the records
+ * delivered once each cgroup is empty (epoll on kernfs), PSI triggers
+ * opened at the limit (openat below the directory: the filter makes
+ * openat2 ENOSYS) without an error event.
  */
 static int confined_child(const char *a, const char *b) {
         struct mgt_events ea = {}, eb = {};
@@ -215,8 +219,16 @@ static int confined_child(const char *a, const char *b) {
         if (kt_spawn(a, (const char *[]) { "anon", "160", "256", "-1", NULL }) < 0 ||
             kt_spawn(b, (const char *[]) { "anon", "160", "256", "-1", NULL }) < 0)
                 return 0;
-        if (mg_confine_thread(0) == 0)
+        int landlock = mg_confine_thread(MG_CONFINE_PATHS);
+        if (landlock >= 0)
                 bits |= 1;
+        int rfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rfd >= 0)
+                close(rfd);
+        else if (landlock == 1 && errno == EACCES)
+                bits |= 32;
+        if (landlock == 1)
+                bits |= 64;
         int sfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (sfd >= 0)
                 close(sfd);
@@ -246,10 +258,12 @@ int t_confined_guard(void) {
         int st = kt_wait(child, 90 * MG_USEC_PER_SEC);
         KT_CHECK(st >= 0 && WIFEXITED(st), "confined child status %d", st);
         int bits = WEXITSTATUS(st);
-        kt_note("confined child: confined=%d socket_eperm=%d cgroup.kill=%d pidfd=%d no_errors=%d", bits & 1,
-                !!(bits & 2), !!(bits & 4), !!(bits & 8), !!(bits & 16));
+        kt_note("confined child: confined=%d socket_eperm=%d landlock=%d root_eacces=%d cgroup.kill=%d pidfd=%d "
+                "no_errors=%d",
+                bits & 1, !!(bits & 2), !!(bits & 64), !!(bits & 32), !!(bits & 4), !!(bits & 8), !!(bits & 16));
         KT_CHECK(bits & 1, "mg_confine_thread failed");
         KT_CHECK(bits & 2, "socket() was allowed");
+        KT_CHECK(!(bits & 64) || (bits & 32), "Landlock did not keep the thread's opens to cgroupfs and /proc");
         KT_CHECK(bits & 4, "no kill through cgroup.kill while confined");
         KT_CHECK(bits & 8, "no kill through the pidfd fallback while confined");
         KT_CHECK(bits & 16, "the confined guards reported errors (see above)");

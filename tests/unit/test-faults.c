@@ -1273,6 +1273,44 @@ Test(lend, new_guard_takes_the_lend_over) {
         mg_guard_free(g);
 }
 
+/* On a directory someone other than root and this user can write (a
+ * delegated cgroup, or one with a group or other write bit), a record may
+ * be the tenant's own: no guard takes it over (kills go on), recovery
+ * leaves it alone (-EPERM), and a lend there writes none. */
+Test(lend, a_record_its_tenant_can_write_decides_nothing) {
+        need_user_xattrs();
+        char text[MG_LEND_RECORD_MAX + 1];
+        struct mg_lend_record rec = { .old_high = "1048576", .old_high_bytes = 1048576, .pid = 4242 };
+        struct stat st;
+        rec.deadline_boottime_usec = mg_boottime_usec() + 3600 * MG_USEC_PER_SEC;
+        cr_assert_gt(mg_lend_record_format(&rec, text, sizeof(text)), 0);
+        cr_assert_eq(setxattr(fx.dir, MG_LEND_XATTR, text, strlen(text), 0), 0);
+        fixture_write(&fx, "memory.high", "max\n");
+        cr_assert_eq(stat(fx.dir, &st), 0);
+        cr_assert_eq(chmod(fx.dir, (st.st_mode & 07777) | S_IWOTH), 0);
+
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fio), -EPERM);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max\n", "the tenant's record restored memory.high");
+        mg_guard *g = new_guard();
+        cr_expect_not(mg_guard_is_lent(g), "the tenant's record was taken over");
+        overshoot();
+        (void) tick(g);
+        cr_expect(killed(), "kills are not paused by it");
+        mg_guard_free(g);
+
+        /* a lend made there works, unrecorded */
+        cr_assert_eq(removexattr(fx.dir, MG_LEND_XATTR), 0);
+        fixture_write(&fx, "cgroup.kill", "");
+        fixture_current(&fx, 10 * MG_MIB);
+        g = new_guard();
+        uint64_t id;
+        cr_expect_eq(mg_guard_lend_begin(g, 1 << 20, 0, &id), 0);
+        cr_expect_lt(get_record(), 0, "a record written where the tenant can forge one");
+        cr_expect_eq(mg_guard_lend_end(g, id), 0);
+        mg_guard_free(g);
+        cr_assert_eq(chmod(fx.dir, st.st_mode & 07777), 0);
+}
+
 /* A lend taken over from a record: what that lend wrote is not recorded,
  * so memory.high as found at mg_guard_new() stands for it.  Changed from
  * outside after that (a resize), it is left as found at the end, and the
@@ -1556,6 +1594,27 @@ Test(fds, a_cgroup_made_again_at_the_path_is_not_the_guards) {
 
 /* A lend opens what it and its end need; the first fast tick after it
  * trims again. */
+/* A report on a trimmed guard opens what it reads and closes it again: a
+ * service reporting on thousands of guards every metrics interval would
+ * otherwise hold a dozen fds each until their next fast tick.  One on a
+ * guard at its limit leaves its files open for the slow path. */
+Test(fds, a_report_closes_what_it_opened) {
+        mg_guard *g = new_guard();
+        struct mg_report r = { .size = sizeof(r) };
+        unsigned base = open_fds();
+        fixture_current(&fx, 100 * MG_MIB);
+        cr_expect_eq(tick(g), 0);
+        cr_expect_eq(mg_guard_report(g, &r), 0);
+        cr_expect_eq(r.verdict, MG_VERDICT_OK);
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1, "the report left %u fds open", mg_cgroup_fds_open(&g->cg));
+        cr_expect_eq(open_fds(), base);
+        at_limit();
+        cr_expect_eq(tick(g), 0);
+        cr_expect_eq(mg_guard_report(g, &r), 0);
+        cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1 + MG_CG_N, "the slow path's files closed by a report");
+        mg_guard_free(g);
+}
+
 Test(fds, a_lend_opens_its_files_and_the_end_trims) {
         mg_guard *g = new_guard();
         uint64_t id;

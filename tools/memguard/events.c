@@ -10,12 +10,31 @@
 
 #include "config.h"
 #include "events.h"
+#include "outq.h"
 #include "size.h"
 #include "util.h"
 
+/* The queue between mgt_output_start() and mgt_output_stop(); NULL: lines
+ * are written here, blocking (stat, demo, and run and watch before their
+ * guards and after them). */
+static struct mgt_outq *out_queue;
+static bool out_json;                   /* the format of the "dropped" line */
+static bool out_stalled;                /* stopped with lines it could not write */
+static uint64_t out_dropped;            /* the queue's count when it was stopped */
+
 void mgt_print_line(const char *s) {
         size_t n = strlen(s);
-        char *b = malloc(n + 1);
+        char *b;
+
+        if (out_queue) {
+                (void) mgt_outq_push(out_queue, s, n);
+                return;
+        }
+        if (out_stalled) {
+                out_dropped++;
+                return;
+        }
+        b = malloc(n + 1);
 
         if (!b) {
                 fprintf(stderr, "%s\n", s);
@@ -35,6 +54,60 @@ void mgt_print_line(const char *s) {
 }
 
 static uint64_t realtime_of(uint64_t monotonic_usec);
+
+/* The line that says n lines were dropped, without its newline.  On the
+ * queue's writer thread too (outq.h): a fixed buffer, no allocation. */
+static void dropped_line(bool json, uint64_t n, char *buf, size_t len) {
+        char t[40];
+
+        if (!json) {
+                snprintf(buf, len, "memguard: dropped %" PRIu64 " line%s: the output did not keep up", n,
+                         n == 1 ? "" : "s");
+                return;
+        }
+        if (!mgt_rfc3339(realtime_of(0), t, sizeof(t)))
+                snprintf(t, sizeof(t), "1970-01-01T00:00:00.000Z");
+        snprintf(buf, len, "{\"event\":\"dropped\",\"time\":\"%s\",\"format_version\":%d,\"lines\":%" PRIu64 "}", t,
+                 MGT_EVENTS_FORMAT_VERSION, n);
+}
+
+static void on_dropped(uint64_t n, char *buf, size_t len, void *userdata) {
+        dropped_line(*(const bool *) userdata, n, buf, len);
+}
+
+int mgt_output_start(int fd, bool json) {
+        if (out_queue)
+                return -EBUSY;
+        out_json = json;
+        out_stalled = false;
+        out_dropped = 0;
+        return mgt_outq_new(fd, MGT_OUTQ_MAX_BYTES, on_dropped, &out_json, &out_queue);
+}
+
+void mgt_output_stop(void) {
+        struct mgt_outq *q = out_queue;
+
+        if (!q)
+                return;
+        /* A sink stalled at exit: what is still queued is lost, and so is
+         * the line that would have said so; the writer, stuck in its
+         * write(2), is left to the process's exit (mgt_outq_free()). */
+        out_stalled = mgt_outq_flush(q, MGT_OUTPUT_FLUSH_USEC) < 0;
+        out_dropped = mgt_outq_dropped(q);
+        out_queue = NULL;
+        mgt_outq_free(q);
+}
+
+uint64_t mgt_output_dropped(void) {
+        return out_queue ? mgt_outq_dropped(out_queue) : out_dropped;
+}
+
+void mgt_dropped_event(const struct mgt_out *o, uint64_t n) {
+        char line[256];
+
+        dropped_line(o && o->json, n, line, sizeof(line));
+        mgt_print_line(line);
+}
 
 static void print_json(struct mgt_json *j) {
         const char *s = mgt_json_end(j);

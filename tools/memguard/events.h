@@ -59,8 +59,34 @@ void mgt_kill_json(struct mgt_json *j, const struct mg_kill_record *k);
 void mgt_kill_text(const struct mg_kill_record *k, char *buf, size_t len);
 
 /* Writes s and a newline to stderr with one write(), so lines of
- * concurrent writers do not interleave. */
+ * concurrent writers do not interleave.  Between mgt_output_start() and
+ * mgt_output_stop() the line is queued instead and this never blocks. */
 void mgt_print_line(const char *s);
+
+/*
+ * run and watch: from here on every line of mgt_print_line() (and so every
+ * event, log line, error and note) goes to fd through a bounded queue and
+ * a writer thread (outq.h, MGT_OUTQ_MAX_BYTES), so the thread that runs
+ * the guards never waits for a stalled journald.  A line that does not fit
+ * is dropped; once there is room again one line says how many: the
+ * "dropped" event with json, "memguard: dropped N lines ..." without.
+ * Call it before mg_confine_thread() (it starts a thread).  Returns 0,
+ * -EBUSY if started already, or -ENOMEM/-EAGAIN (lines are then written
+ * directly, as before).
+ */
+int mgt_output_start(int fd, bool json);
+/* At the end of run and watch, after their last line: waits up to
+ * MGT_OUTPUT_FLUSH_USEC for the queued lines to be written, then ends the
+ * writer.  Lines after it are written directly; after a flush that timed
+ * out (the sink is stalled) they are dropped, as a blocking write would
+ * hang the exit.  Nothing to do if never started. */
+void mgt_output_stop(void);
+#define MGT_OUTPUT_FLUSH_USEC ((uint64_t) 2 * 1000 * 1000)
+/* The lines dropped since mgt_output_start() (kept after mgt_output_stop()). */
+uint64_t mgt_output_dropped(void);
+/* The line that says n lines were dropped, printed now (the sample of
+ * `memguard event-sample`). */
+void mgt_dropped_event(const struct mgt_out *o, uint64_t n);
 
 /* watch's own events (memguard(1)): "watch" when it begins guarding a
  * cgroup (and "watch" again when a reload changes its limit), with the

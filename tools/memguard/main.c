@@ -344,6 +344,7 @@ static int cmd_event_sample(int argc, char **argv) {
         mgt_watch_event(&out, "watch", cg, 256u << 20, "xattr");
         mgt_unwatch_event(&out, cg, "removed");
         mgt_reload_event(&out, "/etc/memguard/watch.conf", 3, true);
+        mgt_dropped_event(&out, 42);
         mgt_error(&out, "watch", -ENOENT, "%s", "/sys/fs/cgroup/missing");
         return MGT_EXIT_OK;
 }

@@ -125,6 +125,9 @@ char *mgt_metrics_format(const struct mgt_metrics_actor *a, size_t n, const stru
         family(&b, "memguard_metrics_skipped_total", "counter",
                "Intervals whose metrics waited because the writer had not taken the last ones.");
         put(&b, "memguard_metrics_skipped_total %" PRIu64 "\n", node->metrics_skipped);
+        family(&b, "memguard_output_dropped_lines_total", "counter",
+               "Event and log lines dropped because their reader (journald, a pipe) did not keep up.");
+        put(&b, "memguard_output_dropped_lines_total %" PRIu64 "\n", node->output_dropped);
         family(&b, "memguard_node_kills_total", "counter",
                "Kills by every guard since watch started, cgroups since removed included.");
         put(&b, "memguard_node_kills_total{reason=\"overshoot\"} %" PRIu64 "\n", ns->kills_overshoot);

@@ -50,6 +50,7 @@ struct mgt_metrics_node {
         const struct mgt_counts *counts;
         uint64_t cgroups;               /* guarded now */
         uint64_t reloads, reload_errors, metrics_skipped;
+        uint64_t output_dropped;        /* mgt_output_dropped() */
         uint64_t time_usec;             /* CLOCK_REALTIME of the scrape */
         unsigned version;               /* mg_version() */
 };

@@ -291,6 +291,11 @@ int mgt_cmd_run(int argc, char **argv) {
                 mgt_error(&r.out, "run", r.sigfd, "signal handlers");
                 goto out;
         }
+        /* Before the guard and the confinement: the output queue's writer
+         * is a thread (events.h). */
+        e = mgt_output_start(STDERR_FILENO, r.out.json);
+        if (e < 0)
+                mgt_error(&r.out, "run", e, "the output queue (lines are written directly)");
         e = mg_set_new(NULL, &r.set);
         if (e >= 0) {
                 mg_guard_options_init(&o, r.limit);
@@ -315,7 +320,7 @@ int mgt_cmd_run(int argc, char **argv) {
         const char *what = NULL;
         unsigned keep = (mgt_all_have_cgroup_kill(&r.cg, 1) ? 0 : MGT_KEEP_KILL) |
                         (mgt_dir_writable_without_caps(r.parent) ? 0 : MGT_KEEP_DAC_OVERRIDE);
-        e = mgt_drop_privileges(keep, MG_CONFINE_SUPERVISOR, &what);
+        e = mgt_drop_privileges(keep, MG_CONFINE_SUPERVISOR | MG_CONFINE_PATHS, &what);
         if (e == -EOPNOTSUPP)
                 mgt_note(&r.out, "memguard: built without libseccomp: the thread is not confined");
         else if (e < 0) {
@@ -346,5 +351,6 @@ out:
         }
         free(r.cg);
         free(r.parent);
+        mgt_output_stop(); /* after the last line */
         return ret;
 }

@@ -21,35 +21,9 @@ tmp=$(mktemp -d)
 base=$root/memguard-cli-test-$$
 n=0
 failed=0
+. "${0%/*}/vm-lib.sh"
 
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-diag() { sed 's/^/# /' "$@"; }
-check() { # DESCRIPTION COMMAND...
-    desc=$1
-    shift
-    if "$@"; then ok "$desc"; else not_ok "$desc"; fi
-}
-check_eval() { # DESCRIPTION 'SHELL CONDITION'
-    if eval "$2"; then ok "$1"; else not_ok "$1"; fi
-}
 runs_left() { ls -d "$base"/memguard-run-* 2>/dev/null | wc -l; }
-# status_of PID FIELD: FIELD of /proc/PID/status ("" once PID is gone)
-status_of() { sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status" 2>/dev/null; }
-# wait_confined PID [SECONDS]: polls until PID runs under its seccomp filter,
-# the last step of memguard's set-up (mgt_drop_privileges); at most SECONDS
-# (default 10).  Fails at once if PID is gone.
-wait_confined() {
-    i=0
-    while [ $i -lt $((${2:-10} * 10)) ]; do
-        [ "$(status_of "$1" Seccomp)" = 2 ] && return 0
-        kill -0 "$1" 2>/dev/null || return 1
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-# wait_file FILE [SECONDS]: polls until FILE exists, at most SECONDS (10).
 stop_watch() { # PID NAME JSON_FILE PARENT: SIGTERM ends it with 0; its events; its actors removed
     kill -TERM "$1"
     wait "$1"
@@ -58,14 +32,6 @@ stop_watch() { # PID NAME JSON_FILE PARENT: SIGTERM ends it with 0; its events; 
     sed 's/^/# json: /' "$3"
     for cg in "$4"/*/; do rmdir "$cg" 2>/dev/null; done
     rmdir "$4" 2>/dev/null
-}
-wait_file() {
-    i=0
-    while [ ! -s "$1" ] && [ $i -lt $((${2:-10} * 10)) ]; do sleep 0.1; i=$((i + 1)); done
-    [ -s "$1" ]
-}
-privs_of() { # PID: the fields the privilege checks look at, for the log
-    grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' "/proc/$1/status" 2>/dev/null | tr '\t\n' '  '
 }
 
 cleanup() {
@@ -260,15 +226,6 @@ check_eval "watch: a missing cgroup is exit 1 with one line (got $st)" '[ "$st" 
 # pre (memory.max 48 MiB, there before watch starts), a (xattr 64M), b
 # (memory.max 64 MiB), c (neither: the default, 256M, then 128M from the
 # config on SIGHUP, then 32M from an xattr set while watch runs).
-# wait_grep FILE PATTERN [SECONDS]: polls until FILE has a line matching PATTERN.
-wait_grep() {
-    i=0
-    while ! grep -q -- "$2" "$1" 2>/dev/null && [ $i -lt $((${3:-10} * 10)) ]; do sleep 0.1; i=$((i + 1)); done
-    grep -q -- "$2" "$1" 2>/dev/null
-}
-watch_ev() { # CGROUP LIMIT SOURCE: the pattern of watch's "watch" event
-    echo "\"event\":\"watch\",.*\"cgroup\":\"$1\",\"limit_bytes\":$2,\"limit_source\":\"$3\""
-}
 setfattr=
 for f in /mg/setfattr "$(command -v setfattr 2>/dev/null)"; do [ -x "$f" ] && setfattr=$f && break; done
 svc=$base/svc

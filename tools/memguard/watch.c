@@ -24,6 +24,7 @@
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +45,18 @@
 /* A new child's limit is read again this long after it appeared: platforms
  * mkdir the cgroup, then write memory.max or the xattr. */
 #define RECHECK_USEC ((uint64_t) 1000 * 1000)
+/* Every xattr write and chmod of a child is an IN_ATTRIB: its limit is read
+ * again this long after the first of a burst, once (a tenant writing its
+ * xattrs in a loop costs one read per actor per interval). */
+#define ATTRIB_COALESCE_USEC ((uint64_t) 100 * 1000)
+/* Descriptors: a guard far below its limit holds 2 (memory.current,
+ * memory.events.local), one on its slow path or reporting about a dozen
+ * more for as long as it is there.  A new child is guarded only while room
+ * is left for that many of them at once, and the service's own. */
+#define FDS_PER_GUARD 2
+#define FDS_SLOW_PATH 12
+#define FDS_SLOW_GUARDS 64
+#define FDS_OWN 64
 #define CONFIG_MAX ((size_t) 64 * 1024)
 
 struct watch;
@@ -60,6 +73,7 @@ struct actor {
         struct mg_stats before;         /* the library's counts of the guards made anew since */
         uint64_t recheck_usec;          /* read the limit again then; 0: no */
         struct mgt_streak bad_xattr;    /* a refused LIMIT_XATTR, said once */
+        struct mgt_streak bad_max;      /* a memory.max others can write, said once */
         bool readd;                     /* options changed: make g anew when it is not lent or killing */
         bool dead;
         struct watch *w;
@@ -70,7 +84,14 @@ struct watch {
         mg_set *set;
         struct actor **a;
         size_t n, cap;
+        struct actor **index;           /* --parent: the children by name (find_child) */
+        size_t index_cap;               /* a power of 2, or 0 */
         const char *parent;             /* --parent, resolved */
+        uid_t euid;                     /* whose files, besides root's, are the platform's word */
+        uint64_t nofile;                /* the soft RLIMIT_NOFILE */
+        size_t n_guarded;               /* actors with a guard */
+        size_t options_refused;         /* children whose limit the options did not fit */
+        struct mgt_streak no_fds;       /* children left unguarded for want of descriptors, said once */
         int ino;                        /* inotify fd, -1 */
         const char *config;
         struct mgt_settings cli, eff;
@@ -106,6 +127,15 @@ static void actor_keep_stats(struct actor *a) {
                 add_stats(&a->before, &st);
 }
 
+/* Removes a's guard, if it has one. */
+static void actor_unguard(struct actor *a) {
+        if (!a->g)
+                return;
+        (void) mg_set_remove(a->w->set, a->g);
+        a->g = NULL;
+        a->w->n_guarded--;
+}
+
 static void actor_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
         struct actor *a = userdata;
         struct watch *w = a->w;
@@ -115,25 +145,34 @@ static void actor_on_event(mg_guard *g, const struct mg_event *ev, void *userdat
         mgt_on_event(g, ev, &w->out);
         /* The set allows removing a guard from its own callback. */
         if (ev->type == MG_EVENT_GONE) {
-                (void) mg_set_remove(w->set, g);
-                a->g = NULL;
+                actor_unguard(a);
                 a->dead = true;
                 mgt_unwatch_event(&w->out, a->path, "removed");
         }
 }
 
 /* The limit of a's cgroup, by the order above.  Returns 0 with *ret_limit
- * and *ret_source, or -ENOENT if none applies.  A bad xattr is said once
- * per streak (streak.h): every IN_ATTRIB of the directory reads it again. */
+ * and *ret_source, or -ENOENT if none applies.  A tenant must not set its
+ * own limit: the xattr counts only on a directory no one but root and
+ * watch's user can write, memory.max only if the same holds for the file
+ * (cgroup delegation chowns the directory, never the parent's limits on
+ * it).  A refused value is said once per streak (streak.h): every
+ * IN_ATTRIB of the directory reads it again. */
 static int resolve_limit(struct watch *w, struct actor *a, uint64_t *ret_limit, const char **ret_source) {
         const char *path = a->path;
         char v[64];
         uint64_t max;
+        struct stat st;
+        bool max_ok = true;
         int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
         if (fd >= 0) {
+                bool tenant = fstat(fd, &st) < 0 || mg_writable_by_others(st.st_uid, st.st_mode, w->euid);
                 ssize_t n = fgetxattr(fd, LIMIT_XATTR, v, sizeof(v) - 1);
                 bool too_long = n < 0 && errno == ERANGE; /* no size is 63 bytes long */
+                struct stat mst;
+                max_ok = fstatat(fd, "memory.max", &mst, AT_SYMLINK_NOFOLLOW) == 0 &&
+                         !mg_writable_by_others(mst.st_uid, mst.st_mode, w->euid);
                 close(fd);
                 if (too_long) {
                         snprintf(v, sizeof(v), "(longer than %zu bytes)", sizeof(v) - 1);
@@ -145,21 +184,32 @@ static int resolve_limit(struct watch *w, struct actor *a, uint64_t *ret_limit, 
                         uint64_t l;
                         while (n > 0 && (v[n - 1] == '\n' || v[n - 1] == ' '))
                                 v[--n] = '\0';
-                        if (!too_long && mgt_size_parse(v, 0, 0, &l) == 0 && l > 0) {
+                        if (tenant) {
+                                if (mgt_streak_bad(&a->bad_xattr, v))
+                                        mgt_error(&w->out, "watch", 0,
+                                                  "%s: " LIMIT_XATTR " \"%.32s\" ignored: uid %u can write the "
+                                                  "directory (mode %04o), so its tenant may have set it",
+                                                  path, v, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777));
+                        } else if (!too_long && mgt_size_parse(v, 0, 0, &l) == 0 && l > 0) {
                                 mgt_streak_end(&a->bad_xattr);
                                 *ret_limit = l;
                                 *ret_source = "xattr";
                                 return 0;
-                        }
-                        if (mgt_streak_bad(&a->bad_xattr, v))
+                        } else if (mgt_streak_bad(&a->bad_xattr, v)) {
                                 mgt_error(&w->out, "watch", 0,
                                           "%s: " LIMIT_XATTR " \"%.32s\" is not a size above 0; ignored", path, v);
+                        }
                 } else {
                         /* ENODATA: none; ENOTSUP: no user xattrs on cgroupfs before 5.7 */
                         mgt_streak_end(&a->bad_xattr);
                 }
         }
-        if (mgt_cg_read_u64(path, "memory.max", &max) == 0 && max != MG_UNLIMITED && max > 0) {
+        if (!max_ok) {
+                if (mgt_streak_bad(&a->bad_max, "memory.max"))
+                        mgt_error(&w->out, "watch", 0,
+                                  "%s/memory.max: ignored: someone other than root and watch's user can write it", path);
+        } else if (mgt_cg_read_u64(path, "memory.max", &max) == 0 && max != MG_UNLIMITED && max > 0) {
+                mgt_streak_end(&a->bad_max);
                 *ret_limit = max;
                 *ret_source = "memory.max";
                 return 0;
@@ -175,6 +225,25 @@ static int resolve_limit(struct watch *w, struct actor *a, uint64_t *ret_limit, 
 static const char *label_of(const char *path) {
         size_t n = strlen(MGT_CGROUP_ROOT);
         return strncmp(path, MGT_CGROUP_ROOT, n) == 0 && path[n] == '/' ? path + n : path;
+}
+
+/* Room for one more guard within the soft RLIMIT_NOFILE (see FDS_*).
+ * Returns 0, or -EMFILE with a refusal said once per streak and a's limit
+ * read again in a second (a guard gone since may have made room). */
+static int fd_room(struct watch *w, struct actor *a) {
+        uint64_t n = w->n_guarded + 1;
+        uint64_t need = n * FDS_PER_GUARD + (n < FDS_SLOW_GUARDS ? n : FDS_SLOW_GUARDS) * FDS_SLOW_PATH + FDS_OWN;
+
+        if (w->nofile == 0 || need <= w->nofile)
+                return 0;
+        if (mgt_streak_bad(&w->no_fds, "nofile"))
+                mgt_error(&w->out, "watch", -EMFILE,
+                          "%s: not guarded, nor any further child until room is made: %zu guards and the slow "
+                          "paths of %d need more than the %" PRIu64 " descriptors RLIMIT_NOFILE allows (raise "
+                          "LimitNOFILE)",
+                          a->path, w->n_guarded, FDS_SLOW_GUARDS, w->nofile);
+        a->recheck_usec = mg_mono_usec() + RECHECK_USEC;
+        return -EMFILE;
 }
 
 /* Makes a's guard with its limit as resolved now.  Errors are reported;
@@ -193,9 +262,13 @@ static int guard_actor(struct actor *a, bool announce) {
         }
         e = mgt_settings_apply(&w->eff, limit, &a->opt);
         if (e < 0) {
+                w->options_refused++;
                 mgt_error(&w->out, "watch", e, "%s: options", a->path);
                 return e;
         }
+        e = fd_room(w, a);
+        if (e < 0)
+                return e;
         mgt_kill_options(&w->out, &a->opt);
         a->opt.on_event = actor_on_event;
         a->opt.userdata = a;
@@ -204,10 +277,19 @@ static int guard_actor(struct actor *a, bool announce) {
         e = mg_set_add(w->set, a->path, &a->opt, &a->g);
         if (e < 0) {
                 a->g = NULL;
+                if (e == -EINVAL)
+                        w->options_refused++;
                 mgt_error(&w->out, "watch", e, "%s%s", a->path,
-                          e == -ENOENT ? " (no memory controller: enable +memory in its parent)" : "");
+                          e == -ENOENT   ? " (no memory controller: enable +memory in its parent)"
+                          : e == -EMFILE ? " (out of descriptors: raise LimitNOFILE; tried again in a second)"
+                          : e == -EINVAL ? " (the options do not fit its limit)"
+                                         : "");
+                if (e == -EMFILE || e == -ENFILE)
+                        a->recheck_usec = mg_mono_usec() + RECHECK_USEC;
                 return e;
         }
+        w->n_guarded++;
+        mgt_streak_end(&w->no_fds);
         a->limit = limit;
         a->source = source;
         if (announce)
@@ -215,10 +297,57 @@ static int guard_actor(struct actor *a, bool announce) {
         return 0;
 }
 
-static struct actor *find_child(struct watch *w, const char *name) {
+/* The children by name: an inotify event names one, and a tenant can send
+ * tens of thousands a second.  Open addressing over w->a's children, at
+ * most half full; rebuilt when it grows and when the dead are reaped (a
+ * dead child stays findable until then, and find_child() skips it). */
+static uint64_t name_hash(const char *name) {
+        uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a */
+        for (; *name; name++)
+                h = (h ^ (unsigned char) *name) * UINT64_C(1099511628211);
+        return h;
+}
+
+static void index_put(struct watch *w, struct actor *a) {
+        size_t i = (size_t) name_hash(a->name) & (w->index_cap - 1);
+        while (w->index[i])
+                i = (i + 1) & (w->index_cap - 1);
+        w->index[i] = a;
+}
+
+/* Fills the index again from w->a. */
+static void index_refill(struct watch *w) {
+        if (!w->index_cap)
+                return;
+        memset(w->index, 0, w->index_cap * sizeof(struct actor *));
         for (size_t i = 0; i < w->n; i++)
-                if (w->a[i]->name && !w->a[i]->dead && strcmp(w->a[i]->name, name) == 0)
-                        return w->a[i];
+                if (w->a[i]->name)
+                        index_put(w, w->a[i]);
+}
+
+/* Makes room for n children.  Returns 0 or -ENOMEM (the old index stays). */
+static int index_grow(struct watch *w, size_t n) {
+        size_t cap = 16;
+        struct actor **x;
+
+        while (cap < 2 * n)
+                cap *= 2;
+        x = calloc(cap, sizeof(struct actor *));
+        if (!x)
+                return -ENOMEM;
+        free(w->index);
+        w->index = x;
+        w->index_cap = cap;
+        index_refill(w);
+        return 0;
+}
+
+static struct actor *find_child(struct watch *w, const char *name) {
+        if (!w->index_cap)
+                return NULL;
+        for (size_t i = (size_t) name_hash(name) & (w->index_cap - 1); w->index[i]; i = (i + 1) & (w->index_cap - 1))
+                if (!w->index[i]->dead && strcmp(w->index[i]->name, name) == 0)
+                        return w->index[i];
         return NULL;
 }
 
@@ -254,22 +383,24 @@ static struct actor *add_actor(struct watch *w, char *path, const char *name, bo
         a->path = path;
         a->label = label_of(path);
         a->w = w;
-        /* A lend whose process died left memory.high raised: end it if its
-         * deadline has passed; one still running is taken over by the
-         * guard and ended at its deadline. */
-        e = mg_guard_recover(path, MG_RECOVER_EXPIRED);
-        if (e == 1)
-                mgt_note(&w->out, "memguard: %s: ended a lend its process left open (memory.high restored)", path);
-        else if (e == -EBUSY)
-                mgt_note(&w->out, "memguard: %s: a lend is open; the guard takes it over until its deadline", path);
-        else if (e < 0 && e != -ENOENT)
-                mgt_error(&w->out, "watch", e, "%s: the lend record", path);
+        if (name && 2 * (w->n + 1) > w->index_cap && index_grow(w, w->n + 1) < 0) {
+                actor_free(a);
+                mgt_error(&w->out, "watch", -ENOMEM, "adding a cgroup");
+                return NULL;
+        }
+        /* A lend whose process died left memory.high raised: the new
+         * guard takes its record over (mg_guard_new) and restores it at the
+         * record's deadline, at once if that has passed, through the set's
+         * worker.  mg_guard_recover() here would write memory.high on this
+         * thread, which reclaims down to it for seconds. */
         e = guard_actor(a, true);
         if (e < 0 && required) {
                 actor_free(a);
                 return NULL;
         }
         w->a[w->n++] = a;
+        if (name)
+                index_put(w, a);
         return a;
 }
 
@@ -291,9 +422,7 @@ static void add_child(struct watch *w, const char *name) {
 static void drop_actor(struct actor *a, const char *why) {
         if (a->dead)
                 return;
-        if (a->g)
-                (void) mg_set_remove(a->w->set, a->g);
-        a->g = NULL;
+        actor_unguard(a);
         a->dead = true;
         mgt_unwatch_event(&a->w->out, a->path, why);
 }
@@ -340,9 +469,7 @@ static void readd_pending(struct watch *w) {
                         continue;
                 a->readd = false;
                 actor_keep_stats(a);
-                if (a->g)
-                        (void) mg_set_remove(w->set, a->g);
-                a->g = NULL;
+                actor_unguard(a);
                 (void) guard_actor(a, true);
         }
 }
@@ -356,14 +483,14 @@ static void reap_dead(struct watch *w) {
                 else
                         w->a[j++] = w->a[i];
         }
-        w->n = j;
+        if (j < w->n) {
+                w->n = j;
+                index_refill(w);
+        }
 }
 
 static size_t guarded(const struct watch *w) {
-        size_t n = 0;
-        for (size_t i = 0; i < w->n; i++)
-                n += w->a[i]->g != NULL;
-        return n;
+        return w->n_guarded;
 }
 
 /* Reads the config file into *ret.  Returns 0 or -EINVAL/-errno with the
@@ -444,29 +571,64 @@ static void reload(struct watch *w) {
         (void) mgt_notify(w->notify, status);
 }
 
+/* The children there are, at start (the inotify watch is set first, so
+ * none made meanwhile is missed; one seen twice is added once) and after
+ * the queue overflowed. */
+static int scan_parent(struct watch *w) {
+        DIR *d = opendir(w->parent);
+        struct dirent *de;
+
+        if (!d)
+                return -errno;
+        while ((de = readdir(d)))
+                if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                        add_child(w, de->d_name);
+        closedir(d);
+        return 0;
+}
+
+/* Events were lost (the queue holds 16384 by default: two tenants writing
+ * xattrs in a loop fill it in tens of milliseconds).  The parent is listed
+ * again: children made meanwhile are added, and every child's limit is
+ * read again, once the queue is drained.  A child removed meanwhile is
+ * dropped by its guard (MG_EVENT_GONE). */
+static int rescan(struct watch *w) {
+        uint64_t now = mg_mono_usec();
+        size_t before = w->n;
+        int e;
+
+        for (size_t i = 0; i < w->n; i++)
+                w->a[i]->recheck_usec = now;
+        e = scan_parent(w);
+        if (e < 0) {
+                mgt_error(&w->out, "watch", e, "%s: inotify queue overflowed, and listing the parent again failed",
+                          w->parent);
+                return e;
+        }
+        mgt_error(&w->out, "watch", 0, "%s: inotify queue overflowed: listed again, %zu new children, every limit read again",
+                  w->parent, w->n - before);
+        return 0;
+}
+
 /* inotify events of the parent: children made, removed, their xattrs. */
 static int read_inotify(struct watch *w) {
         char buf[16 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+        bool overflowed = false;
 
         for (;;) {
                 ssize_t n = read(w->ino, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && errno == EAGAIN)
-                        return 0;
+                        return overflowed ? rescan(w) : 0;
                 if (n <= 0)
                         return n < 0 ? -errno : -EIO;
                 for (char *p = buf; p < buf + n;) {
                         const struct inotify_event *ev = (const struct inotify_event *) p;
                         p += sizeof(*ev) + ev->len;
                         if (ev->mask & IN_Q_OVERFLOW) {
-                                /* Events were lost, and the confined thread cannot list the
-                                 * directory again (no getdents): a restart rescans. */
-                                mgt_error(&w->out, "watch", 0,
-                                          "%s: inotify queue overflowed, children may be missed: exiting for a "
-                                          "restart to rescan",
-                                          w->parent);
-                                return -ENOBUFS;
+                                overflowed = true;
+                                continue;
                         }
                         if (ev->mask & (IN_DELETE_SELF | IN_IGNORED | IN_UNMOUNT)) {
                                 mgt_error(&w->out, "watch", 0, "%s: the parent cgroup was removed", w->parent);
@@ -482,28 +644,29 @@ static int read_inotify(struct watch *w) {
                                         drop_actor(a, "removed");
                         } else if (ev->mask & IN_ATTRIB) {
                                 struct actor *a = find_child(w, ev->name);
-                                if (a)
-                                        recheck_actor(a);
+                                uint64_t at = mg_mono_usec() + ATTRIB_COALESCE_USEC;
+                                if (a && (a->recheck_usec == 0 || a->recheck_usec > at))
+                                        a->recheck_usec = at;
                         }
                 }
         }
 }
 
-/* The children there are at start (the inotify watch is set first, so none
- * made meanwhile is missed; one seen twice is added once). */
-static int scan_parent(struct watch *w) {
-        DIR *d = opendir(w->parent);
-        struct dirent *de;
+/* The soft RLIMIT_NOFILE up to the hard one (systemd's soft default is
+ * 1024: about 500 guards), kept in w->nofile for fd_room(). */
+static void raise_nofile(struct watch *w) {
+        struct rlimit rl;
 
-        if (!d)
-                return -errno;
-        while ((de = readdir(d)))
-                if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-                        add_child(w, de->d_name);
-        closedir(d);
-        return 0;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        if (rl.rlim_cur < rl.rlim_max) {
+                rlim_t was = rl.rlim_cur;
+                rl.rlim_cur = rl.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        rl.rlim_cur = was;
+        }
+        w->nofile = rl.rlim_cur == RLIM_INFINITY ? 0 : (uint64_t) rl.rlim_cur;
 }
-
 
 static void write_metrics(struct watch *w) {
         struct mgt_metrics_actor *ma = calloc(w->n ? w->n : 1, sizeof(*ma));
@@ -548,6 +711,7 @@ static void write_metrics(struct watch *w) {
                 .reloads = w->reloads,
                 .reload_errors = w->reload_errors,
                 .metrics_skipped = w->metrics_skipped,
+                .output_dropped = mgt_output_dropped(),
                 .time_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000,
                 .version = mg_version(),
         };
@@ -590,7 +754,7 @@ int mgt_cmd_watch(int argc, char **argv) {
                 {},
         };
         static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, 0 };
-        struct watch w = { .ino = -1, .mw = { .fd = -1 }, .metrics_interval = (uint64_t) 15 * 1000000 };
+        struct watch w = { .ino = -1, .euid = geteuid(), .mw = { .fd = -1 }, .metrics_interval = (uint64_t) 15 * 1000000 };
         const char *parent_arg = NULL, *metrics = NULL, *what = NULL;
         bool mlock = false, have_kill = true;
         struct mgt_settings file;
@@ -650,11 +814,17 @@ int mgt_cmd_watch(int argc, char **argv) {
                         return MGT_EXIT_FAIL;
                 }
         }
+        /* After the metrics writer's fork, before mg_set_new() and the
+         * confinement: the output queue's writer is a thread (events.h). */
+        e = mgt_output_start(STDERR_FILENO, w.out.json);
+        if (e < 0)
+                mgt_error(&w.out, "watch", e, "the output queue (lines are written directly)");
         w.notify = mgt_notify_open();
         if (w.notify < 0) {
                 mgt_error(&w.out, "watch", w.notify, "$NOTIFY_SOCKET");
                 w.notify = 0;
         }
+        raise_nofile(&w);
         sigfd = mgt_signals_open(sigs);
         e = sigfd < 0 ? sigfd : mg_set_new(NULL, &w.set);
         if (e < 0) {
@@ -683,6 +853,13 @@ int mgt_cmd_watch(int argc, char **argv) {
                 e = scan_parent(&w);
                 if (e < 0) {
                         mgt_error(&w.out, "watch", e, "--parent %s", p);
+                        goto out;
+                }
+                /* Options no child's limit accepts would leave the node
+                 * unguarded while the service looks up. */
+                if (guarded(&w) == 0 && w.options_refused > 0) {
+                        mgt_error(&w.out, "watch", 0, "--parent %s: the options fit none of the %zu children's limits",
+                                  p, w.options_refused);
                         goto out;
                 }
                 char *one[] = { p };
@@ -721,7 +898,9 @@ int mgt_cmd_watch(int argc, char **argv) {
         }
 
         /* Set up: from here on only the guards' own work. */
-        e = mgt_drop_privileges(have_kill ? 0 : MGT_KEEP_KILL, 0, &what);
+        /* Landlock keeps the thread's opens below cgroupfs and /proc, unless
+         * a config file is read again on SIGHUP (it may be anywhere). */
+        e = mgt_drop_privileges(have_kill ? 0 : MGT_KEEP_KILL, w.config ? 0 : MG_CONFINE_PATHS, &what);
         if (e == -EOPNOTSUPP)
                 mgt_note(&w.out, "memguard: built without libseccomp: the thread is not confined");
         else if (e < 0) {
@@ -802,8 +981,10 @@ out:
         for (size_t i = 0; i < w.n; i++)
                 actor_free(w.a[i]);
         free(w.a);
+        free(w.index);
         free((char *) w.parent);
         if (w.ino >= 0)
                 close(w.ino);
+        mgt_output_stop(); /* after the last line */
         return ret;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 #include "util.h"
@@ -427,6 +428,32 @@ static int mode_procs(int argc, char **argv) {
         return 0;
 }
 
+/* A tenant writing the xattrs of cgroup directories it owns: N writes of
+ * NAME, a different value each time, to the DIRs in turn (N 1: one write,
+ * VALUE as given; a forged limit or lend record).  Every write is an
+ * IN_ATTRIB for whoever watches their parent. */
+static int mode_xattr(int argc, char **argv) {
+        if (argc < 4)
+                return 2;
+        uint64_t n = strtoull(argv[0], NULL, 0), fails = 0;
+        const char *name = argv[1], *value = argv[2];
+        char buf[32];
+        for (uint64_t i = 0; i < n; i++) {
+                const char *dir = argv[3 + i % (uint64_t) (argc - 3)], *v = value;
+                if (n > 1) {
+                        snprintf(buf, sizeof(buf), "%" PRIu64, i);
+                        v = buf;
+                }
+                if (setxattr(dir, name, v, strlen(v), 0) < 0) {
+                        if (n == 1)
+                                die("setxattr");
+                        fails++;
+                }
+        }
+        printf("workload=xattr writes=%" PRIu64 " failed=%" PRIu64 "\n", n, fails);
+        return 0;
+}
+
 static int mode_cpu(int argc, char **argv) {
         double secs = argc > 0 ? num_arg(argv[0]) : 10;
         uint64_t t0 = mg_mono_usec(), iters = 0;
@@ -487,6 +514,7 @@ static const struct {
         { "churn", "ANON_MIB FILE SECONDS", mode_churn },
         { "owncode", "ANON_MIB PAD_MIB SECONDS [HOT_PCT] [SKEW_PCT] (from a copy padded with 0xc3)", mode_owncode },
         { "procs", "N MIB_EACH", mode_procs },
+        { "xattr", "N NAME VALUE DIR... (N 1: NAME=VALUE on one DIR; else N writes of NAME=i, DIRs in turn)", mode_xattr },
         { "cpu", "SECONDS", mode_cpu },
         { "canary", "SECONDS [PERIOD_MS]", mode_canary },
 };

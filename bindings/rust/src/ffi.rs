@@ -254,6 +254,7 @@ pub struct mg_stats {
 
 pub const MG_RECOVER_EXPIRED: c_uint = 1 << 0;
 pub const MG_CONFINE_SUPERVISOR: c_uint = 1 << 0;
+pub const MG_CONFINE_PATHS: c_uint = 1 << 1;
 
 #[repr(C)]
 pub struct mg_set_options {
