@@ -245,11 +245,13 @@ static enum mg_verdict refault_decide(const struct mg_policy_params *p, struct m
         bool r_on = rereads_share(r, x), f_reread = rereads_share(f, x);
         bool f_turned = turned_over(s, f, x, MG_POLICY_TURNOVER_QUARTERS), f_on = f_reread || f_turned;
         uint64_t f_held = f->set ? x->time_usec - f->time_usec : 0;
-        if (f_held >= p->refault_mapped_window_usec / 2 && !mapping_what_it_rereads(s, x) &&
-            ((f_held >= p->refault_mapped_window_usec &&
-              (f_turned || (f_reread && (unsigned __int128) delta(x->refault_bytes, f->refault_bytes) * 64 >=
-                                                (unsigned __int128) x->file_bytes * MG_POLICY_FAULTING_REREAD_64THS))) ||
-             turned_over(s, f, x, MG_POLICY_CHURN_QUARTERS))) {
+        uint64_t f_re = delta(x->refault_bytes, f->refault_bytes);
+        bool f_enough = f_turned || (f_reread && (unsigned __int128) f_re * 64 >=
+                                                         (unsigned __int128) x->file_bytes *
+                                                                 MG_POLICY_FAULTING_REREAD_64THS);
+        if (((f_held >= p->refault_mapped_window_usec && f_enough) ||
+             (f_held >= p->refault_mapped_window_usec / 2 && turned_over(s, f, x, MG_POLICY_CHURN_QUARTERS))) &&
+            !mapping_what_it_rereads(s, x)) {
                 *ret = f;
                 return MG_VERDICT_STALL;
         }

@@ -8,9 +8,10 @@
 #       --file tools/bench/watch-vm.sh -- /mg/watch-vm.sh 10000 20
 # First bench-scale's floor on N cgroups (the same reads at the same 250 ms
 # tick, nothing else: its "result bench=scale-floor" line), then N children
-# of one parent under watch (--limit 64M, metrics every 15 s): the time from
-# its start to set-up done (every child guarded), its fds and RSS, its CPU
-# over S seconds (utime + stime of /proc/PID/stat), and a 200 MiB hog in the
+# of one parent under watch (--limit 64M, metrics every S seconds): the time
+# from its start to set-up done (every child guarded), its fds and RSS, its
+# CPU and ticks between two metrics writes (utime + stime of /proc/PID/stat,
+# the node's tick counters), and a 200 MiB hog in the
 # middle child, which must be killed as an overshoot.  "result bench=watch"
 # carries the figures; exit 1 if any child was left unguarded or the hog
 # lived.
@@ -30,7 +31,7 @@ p=$root/watch-bench
 mkdir "$p" && echo +memory >"$p/cgroup.subtree_control" || { echo "watch-vm: cannot make $p"; exit 1; }
 (cd "$p" && seq 1 "$n" | xargs mkdir)
 t0=$(cs)
-"$mg" watch --json --parent "$p" --limit 64M --metrics /tmp/watch.prom 2>/tmp/watch.err &
+"$mg" watch --json --parent "$p" --limit 64M --metrics /tmp/watch.prom --metrics-interval "${seconds}s" 2>/tmp/watch.err &
 pid=$!
 while [ "$(sed -n 's/^Seccomp:[[:space:]]*//p' /proc/$pid/status 2>/dev/null)" != 2 ]; do
     kill -0 $pid 2>/dev/null || { echo "watch-vm: watch exited"; tail -n 5 /tmp/watch.err; exit 1; }
@@ -38,10 +39,16 @@ while [ "$(sed -n 's/^Seccomp:[[:space:]]*//p' /proc/$pid/status 2>/dev/null)" !
 done
 ready_ms=$((($(cs) - t0) * 10))
 guarded=$(grep -c '"event":"watch"' /tmp/watch.err)
-sleep 2
-c0=$(cpu_ticks $pid) w0=$(cs)
-sleep "$seconds"
-c1=$(cpu_ticks $pid) w1=$(cs)
+# The window: from one metrics write after set-up to the next, S seconds
+# later (the node's tick counters are in both; the second write's cost is
+# in the window, as a scrape a service makes is).
+stamp() { grep -m 1 '^memguard_last_update_timestamp_seconds' /tmp/watch.prom 2>/dev/null; }
+ticks() { grep '^memguard_node_ticks_total' /tmp/watch.prom | awk '{s += $2} END {print s + 0}'; }
+next_write() { s=$(stamp); while [ "$(stamp)" = "$s" ]; do sleep 0.1; done; }
+next_write
+c0=$(cpu_ticks $pid) w0=$(cs) k0=$(ticks)
+next_write
+c1=$(cpu_ticks $pid) w1=$(cs) k1=$(ticks)
 fds=$(ls /proc/$pid/fd | wc -l)
 rss=$(sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' /proc/$pid/status)
 cpu_ms=$(((c1 - c0) * 1000 / hz))
@@ -52,7 +59,8 @@ hog=$?
 hog_ms=$((($(cs) - h0) * 10))
 kill_line=$(grep '"event":"kill"' /tmp/watch.err | head -n 1)
 echo "result bench=watch n=$n guarded=$guarded ready_ms=$ready_ms fds=$fds rss_kib=$rss cpu_ms=$cpu_ms wall_ms=$wall_ms" \
-    "cpu_share=$(awk "BEGIN{printf \"%.4f\", $cpu_ms / $wall_ms}") hog_status=$hog hog_ms=$hog_ms" \
+    "cpu_share=$(awk "BEGIN{printf \"%.4f\", $cpu_ms / $wall_ms}") ticks_per_sec=$(((k1 - k0) * 1000 / wall_ms))" \
+    "cpu_us_per_tick=$(awk "BEGIN{printf \"%.2f\", $cpu_ms * 1000 / ($k1 - $k0 + 1)}") hog_status=$hog hog_ms=$hog_ms" \
     "$(echo "$kill_line" | grep -o '"reason":"[a-z]*"\|"detect_to_kill_ms":[0-9]*\|"kill_to_empty_ms":[0-9]*' | tr -d '"' | tr ':\n' '= ')"
 kill -TERM $pid
 wait $pid
