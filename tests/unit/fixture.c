@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -344,4 +345,17 @@ void fixture_cleanup(struct fixture *f) {
         fixture_ungate(f);
         if (fixture_remove_tree(f->dir) < 0)
                 abort();
+}
+
+int fixture_open_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *de;
+        int n = -1; /* the DIR's own */
+
+        if (!d)
+                return -1;
+        while ((de = readdir(d)))
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n;
 }

@@ -81,6 +81,8 @@ void fixture_note_open(struct fixture *f, const char *name, int fd);
 void fixture_map_fds(struct fixture *f, const struct mg_cgroup *cg);
 void fixture_reset_counts(struct fixture *f);
 uint64_t fixture_clock(void *userdata);
+/* The fds this process has open now (/proc/self/fd, less the listing's own). */
+int fixture_open_fds(void);
 /* Closes the gate on memory.high (as it is now: its inode).  Writes of it
  * through the seam wait until fixture_gate_open() lets them through. */
 void fixture_gate(struct fixture *f);

@@ -330,18 +330,6 @@ static mg_guard *new_guard(void) {
         return g;
 }
 
-static unsigned open_fds(void) {
-        unsigned n = 0;
-        DIR *d = opendir("/proc/self/fd");
-        struct dirent *de;
-        if (!d)
-                return 0;
-        while ((de = readdir(d)))
-                n += de->d_name[0] != '.';
-        closedir(d);
-        return n;
-}
-
 /* At the limit, nothing to kill: 250 MiB current, 200 MiB used, memory.high
  * 230 MiB; each call moves the counters so every slow-path file is read. */
 static uint64_t step;
@@ -386,7 +374,7 @@ Test(paths, symlinked_file_refused) {
         snprintf(link, sizeof(link), "%s/memory.current", fx.dir);
         cr_assert_eq(unlink(link), 0);
         cr_assert_eq(symlink(target, link), 0);
-        unsigned fds = open_fds();
+        int fds = fixture_open_fds();
         /* openat2 with RESOLVE_NO_SYMLINKS (no seam: the system call) */
         cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, NULL, &g), -ELOOP);
         cr_expect_null(g);
@@ -396,7 +384,7 @@ Test(paths, symlinked_file_refused) {
         flt.openat2_enosys = true;
         fio.openat2 = ft_openat2;
         cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g), -ELOOP);
-        cr_expect_eq(open_fds(), fds, "no fd left behind");
+        cr_expect_eq(fixture_open_fds(), fds, "no fd left behind");
 
         /* an optional file too: a symlink is refused, not taken as absent */
         cr_assert_eq(unlink(link), 0);
@@ -704,7 +692,7 @@ Test(faults, opens_fail_cleanly) {
                                      MG_CG_EVENTS_LOCAL, MG_CG_PRESSURE };
         struct mg_guard_options o;
         mg_guard_options_init(&o, 256 * MG_MIB);
-        unsigned fds = open_fds();
+        int fds = fixture_open_fds();
         for (size_t f = 0; f < N(files); f++)
                 for (size_t e = 0; e < N(errnos); e++)
                         for (int persistent = 0; persistent < 2; persistent++) {
@@ -727,7 +715,7 @@ Test(faults, opens_fail_cleanly) {
                                 mg_guard_free(g);
                                 disarm();
                         }
-        cr_expect_eq(open_fds(), fds, "fds leaked by failed opens");
+        cr_expect_eq(fixture_open_fds(), fds, "fds leaked by failed opens");
 }
 
 /* The kill: cgroup.kill fails.  Reported once per streak, not each tick;
@@ -1477,11 +1465,11 @@ static void below_for_a_while(mg_guard *g) {
  * keeps nothing else open.  (In a set on a real cgroup, memory.events.local
  * stays open too, for the set's watch: the kernel suite's fds check.) */
 Test(fds, fast_path_keeps_memory_current) {
-        unsigned base = open_fds();
+        int base = fixture_open_fds();
         mg_guard *g = new_guard();
         cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1);
         cr_expect_geq(g->cg.fd[MG_CG_CURRENT], 0);
-        cr_expect_eq(open_fds(), base + 1, "the process holds what the guard says");
+        cr_expect_eq(fixture_open_fds(), base + 1, "the process holds what the guard says");
         /* the periodic re-read of the limits opens them and closes them again */
         const int period = (int) (MG_LIMITS_REREAD_USEC / (250 * MG_USEC_PER_MSEC));
         fixture_current(&fx, 100 * MG_MIB);
@@ -1493,13 +1481,13 @@ Test(fds, fast_path_keeps_memory_current) {
         at_limit();
         cr_expect_eq(tick(g), 0);
         cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1 + MG_CG_N, "at the limit: the directory and every file");
-        cr_expect_eq(open_fds(), base + 1 + MG_CG_N);
+        cr_expect_eq(fixture_open_fds(), base + 1 + MG_CG_N);
         below_for_a_while(g);
         cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1, "back below: trimmed");
-        cr_expect_eq(open_fds(), base + 1);
+        cr_expect_eq(fixture_open_fds(), base + 1);
         cr_expect_eq(seen.n[MG_EVENT_ERROR] + seen.n[MG_EVENT_KILL] + seen.n[MG_EVENT_GONE], 0);
         mg_guard_free(g);
-        cr_expect_eq(open_fds(), base);
+        cr_expect_eq(fixture_open_fds(), base);
 }
 
 /* In a set whose epoll cannot watch memory.events.local (a fixture's is a
@@ -1510,7 +1498,7 @@ Test(fds, set_guard_keeps_what_its_set_watches) {
         mg_guard *g;
         struct mg_guard_options o;
         cr_assert_eq(mg_set_new(NULL, &s), 0);
-        unsigned base = open_fds();
+        int base = fixture_open_fds();
         cr_assert_eq(mg_guard_options_init(&o, 256 * MG_MIB), 0);
         o.on_event = on_event;
         cr_assert_eq(mg_set_add_internal(s, fx.dir, &o, MG_CGROUP_ANY_FS, &fio, &g), 0);
@@ -1519,7 +1507,7 @@ Test(fds, set_guard_keeps_what_its_set_watches) {
         fixture_current(&fx, 100 * MG_MIB);
         cr_expect_eq(tick(g), 0);
         cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1);
-        cr_expect_eq(open_fds(), base + 1);
+        cr_expect_eq(fixture_open_fds(), base + 1);
         at_limit();
         cr_expect_eq(tick(g), 0);
         cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1 + MG_CG_N);
@@ -1601,13 +1589,13 @@ Test(fds, a_cgroup_made_again_at_the_path_is_not_the_guards) {
 Test(fds, a_report_closes_what_it_opened) {
         mg_guard *g = new_guard();
         struct mg_report r = { .size = sizeof(r) };
-        unsigned base = open_fds();
+        int base = fixture_open_fds();
         fixture_current(&fx, 100 * MG_MIB);
         cr_expect_eq(tick(g), 0);
         cr_expect_eq(mg_guard_report(g, &r), 0);
         cr_expect_eq(r.verdict, MG_VERDICT_OK);
         cr_expect_eq(mg_cgroup_fds_open(&g->cg), 1, "the report left %u fds open", mg_cgroup_fds_open(&g->cg));
-        cr_expect_eq(open_fds(), base);
+        cr_expect_eq(fixture_open_fds(), base);
         at_limit();
         cr_expect_eq(tick(g), 0);
         cr_expect_eq(mg_guard_report(g, &r), 0);

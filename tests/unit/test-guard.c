@@ -909,17 +909,6 @@ Test(guard, tick_usec_bounded) {
         mg_guard_free(g);
 }
 
-/* Open fds of the process: a guard holds a dozen. */
-static int count_fds(void) {
-        DIR *d = opendir("/proc/self/fd");
-        int n = -1; /* the DIR's own */
-        cr_assert_not_null(d);
-        while (readdir(d))
-                n++;
-        closedir(d);
-        return n - 2; /* . and .. */
-}
-
 /* A guard freed while it lends ends the lend, as mg_guard_lend_end() does
  * (and mg_set_remove(), mg_set_free() for a set's guards: through the set's
  * worker, the guard freed once it is done, and told to no one, since the
@@ -941,11 +930,11 @@ Test(guard, free_ends_the_lend) {
                 cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, NULL), 0);
                 cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
                 if (i == 0) {
-                        int fds = count_fds();
+                        int fds = fixture_open_fds();
                         cr_expect_eq(mg_set_remove(s, g), 0);
                         cr_expect_eq(mg_set_size(s), 0, "the guard left the set at once");
                         /* freed (its fds closed) once its restore is done */
-                        for (int k = 0; k < 5000 && count_fds() > fds - 5; k++) {
+                        for (int k = 0; k < 5000 && fixture_open_fds() > fds - 5; k++) {
                                 (void) mg_set_process(s);
                                 (void) poll(NULL, 0, 1);
                         }
@@ -1541,7 +1530,7 @@ Test(guard, set_remove_of_a_lent_guard_frees_it_after_its_restore) {
         mg_guard *gb = set_guard(s, &b);
         cr_assert_eq(mg_guard_lend_begin(a, MG_UNLIMITED, 0, NULL), 0);
         cr_expect_geq(step(s), 0);
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         /* the other guard opens its slow path's files for its overshoot */
         int b_fds = (int) mg_cgroup_fds_open(&gb->cg);
         fixture_gate(&fx);
@@ -1556,16 +1545,16 @@ Test(guard, set_remove_of_a_lent_guard_frees_it_after_its_restore) {
         cr_expect_geq(step(s), 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
         /* the restore's own fd, and the guard's: all still open */
-        cr_expect_geq(count_fds(), fds + 1, "the guard was freed before its restore");
+        cr_expect_geq(fixture_open_fds(), fds + 1, "the guard was freed before its restore");
 
         fixture_gate_open(&fx, 1);
-        for (int k = 0; k < 5000 && count_fds() > fds - 5; k++) {
+        for (int k = 0; k < 5000 && fixture_open_fds() > fds - 5; k++) {
                 (void) mg_set_process(s);
                 (void) poll(NULL, 0, 1);
         }
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         fds += (int) mg_cgroup_fds_open(&gb->cg) - b_fds;
-        cr_expect_leq(count_fds(), fds - 5, "the removed guard's fds stay open: %d of %d", count_fds(), fds);
+        cr_expect_leq(fixture_open_fds(), fds - 5, "the removed guard's fds stay open: %d of %d", fixture_open_fds(), fds);
         cr_expect_eq(seen.n[MG_EVENT_LEND_END], 0, "a removed guard told its end");
         cr_expect_eq(fixture_load(&fx.gate_timeouts), 0);
         mg_set_free(s);

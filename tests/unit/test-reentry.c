@@ -142,16 +142,6 @@ static void teardown(void) {
         fixture_cleanup(&fb);
 }
 
-static int count_fds(void) {
-        DIR *d = opendir("/proc/self/fd");
-        int n = -1; /* the DIR's own */
-        cr_assert_not_null(d);
-        while (readdir(d))
-                n++;
-        closedir(d);
-        return n - 2; /* . and .. */
-}
-
 static struct mg_guard_options options(uint32_t max_defer_usec) {
         struct mg_guard_options o;
         cr_assert_eq(mg_guard_options_init(&o, 256 * MG_MIB), 0);
@@ -209,7 +199,7 @@ TestSuite(reentry, .init = setup, .fini = teardown);
  * killed to empty: the tick that told it returns -ENODEV, and the guard
  * goes then. */
 Test(reentry, guard_freed_on_gone) {
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         mg_guard *g = lone_guard(0);
         overshoot(&fx);
         cr_assert_eq(tick_at(g, TICK), 1);
@@ -219,14 +209,14 @@ Test(reentry, guard_freed_on_gone) {
         fx.fail_errno = 0;
         cr_expect(cb.fired);
         cr_expect_eq(cb.after, 0, "told after its free");
-        cr_expect_eq(count_fds(), fds, "freed as the tick returned");
+        cr_expect_eq(fixture_open_fds(), fds, "freed as the tick returned");
 }
 
 /* Freed on its kill record, with members left that outlived the kill: the
  * unkillable report that would follow is not told. */
 Test(reentry, guard_freed_on_kill) {
         char procs[32];
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         mg_guard *g = lone_guard(0);
         snprintf(procs, sizeof(procs), "%d\n", (int) getpid());
         fixture_write(&fx, "cgroup.procs", procs);
@@ -239,13 +229,13 @@ Test(reentry, guard_freed_on_kill) {
         cr_assert(cb.fired);
         cr_expect_eq(cb.n[MG_EVENT_UNKILLABLE], 0);
         cr_expect_eq(cb.after, 0);
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* Freed from its log callback, on the line of its kill: the kill is made
  * (it was under way), nothing is told after, and the guard goes. */
 Test(reentry, guard_freed_from_its_log) {
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         mg_guard *g = lone_guard(0);
         when(0, "killed (", DO_FREE_GUARD, g);
         overshoot(&fx);
@@ -253,12 +243,12 @@ Test(reentry, guard_freed_from_its_log) {
         cr_expect(cb.fired);
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
         cr_expect_eq(cb.after, 0);
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* Freed on MG_EVENT_PRE_KILL: no kill by it. */
 Test(reentry, guard_freed_on_pre_kill_makes_no_kill) {
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         mg_guard *g = lone_guard(2000 * MG_USEC_PER_MSEC);
         when(MG_EVENT_PRE_KILL, NULL, DO_FREE_GUARD, g);
         overshoot(&fx);
@@ -266,13 +256,13 @@ Test(reentry, guard_freed_on_pre_kill_makes_no_kill) {
         cr_expect(cb.fired);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         cr_expect_eq(cb.after, 0);
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* Freed on MG_EVENT_LEND_EXPIRED: memory.high was restored before it was
  * told. */
 Test(reentry, guard_freed_on_lend_expired) {
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         fixture_write(&fx, "memory.high", "241172480\n");
         mg_guard *g = lone_guard(0);
         cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 1000 * MG_USEC_PER_MSEC, NULL), 0);
@@ -280,13 +270,13 @@ Test(reentry, guard_freed_on_lend_expired) {
         cr_expect_eq(tick_at(g, 1000 * MG_USEC_PER_MSEC), 1);
         cr_expect(cb.fired);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* mg_guard_free() of a lent guard tells MG_EVENT_LEND_END; a callback that
  * frees the guard again there does nothing more. */
 Test(reentry, guard_freed_again_on_the_lend_end_of_its_free) {
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         fixture_write(&fx, "memory.high", "241172480\n");
         mg_guard *g = lone_guard(0);
         cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 0, NULL), 0);
@@ -295,14 +285,14 @@ Test(reentry, guard_freed_again_on_the_lend_end_of_its_free) {
         cr_expect(cb.fired);
         cr_expect_eq(cb.n[MG_EVENT_LEND_END], 1);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* Freed from the log of an error mg_guard_report() met: the report
  * returns the error, and its MG_EVENT_ERROR is not told. */
 Test(reentry, guard_freed_during_its_report) {
         struct mg_report rep = { .size = sizeof(rep) };
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         mg_guard *g = lone_guard(0);
         when(0, "reading memory.current", DO_FREE_GUARD, g);
         fx.fail_errno = EIO;
@@ -311,7 +301,7 @@ Test(reentry, guard_freed_during_its_report) {
         cr_expect(cb.fired);
         cr_expect_eq(cb.n[MG_EVENT_ERROR], 0);
         cr_expect_eq(cb.after, 0);
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* mg_guard_tick() of the guard from its own callback: -EDEADLK, and the
@@ -359,7 +349,7 @@ Test(reentry, other_calls_work_from_a_callback) {
  * set (fds and all) as it returns. */
 Test(reentry, set_freed_on_kill) {
         mg_set *s;
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         (void) set_guard(s, &fx, 0);
         (void) set_guard(s, &fb, 0);
@@ -376,13 +366,13 @@ Test(reentry, set_freed_on_kill) {
         cr_expect(cb.fired);
         cr_expect_eq(cb.n[MG_EVENT_KILL], 1);
         cr_expect_eq(cb.after, 0);
-        cr_expect_eq(count_fds(), fds, "the set and its guards freed");
+        cr_expect_eq(fixture_open_fds(), fds, "the set and its guards freed");
 }
 
 /* The same from a guard's log callback, mid-tick (the line of its kill). */
 Test(reentry, set_freed_from_a_guards_log) {
         mg_set *s;
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         (void) set_guard(s, &fx, 0);
         (void) set_guard(s, &fb, 0);
@@ -393,7 +383,7 @@ Test(reentry, set_freed_from_a_guards_log) {
         cr_expect_geq(step(s), 0);
         cr_expect(cb.fired);
         cr_expect_eq(cb.after, 0);
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* The set's own log: a removed guard's restore failed (the log says the
@@ -402,7 +392,7 @@ Test(reentry, set_freed_from_a_guards_log) {
 Test(reentry, set_freed_from_its_own_log) {
         struct mg_set_options so = { .size = sizeof(so), .log = on_log };
         mg_set *s;
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         fixture_write(&fx, "memory.high", "241172480\n");
         cr_assert_eq(mg_set_new(&so, &s), 0);
         mg_guard *g = set_guard(s, &fx, 0);
@@ -418,7 +408,7 @@ Test(reentry, set_freed_from_its_own_log) {
         }
         cr_assert(cb.fired, "%s", cb.log);
         cr_expect_eq(cb.after, 0);
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* mg_set_process() from a callback of its own guard: -EDEADLK. */
@@ -461,7 +451,7 @@ Test(reentry, set_guard_removed_during_its_report) {
         struct mg_stats st = { .size = sizeof(st) };
         mg_set *s;
         cr_assert_eq(mg_set_new(NULL, &s), 0);
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         mg_guard *g = set_guard(s, &fx, 0);
         cr_expect_eq(step(s), 0);
         cb.s = s;
@@ -475,7 +465,7 @@ Test(reentry, set_guard_removed_during_its_report) {
         cr_expect_eq(mg_set_size(s), 0);
         cr_expect_eq(mg_set_get_stats(s, &st), 0);
         cr_expect_eq(st.fast_ticks, 1, "its counts kept by the set");
-        cr_expect_eq(count_fds(), fds, "freed as the report returned");
+        cr_expect_eq(fixture_open_fds(), fds, "freed as the report returned");
         mg_set_free(s);
 }
 
@@ -483,7 +473,7 @@ Test(reentry, set_guard_removed_during_its_report) {
 Test(reentry, set_freed_during_a_guards_report) {
         struct mg_report rep = { .size = sizeof(rep) };
         mg_set *s;
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         mg_guard *g = set_guard(s, &fx, 0);
         (void) set_guard(s, &fb, 0);
@@ -494,7 +484,7 @@ Test(reentry, set_freed_during_a_guards_report) {
         fx.fail_errno = 0;
         cr_expect(cb.fired);
         cr_expect_eq(cb.after, 0);
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* The set freed by the log of the guard mg_set_add() makes (a lend record
@@ -504,7 +494,7 @@ Test(reentry, set_freed_during_set_add) {
         struct mg_guard_options o = options(0);
         mg_guard *g = NULL;
         mg_set *s;
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         if (setxattr(fx.dir, MG_LEND_XATTR, "garbage", 7, 0) < 0)
                 cr_skip_test("%s has no user xattrs", fx.dir);
         cr_assert_eq(mg_set_new(NULL, &s), 0);
@@ -513,7 +503,7 @@ Test(reentry, set_freed_during_set_add) {
         cr_expect_eq(mg_set_add_internal(s, fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -ECANCELED);
         cr_expect(cb.fired, "%s", cb.log);
         cr_expect_null(g);
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* mg_guard_free() of a set's guard is refused, from its callback or not:
@@ -541,7 +531,7 @@ Test(reentry, set_guard_free_is_refused) {
  * id given), and the free that follows ends the lend, untold. */
 Test(reentry, guard_freed_on_lend_begin) {
         uint64_t id = 0;
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         fixture_write(&fx, "memory.high", "241172480\n");
         mg_guard *g = lone_guard(0);
         when(MG_EVENT_LEND_BEGIN, NULL, DO_FREE_GUARD, g);
@@ -550,13 +540,13 @@ Test(reentry, guard_freed_on_lend_begin) {
         cr_expect_eq(id, 1);
         cr_expect_eq(cb.n[MG_EVENT_LEND_END], 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* Freed on the MG_EVENT_LEND_END of mg_guard_lend_end() (a guard alone). */
 Test(reentry, guard_freed_on_lend_end) {
         uint64_t id = 0;
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         fixture_write(&fx, "memory.high", "241172480\n");
         mg_guard *g = lone_guard(0);
         cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 0, &id), 0);
@@ -564,7 +554,7 @@ Test(reentry, guard_freed_on_lend_end) {
         cr_expect_eq(mg_guard_lend_end(g, id), 0);
         cr_expect(cb.fired);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 /* A set's guard removed, or its set freed, on MG_EVENT_LEND_BEGIN: the
@@ -573,7 +563,7 @@ Test(reentry, set_guard_removed_on_lend_begin) {
         mg_set *s;
         fixture_write(&fx, "memory.high", "241172480\n");
         cr_assert_eq(mg_set_new(NULL, &s), 0);
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         mg_guard *g = set_guard(s, &fx, 0);
         cb.s = s;
         when(MG_EVENT_LEND_BEGIN, NULL, DO_REMOVE, g);
@@ -581,18 +571,18 @@ Test(reentry, set_guard_removed_on_lend_begin) {
         cr_expect(cb.fired);
         cr_expect_eq(cb.ret, 0);
         cr_expect_eq(mg_set_size(s), 0);
-        for (int i = 0; i < 5000 && count_fds() > fds; i++) {
+        for (int i = 0; i < 5000 && fixture_open_fds() > fds; i++) {
                 (void) mg_set_process(s);
                 (void) poll(NULL, 0, 1);
         }
-        cr_expect_eq(count_fds(), fds, "freed once its restore was done");
+        cr_expect_eq(fixture_open_fds(), fds, "freed once its restore was done");
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         mg_set_free(s);
 }
 
 Test(reentry, set_freed_on_lend_begin) {
         mg_set *s;
-        int fds = count_fds();
+        int fds = fixture_open_fds();
         fixture_write(&fx, "memory.high", "241172480\n");
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         mg_guard *g = set_guard(s, &fx, 0);
@@ -601,7 +591,7 @@ Test(reentry, set_freed_on_lend_begin) {
         cr_expect_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 0, NULL), 0);
         cr_expect(cb.fired);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
-        cr_expect_eq(count_fds(), fds);
+        cr_expect_eq(fixture_open_fds(), fds);
 }
 
 Test(reentry, set_process_from_lend_begin_is_refused) {
