@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # The memguard command on any host (no cgroup v2 needed): help and version,
 # exit 2 with exactly one line on stderr for bad arguments, clear errors for
-# things that are not cgroups, the size parser and JSON escaping through the
-# hidden debug subcommands.  TAP on stdout.
+# things that are not cgroups; the size parser, the config parser and JSON
+# escaping through memguard-test-commands (not installed).  TAP on stdout.
 #
-#   tools/memguard/test-cli.sh build/tools/memguard/memguard
+#   tools/memguard/test-cli.sh build/tools/memguard/memguard build/tools/memguard/memguard-test-commands
 set -u
 
-mg=${1:?usage: test-cli.sh PATH-TO-memguard}
+mg=${1:?usage: test-cli.sh PATH-TO-memguard PATH-TO-memguard-test-commands}
+tc=${2:?usage: test-cli.sh PATH-TO-memguard PATH-TO-memguard-test-commands}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 failed=0
@@ -120,7 +121,7 @@ fi
 while read -r input base want; do
     [ -z "$input" ] && continue
     if [ "$base" = - ]; then args=("$input"); else args=("$input" "$base"); fi
-    "$mg" size-parse "${args[@]}" >"$tmp/out" 2>"$tmp/err"
+    "$tc" size-parse "${args[@]}" >"$tmp/out" 2>"$tmp/err"
     status=$?
     got=$(cut -d' ' -f1 <"$tmp/out")
     if [ "$want" = error ]; then
@@ -188,7 +189,7 @@ EOF
 # ---- watch's config file: what a file gives, and its errors with the line
 config() { # DESCRIPTION WANT-OUTPUT-OR-error:PATTERN TEXT
     printf '%s' "$3" >"$tmp/watch.conf"
-    "$mg" config-parse "$tmp/watch.conf" >"$tmp/out" 2>"$tmp/err"
+    "$tc" config-parse "$tmp/watch.conf" >"$tmp/out" 2>"$tmp/err"
     st=$?
     case $2 in
         error:*)
@@ -221,7 +222,7 @@ config "a margin of the whole limit" "error:line 1: margin 100%: out of range" $
 # ---- JSON escaping: what must come out, and that it parses
 check_json() {
     local desc=$1 input=$2 want=$3
-    "$mg" json-escape "$input" >"$tmp/out" 2>"$tmp/err"
+    "$tc" json-escape "$input" >"$tmp/out" 2>"$tmp/err"
     local got
     got=$(cat "$tmp/out")
     if [ "$got" = "{\"s\":$want}" ]; then

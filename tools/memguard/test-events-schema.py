@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 # The JSON events of the memguard command against events.schema.json: one of
-# each type, printed by the code run and watch print with (`memguard
-# event-sample --json`), and any JSON lines of files given after it (the VM
+# each type, printed by the code run and watch print with
+# (`memguard-test-commands event-sample --json`), and any JSON lines of files given after it (the VM
 # test's output).  With python3-jsonschema the schema is checked by it
 # (Draft 2020-12); without, by the small validator below, which knows the
 # keywords the schema uses and refuses any other.  Lines the schema must
 # refuse (no time, a field it does not know, a local time) prove the check
 # can fail.  TAP on stdout.
 #
-#   test-events-schema.py SCHEMA MEMGUARD [FILE...]
+#   test-events-schema.py SCHEMA MEMGUARD-TEST-COMMANDS [FILE...]
 import copy
 import json
 import re

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * memguard-test-commands: the command's pure parts, through a binary of
+ * their own for the tests (tools/memguard/test-cli.sh, test-events-schema.py,
+ * test-metrics-format.py); not installed.
+ *   size-parse SIZE [PERCENT_BASE]   the size parser and its errors
+ *   json-escape STRING               one JSON string
+ *   event-sample [--json]            one event of each type, as run and watch print them
+ *   metrics-sample                   the metrics text of two made-up actors
+ *   config-parse FILE                the settings a config file gives
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+#include "events.h"
+#include "json.h"
+#include "memguard/memguard.h"
+#include "metrics.h"
+#include "size.h"
+#include "util.h"
+
+static int cmd_size_parse(int argc, char **argv) {
+        uint64_t base = 0, v;
+        char buf[32];
+        int r;
+
+        if (argc < 2 || argc > 3)
+                return mgt_usage_error("size-parse", "usage: memguard size-parse SIZE [PERCENT_BASE]");
+        if (argc == 3 && mgt_size_arg("size-parse", "base", argv[2], 0, NULL, 0, &base) != 0)
+                return MGT_EXIT_USAGE;
+        r = mgt_size_arg("size-parse", "size", argv[1], base, argc == 3 ? "the base" : NULL,
+                         MGT_SIZE_MAX | (argc == 3 ? MGT_SIZE_PERCENT : 0), &v);
+        if (r != 0)
+                return r;
+        printf("%" PRIu64 " %s\n", v, mgt_size_format(v, buf, sizeof(buf)));
+        return MGT_EXIT_OK;
+}
+
+static int cmd_json_escape(int argc, char **argv) {
+        struct mgt_json j;
+        const char *s;
+
+        if (argc != 2)
+                return mgt_usage_error("json-escape", "usage: memguard json-escape STRING");
+        mgt_json_begin(&j);
+        mgt_json_str(&j, "s", argv[1]);
+        s = mgt_json_end(&j);
+        if (s)
+                printf("%s\n", s);
+        mgt_json_free(&j);
+        return s ? MGT_EXIT_OK : MGT_EXIT_FAIL;
+}
+
+/* One event of each type, with made-up figures, through the printer run
+ * and watch use (text, or --json): the tests check the lines against
+ * events.schema.json without a cgroup. */
+static int cmd_event_sample(int argc, char **argv) {
+        struct mgt_out out = { .json = argc == 2 && strcmp(argv[1], "--json") == 0 };
+        static const char cg[] = "/sys/fs/cgroup/sample/\"actor\"";
+        uint64_t now;
+        struct mg_kill_record k = {
+                .size = sizeof(k), .reason = MG_KILL_OVERSHOOT, .method = MG_KILL_CGROUP_KILL, .cgroup = cg,
+                .report = { .size = sizeof(k.report), .limit_bytes = 64u << 20, .used_bytes = 80u << 20,
+                            .current_bytes = 81u << 20, .stat = { .anon = 79u << 20, .kernel = 1u << 20 },
+                            .high_bytes = MG_UNLIMITED, .max_bytes = MG_UNLIMITED, .verdict = MG_VERDICT_OVERSHOOT },
+        };
+        struct mg_kill_record stall = k;
+        struct mg_lend_info lend = { .old_high_bytes = 60u << 20, .new_high_bytes = MG_UNLIMITED,
+                                     .deadline_usec = UINT64_MAX, .id = 1, .found_high_bytes = MG_UNLIMITED };
+        struct mg_throttle_info thr = { .high_bytes = 60397977, .current_bytes = 65011712, .overage_permyriad = 764,
+                                        .est_delay_usec = 414000, .high_events_per_sec = 52,
+                                        .memory_some_permyriad = 9512, .cpu_permyriad = 250 };
+        struct mg_unkillable_info u = { .kill_usec = 1, .wait_usec = 3000000, .n_members = 2, .n_pids = 2,
+                                        .pids = { 1234, 1235 }, .states = { 'D', '?' } };
+
+        if (argc > 2 || (argc == 2 && !out.json))
+                return mgt_usage_error("event-sample", "usage: memguard event-sample [--json]");
+        now = mg_mono_usec();
+        k.detect_usec = now - 300000;
+        k.kill_usec = now - 250000;
+        k.empty_usec = now - 200000;
+        stall.reason = MG_KILL_STALL;
+        stall.report.stall_usec = 20000000;
+        stall.report.stall_signals = MG_STALL_MEMORY | MG_STALL_IO | MG_STALL_REFAULT;
+        stall.report.stall_refault_bytes = 900u << 20;
+        stall.report.stall_reclaimed_bytes = 1000u << 20;
+        stall.report.verdict = MG_VERDICT_STALL;
+        stall.empty_timed_out = true;
+        struct mg_kill_record dry = k, pre = k;
+        dry.empty_usec = 0;
+        pre.kill_usec = pre.empty_usec = 0;
+        const struct mg_event evs[] = {
+                { .type = MG_EVENT_KILL, .cgroup = cg, .time_usec = k.empty_usec, .kill = &k },
+                { .type = MG_EVENT_KILL, .cgroup = cg, .time_usec = now, .kill = &stall },
+                { .type = MG_EVENT_UNKILLABLE, .cgroup = cg, .time_usec = now, .kill = &stall, .unkillable = &u },
+                { .type = MG_EVENT_LEND_BEGIN, .cgroup = cg, .time_usec = now, .lend = &lend },
+                { .type = MG_EVENT_LEND_END, .cgroup = cg, .time_usec = now, .lend = &lend },
+                { .type = MG_EVENT_LEND_EXPIRED, .cgroup = cg, .time_usec = now, .lend = &lend },
+                { .type = MG_EVENT_ERROR, .cgroup = cg, .time_usec = now, .error = -EACCES, .what = "memory.stat" },
+                { .type = MG_EVENT_KERNEL_OOM, .cgroup = cg, .time_usec = now, .count = 2 },
+                { .type = MG_EVENT_THROTTLED, .cgroup = cg, .time_usec = now, .throttle = &thr },
+                { .type = MG_EVENT_EMPTY_OVER_LIMIT, .cgroup = cg, .time_usec = now, .report = &k.report },
+                { .type = MG_EVENT_GONE, .cgroup = cg, .time_usec = now },
+                { .type = MG_EVENT_KILL_DRY_RUN, .cgroup = cg, .time_usec = now, .kill = &dry },
+                { .type = MG_EVENT_PRE_KILL, .cgroup = cg, .time_usec = now, .kill = &pre },
+                { .type = MG_EVENT_KILL_AVERTED, .cgroup = cg, .time_usec = now, .kill = &pre, .report = &k.report },
+        };
+        lend.restored = true;
+        for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+                mgt_on_event(NULL, &evs[i], &out);
+        mgt_on_log(MG_LOG_ERR, "a log line of the library", &out);
+        mgt_watch_event(&out, "watch", cg, 256u << 20, "xattr");
+        mgt_unwatch_event(&out, cg, "removed");
+        mgt_reload_event(&out, "/etc/memguard/watch.conf", 3, true);
+        mgt_dropped_event(&out, 42);
+        mgt_error(&out, "watch", -ENOENT, "%s", "/sys/fs/cgroup/missing");
+        return MGT_EXIT_OK;
+}
+
+/* The metrics text of two made-up actors (one with a name that needs every
+ * escape, one whose report failed), for the format checks of the tests. */
+static int cmd_metrics_sample(int argc, char **argv) {
+        struct mg_stats s1 = { .size = sizeof(s1), .fast_ticks = 1200, .slow_ticks = 34, .kills_overshoot = 2,
+                               .kills_stall = 1, .kernel_oom_kills = 3, .errors = 1, .throttles = 1, .lends = 4,
+                               .lend_expiries = 1, .kills_deferred = 1, .kills_averted = 1 };
+        struct mg_stats s2 = { .size = sizeof(s2), .fast_ticks = 1234, .dry_run_kills = 2 };
+        struct mg_stats ns = { .size = sizeof(ns), .fast_ticks = 2434, .slow_ticks = 34, .kills_overshoot = 5,
+                               .kills_stall = 1, .kernel_oom_kills = 3, .dry_run_kills = 2, .errors = 1 };
+        struct mgt_counts c1 = { .empty_over_limit = 1 }, c2 = {}, node = { .empty_over_limit = 1 };
+        struct mg_report r = { .size = sizeof(r), .used_bytes = 60u << 20, .current_bytes = 100u << 20,
+                               .stall_usec = 1500000, .high_bytes = 60397977, .max_bytes = MG_UNLIMITED,
+                               .stat = { .file = 40u << 20 }, .verdict = MG_VERDICT_STALLING };
+        const struct mgt_metrics_actor a[] = {
+                { .cgroup = "/sandboxes/a \"q\" \\ \n\xff", .limit_bytes = 64u << 20, .limit_source = "xattr",
+                  .lent = true, .report = &r, .stats = &s1, .counts = &c1 },
+                { .cgroup = "/sandboxes/b", .limit_bytes = 1u << 30, .limit_source = "default", .stats = &s2,
+                  .counts = &c2 },
+        };
+        struct mgt_metrics_node n = { .stats = &ns, .counts = &node, .cgroups = 2, .reloads = 3, .reload_errors = 1,
+                                      .time_usec = UINT64_C(1796164055123456), .version = mg_version() };
+        size_t len;
+        char *text;
+
+        (void) argv;
+        if (argc != 1)
+                return mgt_usage_error("metrics-sample", "usage: memguard metrics-sample");
+        text = mgt_metrics_format(a, 2, &n, &len);
+        if (!text)
+                return MGT_EXIT_FAIL;
+        fwrite(text, 1, len, stdout);
+        free(text);
+        return MGT_EXIT_OK;
+}
+
+/* `memguard config-parse FILE`: the settings a config file gives, one
+ * "key value" line each (value in bytes, usec or permyriad, "NNN%" for a
+ * margin in permyriad of the limit), or the error and exit 1. */
+static int cmd_config_parse(int argc, char **argv) {
+        struct mgt_settings s;
+        char buf[65536], err[320];
+        size_t n;
+        FILE *f;
+
+        if (argc != 2)
+                return mgt_usage_error("config-parse", "usage: memguard config-parse FILE");
+        f = fopen(argv[1], "re");
+        if (!f)
+                return mgt_usage_error("config-parse", "%s: %s", argv[1], strerror(errno));
+        n = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        if (mgt_config_parse(buf, n, &s, err, sizeof(err)) < 0) {
+                fprintf(stderr, "%s\n", err);
+                return MGT_EXIT_FAIL;
+        }
+        for (int k = 0; k < _MGT_KEY_MAX; k++)
+                if (s.v[k].set)
+                        printf("%s %" PRIu64 "%s\n", mgt_key_name((enum mgt_key) k), s.v[k].value, s.v[k].percent ? "%" : "");
+        return MGT_EXIT_OK;
+}
+
+static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+} commands[] = {
+        { "size-parse", cmd_size_parse },
+        { "json-escape", cmd_json_escape },
+        { "event-sample", cmd_event_sample },
+        { "metrics-sample", cmd_metrics_sample },
+        { "config-parse", cmd_config_parse },
+};
+
+int main(int argc, char **argv) {
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        for (size_t i = 0; argc > 1 && i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(argv[1], commands[i].name) == 0)
+                        return commands[i].fn(argc - 1, argv + 1);
+        fprintf(stderr, "usage: memguard-test-commands size-parse|json-escape|event-sample|metrics-sample|config-parse ...\n");
+        return MGT_EXIT_USAGE;
+}
