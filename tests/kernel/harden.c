@@ -135,6 +135,9 @@ int t_lend_crash(void) {
  *    for 1 s, a resize to 80 MiB (83886080); within 5 s
  *    MG_EVENT_LEND_EXPIRED comes, memory.high still reads "83886080",
  *    restored false, found 83886080.
+ * Expect: each step's readings and events as given above; after step 3 the
+ * guard is not lent and a late mg_guard_lend_end() of the expired lend
+ * returns -ENOENT.
  */
 static bool lend_expired(void *ud) {
         return ((struct mgt_events *) ud)->n[MG_EVENT_LEND_EXPIRED] > 0;
@@ -198,12 +201,12 @@ int t_lend_resize(void) {
  * cgroup.kill, as before 5.14: the pidfd fallback), the workloads started,
  * then mg_confine_thread(MG_CONFINE_PATHS) (the steady-state list, no
  * supervisor calls, and Landlock where the kernel has it).
- * Expect, confined: socket() fails with EPERM; under Landlock (Debian's
- * kernels enable it) opening "/" fails with EACCES; both actors are
- * killed (cgroup.kill; pidfd_open + pidfd_send_signal), the records
- * delivered once each cgroup is empty (epoll on kernfs), PSI triggers
- * opened at the limit (openat below the directory: the filter makes
- * openat2 ENOSYS) without an error event.
+ * Expect: mg_confine_thread() succeeds; confined, socket() fails with
+ * EPERM; under Landlock (Debian's kernels enable it) opening "/" fails with
+ * EACCES; both actors are killed (cgroup.kill; pidfd_open +
+ * pidfd_send_signal), the records delivered once each cgroup is empty
+ * (epoll on kernfs), PSI triggers opened at the limit (openat below the
+ * directory: the filter makes openat2 ENOSYS) without an error event.
  */
 static int confined_child(const char *a, const char *b) {
         struct mgt_events ea = {}, eb = {};

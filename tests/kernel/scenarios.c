@@ -503,7 +503,10 @@ static void drop_hot(void) {
 
 /* A 96 MiB file read at random, 95 % of reads in its first 60 % (58 MiB,
  * more than the 48 MiB memory.max holds): mgt_spec_thrash_hot_file, 10 s
- * alone, up to 60 s guarded. */
+ * alone, up to 60 s guarded, through thrash() above.
+ * Expect: alone, it exits 0 and memory.events oom_kill stays 0; guarded, it
+ * is killed by SIGKILL as a stall within 60 s, within the deciding rule's
+ * window + 1 s of the onset (which must be seen).  Skips without PSI. */
 int t_thrash_hot_file(void) {
         const struct mgt_actor_spec *a = &mgt_spec_thrash_hot_file;
         const char *alone[16], *guarded[16];
@@ -523,7 +526,10 @@ static void drop_code(void) {
 /* The workload's own binary, copied to the disk with 64 MiB of code (ret
  * instructions) appended, dropped from the cache, then run in a 48 MiB
  * memory.max holding 16 MiB of anon: its hot code (60 % of the pad, 38 MiB)
- * does not fit in what is left, so it is read back from disk again and again. */
+ * does not fit in what is left, so it is read back from disk again and again.
+ * Expect: as thrash-hot-file (thrash() above): alone, it exits 0 with
+ * oom_kill 0; guarded, it is killed by SIGKILL as a stall within 60 s, within
+ * the deciding rule's window + 1 s of the onset.  Skips without PSI. */
 int t_thrash_own_code(void) {
         static char pad[1 << 20];
         char buf[1 << 16];
@@ -559,12 +565,13 @@ static bool throttled_or_exited(void *ud) {
  * 64 MiB; the workload grows to 62 MiB (docs/field-facts.md F5: 239 of 256 MiB, scaled),
  * then for 12 s gives back and retakes its last 256 KiB, every allocation
  * charged at the same overage.  It fits under memory.max but not memory.high:
- * the kernel makes it sleep and never kills it.  Expected verdict: reported
- * as throttled (once), never killed (used stays below the limit, nothing is
- * re-read); the guard's estimated sleep per 256 KiB within 0.5x-2x of the
- * median the workload measured while holding (the kernel sleeps once per
- * 64-page batch or once per page depending on the per-CPU charge stock:
- * the field saw both; on a busy emulated CPU the sleep also runs long).
+ * the kernel makes it sleep and never kills it.
+ * Expect: reported as throttled (once), never killed (used stays below the
+ * limit, nothing is re-read), exits 0; the guard's estimated sleep per
+ * 256 KiB within 0.5x-2x of the median the workload measured while holding
+ * (the kernel sleeps once per 64-page batch or once per page depending on
+ * the per-CPU charge stock: the field saw both; on a busy emulated CPU the
+ * sleep also runs long).
  */
 int t_throttled_at_high(void) {
         struct overshoot_watch w = {};
@@ -607,7 +614,11 @@ static bool gone(void *ud) {
 /* (a) the cgroup removed while guarded: MG_EVENT_GONE, no error storm;
  * (b) processes exiting mid-tick; (c) an empty actor: nothing happens;
  * (d) a 4-process actor over its limit is killed whole, by cgroup.kill and
- * again through the pidfd fallback. */
+ * again through the pidfd fallback.  Guard limit 64 MiB each, no memory.max.
+ * Expect: (a) MG_EVENT_GONE within 5 s of the rmdir and no error event;
+ * (b) 20 processes of 8 MiB anon, one after another: no error, no kill;
+ * (c) no event of any kind; (d) with 24 MiB in each process, killed within
+ * 60 s by the method named, the cgroup empty, the workload dead of SIGKILL. */
 int t_lifecycle(void) {
         struct mgt_events ev = {};
         mg_set *s = kt_set_new();
@@ -673,6 +684,17 @@ int t_lifecycle(void) {
 
 /* ---- 8. the kernel behaviours the guard relies on ------------------------ */
 
+/* Tree: <base>/facts-<n> (memory.max 32 MiB, anon grown to 96 MiB),
+ * facts-high-<n> (memory.high 16 MiB, anon grown to 20 MiB),
+ * facts-reclaim-<n> (a 48 MiB file read once), facts-kill-<n> (3 processes
+ * of 4 MiB); no guard.
+ * Expect: memory.stat has anon, file, shmem, sock, file_dirty,
+ * file_writeback, workingset_refault_file, pgscan, pgsteal, kernel_stack;
+ * memory.events.local, cgroup.kill, memory.reclaim, memory.pressure exist;
+ * memory.max kills the anon by SIGKILL (max events, oom_kill >= 1);
+ * memory.high counts high events with oom_kill 0; the read leaves at
+ * least 32 MiB charged and memory.reclaim of 16 MiB takes 15 MiB or more (or
+ * says EAGAIN); cgroup.kill empties its cgroup, the leader dead of SIGKILL. */
 int t_kernel_facts(void) {
         struct utsname u;
         uname(&u);

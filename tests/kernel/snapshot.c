@@ -339,6 +339,14 @@ static int write_inner(struct mgt_actor *a) {
         return KT_PASS;
 }
 
+/* snapshot-write.  Tree: the file's header (<base>/snap-<n>).  Build: a
+ * 256 MiB anon image written three times (auto, windowed, dontcache) and a
+ * memfd image once (auto, lend "max"), each from inside the actor.
+ * Expect: every write succeeds with memory.high back to its bytes, at least
+ * 3 samples, dirty + writeback within the window + 4 MiB and no memory.high
+ * events (dontcache may be refused as unsupported, memory.high unchanged);
+ * auto takes O_DIRECT on ext4 and allocates under 240 MiB; the memfd's holes
+ * are 32 MiB; no kill, 4 lends begun and ended; 3 restores byte for byte. */
 int t_snapshot_write(void) {
         struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = write_inner(&a);
@@ -379,6 +387,12 @@ static int baseline_inner(struct mgt_actor *a) {
         return KT_PASS;
 }
 
+/* snapshot-baseline.  Tree: the file's header (<base>/snap-base-<n>).
+ * Build: a 256 MiB anon image written buffered from inside the actor, then
+ * a plain O_DIRECT copy of 256 MiB; their speed and the cache left behind
+ * are measured, not judged.
+ * Expect: the write succeeds with memory.high back to its bytes and no
+ * kill, its restore is byte for byte, and the O_DIRECT copy completes. */
 int t_snapshot_baseline(void) {
         struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = baseline_inner(&a);
@@ -523,6 +537,15 @@ static int faults_inner(struct mgt_actor *a) {
         return KT_PASS;
 }
 
+/* snapshot-faults.  Tree: the file's header (<base>/snap-fault-<n>) and the
+ * small disk (MEMGUARD_TEST_SMALL, default /mnt/small; without it the ENOSPC
+ * part is not run).  Build: a 96 MiB image written there by auto, windowed
+ * and buffered; an 8 MiB image on the disk, then damaged.
+ * Expect: each write to the small disk fails with ENOSPC, memory.high as it
+ * was, no entry left, the free space as it was, no fd on a deleted file;
+ * the 8 MiB image restores byte for byte, then with one data bit flipped,
+ * truncated by 4 KiB or to half it is refused with EBADMSG, and restoring
+ * it into a target half its size with EMSGSIZE. */
 int t_snapshot_faults(void) {
         struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = faults_inner(&a);
@@ -603,6 +626,12 @@ static int cycles_inner(struct mgt_actor *a) {
         return KT_PASS;
 }
 
+/* snapshot-cycles.  Tree: the file's header (<base>/snap-cycles-<n>), the
+ * images in a directory of their own on the disk.  Build: 100 cycles of
+ * cycles_inner() above.
+ * Expect: every write and restore succeeds, each restore identical; after
+ * them no more fds on deleted files, the directory's entries and free space
+ * as they were, memory.high as it was, 100 lends begun and 100 ended. */
 int t_snapshot_cycles(void) {
         struct mgt_actor a = { 0 }; /* actor_stop() reads it even if the test stops before actor_start() */
         int r = cycles_inner(&a);

@@ -65,8 +65,9 @@ int t_kernel_oom_attributed(void) {
 /* Actor: memory.max 48 MiB, guard limit 48 MiB with a 1.5 s tick (window
  * 3 s); the own-code thrash of scenarios.c's hot file, mapped.  Once the
  * guard is on its slow path it holds PSI triggers (10 % of 2 s) on both
- * pressure files; expect the set's fd to become readable before the next
- * tick is due, at least once, and the thrash still killed as a stall. */
+ * pressure files.  Expect: a trigger registered on the slow path, the set's
+ * fd readable before the next tick is due at least once, and the thrash
+ * still killed as a stall (once, by SIGKILL). */
 int t_psi_trigger_wakes(void) {
         struct mgt_events ev = {};
         struct mg_guard_options o;
