@@ -3,7 +3,7 @@
 # `memguard watch --parent` over N real cgroups, and the reads-alone floor
 # on as many, in one boot (busybox sh, inside tests/vm/vmrun; docs/benchmarks.md
 # "watch at scale"):
-#   tests/vm/vmrun --kernel 6.1 --mem 4096 --file build/tools/memguard/memguard \
+#   tests/vm/vmrun --kernel 6.1 --mem 6144 --file build/tools/memguard/memguard \
 #       --file build/tools/mg-workload --file build/tools/bench/bench-scale \
 #       --file tools/bench/watch-vm.sh -- /mg/watch-vm.sh 10000 20
 # First bench-scale's floor on N cgroups (the same reads at the same 250 ms
