@@ -389,7 +389,8 @@ static int lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec,
         /* A record on a directory its tenant can write would be no better
          * than one the tenant forged: no guard takes such a record over
          * (mg_lend_adopt), so none is written. */
-        r = tenant_writes_records(g) ? -EPERM : mg_cgroup_set_xattr(&g->cg, MG_LEND_XATTR, text, (size_t) r, XATTR_CREATE);
+        r = tenant_writes_records(g) ? -EPERM
+                                     : mg_cgroup_set_xattr(&g->cg, MG_LEND_XATTR, text, (size_t) r, XATTR_CREATE);
         if (r == -EEXIST) {
                 mg_guard_log(g, MG_LOG_WARNING, "%s: a lend record is already there (another lend, or a crashed one "
                      "mg_guard_recover() has not ended)", g->path);
@@ -647,9 +648,10 @@ void mg_lend_adopt(mg_guard *g) {
         if (n == -ENODATA || n == -EOPNOTSUPP)
                 return;
         if (tenant_writes_records(g)) {
-                mg_guard_log(g, MG_LOG_WARNING, "%s: a lend record is there, on a directory uid %u can write (mode %04o): "
-                             "not taken over, kills not paused", g->path, (unsigned) g->cg.dir_uid,
-                             (unsigned) (g->cg.dir_mode & 07777));
+                mg_guard_log(g, MG_LOG_WARNING,
+                             "%s: a lend record is there, on a directory uid %u can write (mode %04o): not taken "
+                             "over, kills not paused",
+                             g->path, (unsigned) g->cg.dir_uid, (unsigned) (g->cg.dir_mode & 07777));
                 return;
         }
         if (n < 0 || mg_lend_record_parse(buf, (size_t) n, &rec) < 0) {
