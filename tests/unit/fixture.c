@@ -359,3 +359,50 @@ int fixture_open_fds(void) {
         closedir(d);
         return n;
 }
+
+static void append_line(char *buf, size_t size, const char *msg) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, size - n, "%s\n", msg);
+}
+
+void fixture_record(struct fixture_seen *s, const struct mg_event *ev) {
+        if (s->silent)
+                s->after++;
+        if ((unsigned) ev->type >= FIXTURE_EVENT_TYPES)
+                abort();
+        s->n[ev->type]++;
+        s->events++;
+        if (ev->lend)
+                s->lend = *ev->lend;
+        switch (ev->type) {
+        case MG_EVENT_KILL: s->kill = *ev->kill; break;
+        case MG_EVENT_KILL_DRY_RUN: s->dry = *ev->kill; break;
+        case MG_EVENT_PRE_KILL: s->pre = *ev->kill; break;
+        case MG_EVENT_KILL_AVERTED:
+                s->averted = *ev->kill;
+                s->averted_read = *ev->report;
+                break;
+        case MG_EVENT_ERROR:
+                s->last_error = ev->error;
+                s->last_what = ev->what;
+                break;
+        case MG_EVENT_KERNEL_OOM: s->oom_count += ev->count; break;
+        case MG_EVENT_EMPTY_OVER_LIMIT: s->empty = *ev->report; break;
+        case MG_EVENT_UNKILLABLE:
+                s->unkillable = *ev->unkillable;
+                s->unkillable_kill = *ev->kill;
+                s->kills_before_unkillable = s->n[MG_EVENT_KILL];
+                break;
+        default: break;
+        }
+}
+
+void fixture_record_log(struct fixture_seen *s, int level, const char *msg) {
+        if (s->silent)
+                s->after++;
+        append_line(s->log, sizeof(s->log), msg);
+        if (level == MG_LOG_WARNING) {
+                s->warnings++;
+                append_line(s->warning_log, sizeof(s->warning_log), msg);
+        }
+}

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "cgroup.h"
+#include "memguard/memguard.h"
 
 struct fixture {
         char dir[256];
@@ -96,3 +97,39 @@ bool fixture_gate_wait(struct fixture *f, int n, int timeout_ms);
 /* Atomic reads of the counters the seam updates, for tests that read them
  * while another thread may write. */
 int fixture_load(const int *counter);
+
+/*
+ * The recorder: what a guard told its callbacks, for every unit test (each
+ * keeps its own, zeroed before a test).  A test's callbacks hand each event
+ * to fixture_record() and each log line to fixture_record_log(), and do
+ * what else the test needs (a deferral, a call from inside the callback).
+ */
+#define FIXTURE_EVENT_TYPES 32
+struct fixture_seen {
+        int n[FIXTURE_EVENT_TYPES];     /* events told, by type */
+        int events;                     /* events told, of any type */
+        struct mg_kill_record kill;     /* the last MG_EVENT_KILL */
+        struct mg_kill_record dry;      /* the last MG_EVENT_KILL_DRY_RUN */
+        struct mg_kill_record pre;      /* the last MG_EVENT_PRE_KILL */
+        struct mg_kill_record averted;  /* the last MG_EVENT_KILL_AVERTED, and its read */
+        struct mg_report averted_read;
+        int last_error;                 /* the last MG_EVENT_ERROR's errno (negative) */
+        const char *last_what;          /* and what failed */
+        uint64_t oom_count;             /* the .count of every MG_EVENT_KERNEL_OOM, summed */
+        struct mg_lend_info lend;       /* of the last event with a lend (MG_EVENT_LEND_*) */
+        struct mg_report empty;         /* the last MG_EVENT_EMPTY_OVER_LIMIT */
+        struct mg_unkillable_info unkillable; /* the last MG_EVENT_UNKILLABLE */
+        struct mg_kill_record unkillable_kill; /* and its .kill */
+        int kills_before_unkillable;    /* MG_EVENT_KILLs told before it */
+        char log[4096];                 /* every log line, one a line */
+        int warnings;                   /* the MG_LOG_WARNING lines */
+        char warning_log[2048];         /* and those alone */
+        /* Set by the test once nothing more may be told (the guard freed
+         * or removed): then each event or log line told counts in after. */
+        bool silent;
+        int after;
+};
+/* Notes ev in s; a type not below FIXTURE_EVENT_TYPES aborts. */
+void fixture_record(struct fixture_seen *s, const struct mg_event *ev);
+/* Notes a log line (msg, at level) in s. */
+void fixture_record_log(struct fixture_seen *s, int level, const char *msg);

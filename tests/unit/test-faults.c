@@ -51,23 +51,12 @@
 
 
 static struct fixture fx;
-static struct {
-        int n[16];
-        int last_error;
-        const char *last_what;
-        struct mg_kill_record kill;
-} seen;
+static struct fixture_seen seen;
 
 static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
         (void) g;
         (void) ud;
-        seen.n[ev->type]++;
-        if (ev->type == MG_EVENT_ERROR) {
-                seen.last_error = ev->error;
-                seen.last_what = ev->what;
-        }
-        if (ev->type == MG_EVENT_KILL)
-                seen.kill = *ev->kill;
+        fixture_record(&seen, ev);
 }
 
 /* ---- the fault seam: wraps the fixture's seam (which counts, and writes

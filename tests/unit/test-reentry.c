@@ -55,14 +55,11 @@ static struct {
         mg_set *s;
         bool fired;
         int ret;                /* what the call returned */
-        /* After an action that frees or removes: every callback is one
-         * too many. */
-        bool silent;
-        int after;
-        int n[32];              /* events told, by type */
-        char log[4096];
         mg_guard *added;        /* DO_OTHERS: the guard it added to cb.s */
 } cb;
+/* What was told; after an action that frees or removes (seen.silent),
+ * every callback is one too many (seen.after). */
+static struct fixture_seen seen;
 
 static bool silences(enum action a) {
         return a == DO_FREE_GUARD || a == DO_FREE_SET || a == DO_REMOVE;
@@ -98,25 +95,20 @@ static void act(mg_guard *g) {
         case DO_PROCESS: cb.ret = mg_set_process(cb.s); break;
         case DO_OTHERS: others(g); break;
         }
-        cb.silent = silences(cb.action);
+        seen.silent = silences(cb.action);
 }
 
 static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
         (void) ud;
-        if (cb.silent)
-                cb.after++;
-        cr_assert_lt((int) ev->type, 32);
-        cb.n[ev->type]++;
+        cr_assert_lt((int) ev->type, FIXTURE_EVENT_TYPES);
+        fixture_record(&seen, ev);
         if (!cb.fired && cb.on_event == ev->type)
                 act(g);
 }
 
 static void on_log(int level, const char *msg, void *ud) {
-        size_t n = strlen(cb.log);
-        (void) level, (void) ud;
-        if (cb.silent)
-                cb.after++;
-        snprintf(cb.log + n, sizeof(cb.log) - n, "%s\n", msg);
+        (void) ud;
+        fixture_record_log(&seen, level, msg);
         if (!cb.fired && cb.on_log && strstr(msg, cb.on_log))
                 act(cb.g);
 }
@@ -132,6 +124,7 @@ static void when(enum mg_event_type ev, const char *line, enum action a, mg_guar
 
 static void setup(void) {
         memset(&cb, 0, sizeof(cb));
+        memset(&seen, 0, sizeof(seen));
         fixture_init(&fx);
         fixture_init(&fb);
         fb.now_usec = fx.now_usec;
@@ -208,7 +201,7 @@ Test(reentry, guard_freed_on_gone) {
         cr_expect_eq(tick_at(g, TICK), -ENODEV);
         fx.fail_errno = 0;
         cr_expect(cb.fired);
-        cr_expect_eq(cb.after, 0, "told after its free");
+        cr_expect_eq(seen.after, 0, "told after its free");
         cr_expect_eq(fixture_open_fds(), fds, "freed as the tick returned");
 }
 
@@ -227,8 +220,8 @@ Test(reentry, guard_freed_on_kill) {
         while (!cb.fired && fx.now_usec - killed_at <= wait)
                 cr_expect_geq(tick_at(g, TICK), 0);
         cr_assert(cb.fired);
-        cr_expect_eq(cb.n[MG_EVENT_UNKILLABLE], 0);
-        cr_expect_eq(cb.after, 0);
+        cr_expect_eq(seen.n[MG_EVENT_UNKILLABLE], 0);
+        cr_expect_eq(seen.after, 0);
         cr_expect_eq(fixture_open_fds(), fds);
 }
 
@@ -242,7 +235,7 @@ Test(reentry, guard_freed_from_its_log) {
         cr_expect_eq(tick_at(g, TICK), 1);
         cr_expect(cb.fired);
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
-        cr_expect_eq(cb.after, 0);
+        cr_expect_eq(seen.after, 0);
         cr_expect_eq(fixture_open_fds(), fds);
 }
 
@@ -255,7 +248,7 @@ Test(reentry, guard_freed_on_pre_kill_makes_no_kill) {
         cr_expect_eq(tick_at(g, TICK), 0);
         cr_expect(cb.fired);
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
-        cr_expect_eq(cb.after, 0);
+        cr_expect_eq(seen.after, 0);
         cr_expect_eq(fixture_open_fds(), fds);
 }
 
@@ -283,7 +276,7 @@ Test(reentry, guard_freed_again_on_the_lend_end_of_its_free) {
         when(MG_EVENT_LEND_END, NULL, DO_FREE_GUARD, g);
         mg_guard_free(g);
         cr_expect(cb.fired);
-        cr_expect_eq(cb.n[MG_EVENT_LEND_END], 1);
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 1);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_eq(fixture_open_fds(), fds);
 }
@@ -299,8 +292,8 @@ Test(reentry, guard_freed_during_its_report) {
         cr_expect_eq(mg_guard_report(g, &rep), -EIO);
         fx.fail_errno = 0;
         cr_expect(cb.fired);
-        cr_expect_eq(cb.n[MG_EVENT_ERROR], 0);
-        cr_expect_eq(cb.after, 0);
+        cr_expect_eq(seen.n[MG_EVENT_ERROR], 0);
+        cr_expect_eq(seen.after, 0);
         cr_expect_eq(fixture_open_fds(), fds);
 }
 
@@ -313,11 +306,11 @@ Test(reentry, guard_tick_from_its_callback_is_refused) {
         cr_expect_eq(tick_at(g, TICK), 1);
         cr_expect(cb.fired);
         cr_expect_eq(cb.ret, -EDEADLK);
-        cr_expect_eq(cb.n[MG_EVENT_PRE_KILL], 1);
+        cr_expect_eq(seen.n[MG_EVENT_PRE_KILL], 1);
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
         emptied(&fx);
         cr_expect_eq(tick_at(g, TICK), 0, "and ticks work again after it");
-        cr_expect_eq(cb.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 1);
         mg_guard_free(g);
 }
 
@@ -333,6 +326,7 @@ Test(reentry, other_calls_work_from_a_callback) {
         mg_set *s;
         cr_assert_eq(mg_set_new(NULL, &s), 0);
         memset(&cb, 0, sizeof(cb));
+        memset(&seen, 0, sizeof(seen));
         cb.s = s;
         when(MG_EVENT_PRE_KILL, NULL, DO_OTHERS, NULL);
         (void) set_guard(s, &fx, 2000 * MG_USEC_PER_MSEC);
@@ -364,8 +358,8 @@ Test(reentry, set_freed_on_kill) {
         when(MG_EVENT_KILL, NULL, DO_FREE_SET, NULL);
         cr_expect_geq(step(s), 0);
         cr_expect(cb.fired);
-        cr_expect_eq(cb.n[MG_EVENT_KILL], 1);
-        cr_expect_eq(cb.after, 0);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.after, 0);
         cr_expect_eq(fixture_open_fds(), fds, "the set and its guards freed");
 }
 
@@ -382,7 +376,7 @@ Test(reentry, set_freed_from_a_guards_log) {
         when(0, "killed (", DO_FREE_SET, NULL);
         cr_expect_geq(step(s), 0);
         cr_expect(cb.fired);
-        cr_expect_eq(cb.after, 0);
+        cr_expect_eq(seen.after, 0);
         cr_expect_eq(fixture_open_fds(), fds);
 }
 
@@ -406,8 +400,8 @@ Test(reentry, set_freed_from_its_own_log) {
                 if (!cb.fired)
                         (void) poll(NULL, 0, 1);
         }
-        cr_assert(cb.fired, "%s", cb.log);
-        cr_expect_eq(cb.after, 0);
+        cr_assert(cb.fired, "%s", seen.log);
+        cr_expect_eq(seen.after, 0);
         cr_expect_eq(fixture_open_fds(), fds);
 }
 
@@ -424,7 +418,7 @@ Test(reentry, set_process_from_a_callback_is_refused) {
         cr_expect_geq(step(s), 0);
         cr_expect(cb.fired);
         cr_expect_eq(cb.ret, -EDEADLK);
-        cr_expect_eq(cb.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 1);
         cr_expect_geq(step(s), 0, "and it works again after it");
         mg_set_free(s);
 }
@@ -461,7 +455,7 @@ Test(reentry, set_guard_removed_during_its_report) {
         fx.fail_errno = 0;
         cr_expect(cb.fired);
         cr_expect_eq(cb.ret, 0);
-        cr_expect_eq(cb.after, 0);
+        cr_expect_eq(seen.after, 0);
         cr_expect_eq(mg_set_size(s), 0);
         cr_expect_eq(mg_set_get_stats(s, &st), 0);
         cr_expect_eq(st.fast_ticks, 1, "its counts kept by the set");
@@ -483,7 +477,7 @@ Test(reentry, set_freed_during_a_guards_report) {
         cr_expect_eq(mg_guard_report(g, &rep), -EIO);
         fx.fail_errno = 0;
         cr_expect(cb.fired);
-        cr_expect_eq(cb.after, 0);
+        cr_expect_eq(seen.after, 0);
         cr_expect_eq(fixture_open_fds(), fds);
 }
 
@@ -501,7 +495,7 @@ Test(reentry, set_freed_during_set_add) {
         cb.s = s;
         when(0, "a lend record is there", DO_FREE_SET, NULL);
         cr_expect_eq(mg_set_add_internal(s, fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -ECANCELED);
-        cr_expect(cb.fired, "%s", cb.log);
+        cr_expect(cb.fired, "%s", seen.log);
         cr_expect_null(g);
         cr_expect_eq(fixture_open_fds(), fds);
 }
@@ -516,11 +510,11 @@ Test(reentry, set_guard_free_is_refused) {
         when(0, "killed (", DO_FREE_GUARD, g);
         cr_expect_eq(step(s), 1);
         cr_expect(cb.fired);
-        cr_expect(strstr(cb.log, "not freed") != NULL, "%s", cb.log);
+        cr_expect(strstr(seen.log, "not freed") != NULL, "%s", seen.log);
         cr_expect_eq(mg_set_size(s), 1);
         emptied(&fx);
         cr_expect_geq(step(s), 0);
-        cr_expect_eq(cb.n[MG_EVENT_KILL], 1, "it goes on");
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 1, "it goes on");
         cr_expect_null(mg_guard_free(g));
         cr_expect_eq(mg_set_size(s), 1);
         cr_expect_eq(mg_set_remove(s, g), 0);
@@ -538,7 +532,7 @@ Test(reentry, guard_freed_on_lend_begin) {
         cr_expect_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 0, &id), 0);
         cr_expect(cb.fired);
         cr_expect_eq(id, 1);
-        cr_expect_eq(cb.n[MG_EVENT_LEND_END], 0);
+        cr_expect_eq(seen.n[MG_EVENT_LEND_END], 0);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480");
         cr_expect_eq(fixture_open_fds(), fds);
 }

@@ -20,48 +20,32 @@
 #define TICK (250 * MG_USEC_PER_MSEC)
 
 static struct fixture fx;
+static struct fixture_seen seen;
+/* What the MG_EVENT_PRE_KILL callback does, and what it saw. */
 static struct {
-        int n[32];
-        struct mg_kill_record kill;     /* the last MG_EVENT_KILL */
-        struct mg_kill_record dry;      /* the last MG_EVENT_KILL_DRY_RUN */
-        struct mg_kill_record pre;      /* the last MG_EVENT_PRE_KILL */
-        struct mg_kill_record averted;  /* the last MG_EVENT_KILL_AVERTED, and its read */
-        struct mg_report averted_read;
-        char pre_kill_file[16];         /* cgroup.kill as the PRE_KILL callback saw it */
-        uint64_t defer_usec;            /* what the PRE_KILL callback asks for; 0: nothing */
+        uint64_t defer_usec;            /* the deferral it asks for; 0: none */
         int defer_ret;                  /* mg_guard_defer_kill()'s answer */
-        char log[4096];
-} seen;
+        char kill_file[16];             /* cgroup.kill as it saw it */
+} pre_kill;
 
 static void on_log(int level, const char *msg, void *ud) {
-        size_t n = strlen(seen.log);
         (void) ud;
-        if (level <= MG_LOG_INFO)
-                snprintf(seen.log + n, sizeof(seen.log) - n, "%s\n", msg);
+        fixture_record_log(&seen, level, msg);
 }
 
 static void on_event(mg_guard *g, const struct mg_event *ev, void *ud) {
         (void) ud;
-        cr_assert_lt((int) ev->type, 32);
-        seen.n[ev->type]++;
-        switch (ev->type) {
-        case MG_EVENT_KILL: seen.kill = *ev->kill; break;
-        case MG_EVENT_KILL_DRY_RUN: seen.dry = *ev->kill; break;
-        case MG_EVENT_PRE_KILL:
-                seen.pre = *ev->kill;
-                snprintf(seen.pre_kill_file, sizeof(seen.pre_kill_file), "%s", fixture_read(&fx, "cgroup.kill"));
-                seen.defer_ret = seen.defer_usec ? mg_guard_defer_kill(g, seen.defer_usec) : 0;
-                break;
-        case MG_EVENT_KILL_AVERTED:
-                seen.averted = *ev->kill;
-                seen.averted_read = *ev->report;
-                break;
-        default: break;
+        cr_assert_lt((int) ev->type, FIXTURE_EVENT_TYPES);
+        fixture_record(&seen, ev);
+        if (ev->type == MG_EVENT_PRE_KILL) {
+                snprintf(pre_kill.kill_file, sizeof(pre_kill.kill_file), "%s", fixture_read(&fx, "cgroup.kill"));
+                pre_kill.defer_ret = pre_kill.defer_usec ? mg_guard_defer_kill(g, pre_kill.defer_usec) : 0;
         }
 }
 
 static void setup(void) {
         memset(&seen, 0, sizeof(seen));
+        memset(&pre_kill, 0, sizeof(pre_kill));
         fixture_init(&fx);
 }
 
@@ -352,7 +336,7 @@ Test(service, bad_options_are_refused) {
 Test(service, pre_kill_is_off_by_default) {
         mg_guard *g = new_guard_with(0, 0);
 
-        seen.defer_usec = 1000 * MG_USEC_PER_MSEC;
+        pre_kill.defer_usec = 1000 * MG_USEC_PER_MSEC;
         overshoot(280 * MG_MIB);
         cr_expect_eq(tick_at(g, TICK), 1, "killed at once");
         cr_expect_eq(seen.n[MG_EVENT_PRE_KILL], 0);
@@ -368,7 +352,7 @@ Test(service, pre_kill_without_a_deferral_kills_in_the_same_tick) {
         overshoot(280 * MG_MIB);
         cr_expect_eq(tick_at(g, TICK), 1);
         cr_expect_eq(seen.n[MG_EVENT_PRE_KILL], 1);
-        cr_expect_str_empty(seen.pre_kill_file, "told before the kill");
+        cr_expect_str_empty(pre_kill.kill_file, "told before the kill");
         cr_expect_eq(seen.pre.kill_usec, 0, "not sent yet");
         cr_expect_eq(seen.pre.reason, MG_KILL_OVERSHOOT);
         cr_expect_eq(seen.pre.report.used_bytes, 280 * MG_MIB + 3 * MG_MIB + 1 * MG_MIB + 4096);
@@ -381,11 +365,11 @@ Test(service, pre_kill_without_a_deferral_kills_in_the_same_tick) {
 static mg_guard *deferred_overshoot(uint64_t usec) {
         mg_guard *g = new_guard_with(0, 2000 * MG_USEC_PER_MSEC);
 
-        seen.defer_usec = usec;
+        pre_kill.defer_usec = usec;
         overshoot(280 * MG_MIB);
         cr_assert_eq(tick_at(g, TICK), 0);
         cr_assert_eq(seen.n[MG_EVENT_PRE_KILL], 1);
-        cr_assert_eq(seen.defer_ret, 0);
+        cr_assert_eq(pre_kill.defer_ret, 0);
         return g;
 }
 
@@ -471,10 +455,10 @@ Test(service, deferred_kill_is_averted_below_the_line) {
 Test(service, anon_past_the_hard_bound_is_killed_at_once) {
         mg_guard *g = new_guard_with(0, 10000 * MG_USEC_PER_MSEC);
 
-        seen.defer_usec = 10000 * MG_USEC_PER_MSEC;
+        pre_kill.defer_usec = 10000 * MG_USEC_PER_MSEC;
         overshoot(280 * MG_MIB); /* anon + shmem 281 MiB: within 256 + 32 */
         cr_assert_eq(tick_at(g, TICK), 0);
-        cr_assert_eq(seen.defer_ret, 0);
+        cr_assert_eq(pre_kill.defer_ret, 0);
         cr_expect_eq(tick_at(g, TICK), 0);
         fixture_current(&fx, 320 * MG_MIB);
         fixture_stat(&fx, 300 * MG_MIB, 0, 3 * MG_MIB, 1 * MG_MIB, 0, 0, 0); /* 301 MiB */
@@ -492,11 +476,11 @@ Test(service, anon_past_the_hard_bound_is_killed_at_once) {
 Test(service, no_deferral_past_the_hard_bound) {
         mg_guard *g = new_guard_with(0, 10000 * MG_USEC_PER_MSEC);
 
-        seen.defer_usec = 5000 * MG_USEC_PER_MSEC;
+        pre_kill.defer_usec = 5000 * MG_USEC_PER_MSEC;
         overshoot(300 * MG_MIB);
         cr_expect_eq(tick_at(g, TICK), 1, "killed in the same tick");
         cr_expect_eq(seen.n[MG_EVENT_PRE_KILL], 1, "still told first");
-        cr_expect_eq(seen.defer_ret, -EPERM);
+        cr_expect_eq(pre_kill.defer_ret, -EPERM);
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
         mg_guard_free(g);
 }
@@ -507,21 +491,21 @@ Test(service, no_deferral_near_memory_max) {
 
         fixture_write(&fx, "memory.max", "293601280\n"); /* 280 MiB */
         g = new_guard_with(0, 10000 * MG_USEC_PER_MSEC);
-        seen.defer_usec = 5000 * MG_USEC_PER_MSEC;
+        pre_kill.defer_usec = 5000 * MG_USEC_PER_MSEC;
         fixture_current(&fx, 279 * MG_MIB);
         fixture_stat(&fx, 272 * MG_MIB, 0, 3 * MG_MIB, 1 * MG_MIB, 0, 0, 0); /* 273 MiB: within 8 MiB of max */
         cr_expect_eq(tick_at(g, TICK), 1);
-        cr_expect_eq(seen.defer_ret, -EPERM);
+        cr_expect_eq(pre_kill.defer_ret, -EPERM);
         mg_guard_free(g);
 }
 
 Test(service, a_deferral_longer_than_the_bound_is_refused) {
         mg_guard *g = new_guard_with(0, 1000 * MG_USEC_PER_MSEC);
 
-        seen.defer_usec = 1001 * MG_USEC_PER_MSEC;
+        pre_kill.defer_usec = 1001 * MG_USEC_PER_MSEC;
         overshoot(280 * MG_MIB);
         cr_expect_eq(tick_at(g, TICK), 1, "a refused deferral kills now");
-        cr_expect_eq(seen.defer_ret, -ERANGE);
+        cr_expect_eq(pre_kill.defer_ret, -ERANGE);
         mg_guard_free(g);
 }
 
@@ -529,7 +513,7 @@ Test(service, a_deferral_longer_than_the_bound_is_refused) {
 Test(service, deferral_in_a_dry_run) {
         mg_guard *g = new_guard_with(MG_GUARD_DRY_RUN, 1000 * MG_USEC_PER_MSEC);
 
-        seen.defer_usec = 500 * MG_USEC_PER_MSEC;
+        pre_kill.defer_usec = 500 * MG_USEC_PER_MSEC;
         overshoot(280 * MG_MIB);
         tick_at(g, TICK);
         tick_at(g, TICK);
@@ -546,7 +530,7 @@ Test(service, a_lend_drops_the_deferral) {
         mg_guard *g = new_guard_with(0, 2000 * MG_USEC_PER_MSEC);
         uint64_t lend;
 
-        seen.defer_usec = 1000 * MG_USEC_PER_MSEC;
+        pre_kill.defer_usec = 1000 * MG_USEC_PER_MSEC;
         overshoot(280 * MG_MIB);
         cr_assert_eq(tick_at(g, TICK), 0);
         cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
@@ -555,7 +539,7 @@ Test(service, a_lend_drops_the_deferral) {
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         cr_expect(strstr(seen.log, "the deferred kill is dropped") != NULL, "%s", seen.log);
         cr_assert_eq(mg_guard_lend_end(g, lend), 0);
-        seen.defer_usec = 0;
+        pre_kill.defer_usec = 0;
         cr_expect_eq(tick_at(g, TICK), 1, "decided anew after the lend");
         cr_expect_eq(seen.n[MG_EVENT_PRE_KILL], 2);
         mg_guard_free(g);

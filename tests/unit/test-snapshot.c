@@ -1272,16 +1272,13 @@ struct remover {
         mg_set *set;
         mg_guard *g;
         bool removed;
-        int events, events_after;
+        struct fixture_seen seen;       /* what the guard told; silent once removed */
 };
 
-static void count_event(mg_guard *g, const struct mg_event *ev, void *ud) {
+static void record_event(mg_guard *g, const struct mg_event *ev, void *ud) {
         struct remover *rm = ud;
         (void) g;
-        (void) ev;
-        rm->events++;
-        if (rm->removed)
-                rm->events_after++;
+        fixture_record(&rm->seen, ev);
 }
 
 static int remove_mid_write(void *ud, int op, uint64_t off, uint64_t len) {
@@ -1290,6 +1287,7 @@ static int remove_mid_write(void *ud, int op, uint64_t off, uint64_t len) {
         (void) len;
         if (op == MG_SNAP_OP_WRITE && !rm->removed) {
                 rm->removed = true;
+                rm->seen.silent = true;
                 cr_assert_eq(mg_set_remove(rm->set, rm->g), 0);
                 cr_expect_eq(mg_set_size(rm->set), 0, "the guard left the set at once");
         }
@@ -1306,7 +1304,7 @@ Test(snapshot, guard_removed_mid_write) {
         fixture_write(&fx, "memory.high", "241172480\n");
         cr_assert_eq(mg_set_new(NULL, &rm.set), 0);
         cr_assert_eq(mg_guard_options_init(&go, 256 * MG_MIB), 0);
-        go.on_event = count_event;
+        go.on_event = record_event;
         go.userdata = &rm;
         cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &rm.g), 0);
         cr_assert_eq(mg_set_add_guard(rm.set, rm.g), 0);
@@ -1318,8 +1316,8 @@ Test(snapshot, guard_removed_mid_write) {
         o.lock = lock_fn;
         cr_assert_eq(write_mem("snap", img, len, &o, NULL), 0, "%s", last_log);
         cr_expect(rm.removed);
-        cr_expect_eq(rm.events, 1, "only the lend's begin, before the removal");
-        cr_expect_eq(rm.events_after, 0, "a removed guard sent an event");
+        cr_expect_eq(rm.seen.events, 1, "only the lend's begin, before the removal");
+        cr_expect_eq(rm.seen.after, 0, "a removed guard sent an event");
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "241172480", "the write ended its own lend");
         cr_expect_eq(locks, 0);
         mg_set_free(rm.set);
