@@ -1,4 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cgroup file layer (cgroup.h): the actor's directory and the files
+ * below it, opened one name at a time without following links, read with
+ * pread at offset 0 into the caller's buffers, trimmed and opened again.
+ * It touches only that directory and its files, through struct mg_io; it
+ * knows nothing of guards.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Killing an actor (kill.h): cgroup.kill, or the pidfd fallback over
+ * cgroup.procs; and /proc/PID/stat's state letter for the report of members
+ * that outlive a kill.  It signals nothing outside the cgroup and keeps no
+ * state between calls.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

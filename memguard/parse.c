@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The parsers of parse.h: pure functions over buffers, no allocation, no
+ * file system; what is not the kernel's format is -EBADMSG.  Fuzzed
+ * (tests/fuzz) against slow references written from the kernel's format.
+ */
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>

@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The guard's decisions (policy.h): the line, overshoot, the stall rules
+ * (restores, refaults, turnover) and throttling, as pure functions over
+ * samples and the state the caller keeps.  No I/O, no clock, no guard: the
+ * unit tests drive it with literal samples and timestamps.
+ */
 #include <string.h>
 
 #include "policy.h"

@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The names of verdicts, kill reasons and event types, and the kill
+ * record's text (modelled on the kernel's OOM report).  Pure: no state, no
+ * I/O.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A set's schedule (schedule.h): a FIFO ring beside a min-heap of (next
+ * tick, guard) entries.  It owns its arrays and never touches a guard.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

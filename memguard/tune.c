@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The options a guard runs with: the defaults tuned to the actor's limit
+ * (docs/tuning.md has their table), and the check of what a caller gave.
+ * Pure: no I/O.
+ */
 #include <errno.h>
 #include <string.h>
 

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The library's version, as built (include/memguard/version.h).
+ */
 #include "memguard/memguard.h"
 
 unsigned mg_version(void) {

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The O_DIRECT I/O queue of aio.h over Linux native AIO, for the snapshot
+ * writer and restore.  It owns its context and iocbs, nothing else.
+ */
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>

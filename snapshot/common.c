@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the snapshot writer and restore share (internal.h): options and
+ * their defaults, the log, page size and zero checks, the chunk checksums,
+ * direct-I/O alignment, full preads, the stats out and the test seam's
+ * faults.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

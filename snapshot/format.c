@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The snapshot file's header and index (format.h): encode, and parse with
+ * every field checked against the file's size and the page size before
+ * anything is allocated from it.  Pure: no I/O, fuzzed.
+ */
 #include <errno.h>
 #include <string.h>
 

@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mg_snapshot_restore(): a snapshot file read back into guest memory, its
+ * header and index checked against the target before anything is read or
+ * allocated, every chunk's checksum verified; the file opened without
+ * following links or blocking on a FIFO.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

@@ -1,4 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mg_snapshot_write(): guest memory written to a snapshot file inside a lend
+ * of memory.high, without flooding the page cache (O_DIRECT where the file
+ * system takes it, else RWF_DONTCACHE or buffered writes flushed behind a
+ * window: the methods below), the file made unnamed (O_TMPFILE) or under a
+ * temporary name and put in place only once whole.
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
