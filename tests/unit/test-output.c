@@ -264,3 +264,24 @@ Test(output, json_events_never_block_and_the_count_is_an_event, .timeout = 60) {
 Test(output, text_lines_never_block_and_the_count_is_a_line, .timeout = 60) {
         printer(false);
 }
+
+/* A tenant's bytes (an xattr value, a cgroup's name) in a text line: a
+ * newline or another control byte is written as \xNN, a byte that is not
+ * UTF-8 as U+FFFD, so one line stays one line; a JSON line is as it was. */
+Test(output, a_line_stays_one_line_whatever_went_into_it, .timeout = 60) {
+        struct text t = {};
+        int p[2];
+
+        cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+        cr_assert_eq(mgt_output_start(p[1], false), 0);
+        mgt_error(&(struct mgt_out) { .json = false }, "watch", 0, "limit \"%s\" ignored", "1G\nmemguard watch: forged\x01\xff");
+        mgt_error(&(struct mgt_out) { .json = true }, "watch", 0, "limit \"%s\"", "1G\n\x01");
+        read_lines(p[0], &t, 2);
+        cr_expect_str_eq(next_line(&t), "memguard watch: limit \"1G\\x0amemguard watch: forged\\x01\xef\xbf\xbd\" ignored");
+        const char *j = next_line(&t);
+        cr_expect_not_null(strstr(j, "\"message\":\"limit \\\"1G\\n\\u0001\\\"\""), "%s", j);
+        mgt_output_stop();
+        close(p[0]);
+        close(p[1]);
+        free(t.s);
+}

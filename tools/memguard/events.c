@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "events.h"
+#include "json.h"
 #include "outq.h"
 #include "size.h"
 #include "util.h"
@@ -22,35 +23,48 @@ static bool out_json;                   /* the format of the "dropped" line */
 static bool out_stalled;                /* stopped with lines it could not write */
 static uint64_t out_dropped;            /* the queue's count when it was stopped */
 
+/* A line stays one line whatever went into it: a control byte (a tenant's
+ * xattr value, a cgroup's name, in a text line) is written as \xNN, a byte
+ * that is not UTF-8 as U+FFFD.  A JSON line, escaped already, passes as
+ * it is. */
+static const char *line_escape_byte(unsigned char c, char buf[8]) {
+        if (c >= 0x20 && c != 0x7f)
+                return NULL;
+        snprintf(buf, 8, "\\x%02x", c);
+        return buf;
+}
+
 void mgt_print_line(const char *s) {
-        size_t n = strlen(s);
-        char *b;
+        char stack[4096], *b = stack;
+        /* room for the newline after the escaper's text */
+        size_t n = mgt_escape(s, stack, sizeof(stack) - 1, "\xef\xbf\xbd", line_escape_byte);
 
+        if (n >= sizeof(stack) - 1) {
+                char *big = malloc(n + 2);
+                if (big) {
+                        (void) mgt_escape(s, big, n + 1, "\xef\xbf\xbd", line_escape_byte);
+                        b = big;
+                } else {
+                        n = sizeof(stack) - 2; /* out of memory: the line cut where the escaper stopped */
+                }
+        }
         if (out_queue) {
-                (void) mgt_outq_push(out_queue, s, n);
-                return;
-        }
-        if (out_stalled) {
+                (void) mgt_outq_push(out_queue, b, n);
+        } else if (out_stalled) {
                 out_dropped++;
-                return;
+        } else {
+                b[n] = '\n';
+                for (size_t off = 0; off < n + 1;) {
+                        ssize_t w = write(STDERR_FILENO, b + off, n + 1 - off);
+                        if (w < 0 && errno == EINTR)
+                                continue;
+                        if (w <= 0)
+                                break;
+                        off += (size_t) w;
+                }
         }
-        b = malloc(n + 1);
-
-        if (!b) {
-                fprintf(stderr, "%s\n", s);
-                return;
-        }
-        memcpy(b, s, n); /* NOLINT(bugprone-not-null-terminated-result): a line for write(), not a string */
-        b[n] = '\n';
-        for (size_t off = 0; off < n + 1;) {
-                ssize_t w = write(STDERR_FILENO, b + off, n + 1 - off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        break;
-                off += (size_t) w;
-        }
-        free(b);
+        if (b != stack)
+                free(b);
 }
 
 static uint64_t realtime_of(uint64_t monotonic_usec);
