@@ -20,8 +20,8 @@
 
 /* The actor's directory can be written by someone other than root and
  * this process's user: a lend record there may be the tenant's. */
-static bool tenant_writes_records(const mg_guard *g) {
-        return mg_writable_by_others(g->cg.dir_uid, g->cg.dir_mode, geteuid());
+static bool tenant_writes_records(const struct mg_cgroup *cg) {
+        return mg_writable_by_others(cg->dir_uid, cg->dir_mode, geteuid());
 }
 
 static bool restore_busy(const mg_guard *g);
@@ -389,7 +389,7 @@ static int lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec,
         /* A record on a directory its tenant can write would be no better
          * than one the tenant forged: no guard takes such a record over
          * (mg_lend_adopt), so none is written. */
-        r = tenant_writes_records(g) ? -EPERM
+        r = tenant_writes_records(&g->cg) ? -EPERM
                                      : mg_cgroup_set_xattr(&g->cg, MG_LEND_XATTR, text, (size_t) r, XATTR_CREATE);
         if (r == -EEXIST) {
                 mg_guard_log(g, MG_LOG_WARNING, "%s: a lend record is already there (another lend, or a crashed one "
@@ -647,7 +647,7 @@ void mg_lend_adopt(mg_guard *g) {
         n = mg_cgroup_get_xattr(&g->cg, MG_LEND_XATTR, buf, sizeof(buf) - 1);
         if (n == -ENODATA || n == -EOPNOTSUPP)
                 return;
-        if (tenant_writes_records(g)) {
+        if (tenant_writes_records(&g->cg)) {
                 mg_guard_log(g, MG_LOG_WARNING,
                              "%s: a lend record is there, on a directory uid %u can write (mode %04o): not taken "
                              "over, kills not paused",
@@ -709,7 +709,7 @@ int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flag
                 r = 0; /* no record, or no xattrs at all */
                 goto out;
         }
-        if (mg_writable_by_others(cg.dir_uid, cg.dir_mode, geteuid())) {
+        if (tenant_writes_records(&cg)) {
                 r = -EPERM; /* the tenant's own words: left as they are */
                 goto out;
         }

@@ -521,10 +521,6 @@ static void reap_dead(struct watch *w) {
         }
 }
 
-static size_t guarded(const struct watch *w) {
-        return w->n_guarded;
-}
-
 /* Reads the config file into *ret.  Returns 0 or -EINVAL/-errno with the
  * reason reported. */
 static int load_config(struct watch *w, struct mgt_settings *ret) {
@@ -597,8 +593,8 @@ static void reload(struct watch *w) {
         for (size_t i = 0; i < w->n; i++)
                 recheck_actor(w->a[i]);
         readd_pending(w);
-        mgt_reload_event(&w->out, w->config, guarded(w), ok);
-        snprintf(status, sizeof(status), "READY=1\nSTATUS=guarding %zu cgroups%s", guarded(w),
+        mgt_reload_event(&w->out, w->config, w->n_guarded, ok);
+        snprintf(status, sizeof(status), "READY=1\nSTATUS=guarding %zu cgroups%s", w->n_guarded,
                  ok ? "" : "; the config has errors, the last good one is in force");
         (void) mgt_notify(w->notify, status);
 }
@@ -705,11 +701,11 @@ static void raise_nofile(struct watch *w) {
  * METRICS_BATCH at a time between the set's due ticks, then the file. */
 #define METRICS_BATCH 32
 
-static void metrics_free(struct watch *w) {
-        free(w->mr.ma);
-        free(w->mr.reps);
-        free(w->mr.stats);
-        w->mr = (struct metrics_round) {};
+static void metrics_round_free(struct metrics_round *m) {
+        free(m->ma);
+        free(m->reps);
+        free(m->stats);
+        *m = (struct metrics_round) {};
 }
 
 static void metrics_begin(struct watch *w) {
@@ -723,7 +719,7 @@ static void metrics_begin(struct watch *w) {
                 .on = true,
         };
         if (!w->mr.ma || !w->mr.reps || !w->mr.stats) {
-                metrics_free(w);
+                metrics_round_free(&w->mr);
                 w->metrics_skipped++;
         }
 }
@@ -781,9 +777,7 @@ static void metrics_finish(struct watch *w) {
         struct metrics_round m = w->mr;
         w->mr = (struct metrics_round) {};
         text = mg_set_get_stats(w->set, &node_stats) == 0 ? mgt_metrics_format(m.ma, m.k, &node, &len) : NULL;
-        free(m.ma);
-        free(m.reps);
-        free(m.stats);
+        metrics_round_free(&m);
         if (!text)
                 return;
         r = mgt_metrics_writer_send(&w->mw, text, len);
@@ -933,7 +927,7 @@ int mgt_cmd_watch(int argc, char **argv) {
                 }
                 /* Options no child's limit accepts would leave the node
                  * unguarded while the service looks up. */
-                if (guarded(&w) == 0 && w.options_refused > 0) {
+                if (w.n_guarded == 0 && w.options_refused > 0) {
                         mgt_error(&w.out, "watch", 0, "--parent %s: the options fit none of the %zu children's limits",
                                   p, w.options_refused);
                         goto out;
@@ -983,7 +977,7 @@ int mgt_cmd_watch(int argc, char **argv) {
                 mgt_error(&w.out, "watch", e, "%s", what);
                 goto out;
         }
-        snprintf(status, sizeof(status), "READY=1\nSTATUS=guarding %zu cgroups", guarded(&w));
+        snprintf(status, sizeof(status), "READY=1\nSTATUS=guarding %zu cgroups", w.n_guarded);
         (void) mgt_notify(w.notify, status);
         w.watchdog_interval = mgt_notify_watchdog_usec() / 2;
         w.next_watchdog = w.watchdog_interval ? mg_mono_usec() : UINT64_MAX;
@@ -1062,7 +1056,7 @@ out:
                 write_metrics(&w); /* the last figures; the writer takes them before it sees the pipe close */
                 (void) mgt_metrics_writer_flush(&w.mw);
         }
-        metrics_free(&w); /* a round cut short by an error */
+        metrics_round_free(&w.mr); /* a round cut short by an error */
         mg_set_free(w.set); /* restores lent memory.high */
         mgt_metrics_writer_stop(&w.mw);
         for (size_t i = 0; i < w.n; i++)
