@@ -184,13 +184,24 @@ static bool rereads_share(const struct mg_policy_mark *o, const struct mg_sample
         return o->set && re > 0 && re >= delta(x->steal_bytes, o->steal_bytes) / MG_POLICY_REREAD_OF_STEAL;
 }
 
-/* Reclaim took `quarters` quarters of the clean cache (at x) since o, and
- * the actor took a major fault every MG_POLICY_TURNOVER_FAULT_USEC. */
+/* What reclaim must take of a cache of `file` bytes for the faulting path's
+ * turnover: MG_POLICY_TURNOVER_QUARTERS quarters of it, the last no more
+ * than MG_POLICY_TURNOVER_EXTRA_MAX; and for the half window, three times it. */
+static uint64_t turnover_bytes(uint64_t file) {
+        uint64_t extra = file / 4 * (MG_POLICY_TURNOVER_QUARTERS - 4);
+        return file + (extra < MG_POLICY_TURNOVER_EXTRA_MAX ? extra : MG_POLICY_TURNOVER_EXTRA_MAX);
+}
+
+static uint64_t churn_bytes(uint64_t file) {
+        return file > UINT64_MAX / 4 ? UINT64_MAX : file / 4 * MG_POLICY_CHURN_QUARTERS;
+}
+
+/* Reclaim took `need` bytes of the clean cache since o, and the actor took
+ * a major fault every MG_POLICY_TURNOVER_FAULT_USEC. */
 static bool turned_over(const struct mg_policy_state *s, const struct mg_policy_mark *o, const struct mg_sample *x,
-                        unsigned quarters) {
+                        uint64_t (*need)(uint64_t file)) {
         uint64_t steal = delta(x->steal_bytes, o->steal_bytes);
-        return o->set && !s->faulting_dirty && x->file_bytes > 0 && steal > 0 &&
-               (unsigned __int128) steal * 4 >= (unsigned __int128) x->file_bytes * quarters &&
+        return o->set && !s->faulting_dirty && x->file_bytes > 0 && steal > 0 && steal >= need(x->file_bytes) &&
                (unsigned __int128) delta(x->majfaults, o->majfaults) * MG_POLICY_TURNOVER_FAULT_USEC >=
                        x->time_usec - o->time_usec;
 }
@@ -249,14 +260,14 @@ static enum mg_verdict refault_decide(const struct mg_policy_params *p, struct m
         }
         const struct mg_policy_mark *f = &s->streak_faulting, *r = &s->streak;
         bool r_on = rereads_share(r, x), f_reread = rereads_share(f, x);
-        bool f_turned = turned_over(s, f, x, MG_POLICY_TURNOVER_QUARTERS), f_on = f_reread || f_turned;
+        bool f_turned = turned_over(s, f, x, turnover_bytes), f_on = f_reread || f_turned;
         uint64_t f_held = f->set ? x->time_usec - f->time_usec : 0;
         uint64_t f_re = delta(x->refault_bytes, f->refault_bytes);
         bool f_enough = f_turned || (f_reread && (unsigned __int128) f_re * 64 >=
                                                          (unsigned __int128) x->file_bytes *
                                                                  MG_POLICY_FAULTING_REREAD_64THS);
         if (((f_held >= p->refault_mapped_window_usec && f_enough) ||
-             (f_held >= p->refault_mapped_window_usec / 2 && turned_over(s, f, x, MG_POLICY_CHURN_QUARTERS))) &&
+             (f_held >= p->refault_mapped_window_usec / 2 && turned_over(s, f, x, churn_bytes))) &&
             !mapping_what_it_rereads(s, x)) {
                 *ret = f;
                 return MG_VERDICT_STALL;

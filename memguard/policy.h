@@ -77,9 +77,14 @@ struct mg_ring_sample {
  * fault every MG_POLICY_TURNOVER_FAULT_USEC at least (what it touched was
  * gone: a stream read beside a mapped set that stays resident takes none).
  * A single mapped pass over a file twice the cache turns it over once
- * (1.0 measured on 6.12); a pass over a file more than 2.25 times the
- * cache, stalled at the limit all along, is taken for a thrash. */
+ * (1.0 measured on 6.12, 1.03 at 1 GiB on 7.2); a pass over a file more
+ * than 2.25 times the cache, stalled at the limit all along, is taken for
+ * a thrash.  The quarter past the first turnover is at most
+ * MG_POLICY_TURNOVER_EXTRA_MAX: the evidence after onset is what the disk
+ * delivers in that time, and 8 MB/s delivers a 1 GiB actor's quarter in
+ * 32 s, past the 30 s a thrash is promised; 192 MiB takes 24 s. */
 #define MG_POLICY_TURNOVER_QUARTERS 5
+#define MG_POLICY_TURNOVER_EXTRA_MAX (UINT64_C(192) << 20)
 #define MG_POLICY_TURNOVER_FAULT_USEC UINT64_C(4000000)
 /* A fast disk lets a thrash turn its cache over many times in the faulting
  * window (a 256 MiB actor's sequential walk, unthrottled: 125-160 MB/s,

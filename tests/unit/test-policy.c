@@ -419,6 +419,24 @@ Test(refault, turnover_decides_where_no_reread_is_counted) {
         cr_expect_eq(f.kill_t, 0, "a single pass: 200 MiB taken in 25 s");
 }
 
+/* A 1 GiB actor on the same 8 MiB/s disk: the first turnover (128 s) is
+ * what a single pass over twice the cache also does; past it, 192 MiB more
+ * (24 s), not a quarter of the cache (32 s), decides.  A single pass over a
+ * file 2.1 times the cache is spared. */
+Test(refault, turnover_past_the_first_is_bounded_in_bytes) {
+        struct mg_policy_state s = {};
+        struct refault_feed f = { .n = 800, .mapped_mib = 190, .file_mib = 1024, .events_per_tick = 5,
+                                  .io_per_tick = 225 * MG_USEC_PER_MSEC, .steal_mib_per_s = 8, .majfaults_per_s = 1 };
+        cr_expect_eq(feed_refaults(&s, &f), MG_VERDICT_STALL);
+        cr_expect_geq(f.kill_t, 152 * MG_USEC_PER_SEC, "killed at %" PRIu64 " ms", f.kill_t / 1000);
+        cr_expect_leq(f.kill_t, 155 * MG_USEC_PER_SEC, "killed at %" PRIu64 " ms", f.kill_t / 1000);
+        mg_policy_reset(&s);
+        f = (struct refault_feed) { .n = 560, .mapped_mib = 190, .file_mib = 1024, .events_per_tick = 5,
+                                    .io_per_tick = 225 * MG_USEC_PER_MSEC, .steal_mib_per_s = 8, .majfaults_per_s = 1 };
+        feed_refaults(&s, &f);
+        cr_expect_eq(f.kill_t, 0, "a single pass: 1,120 MiB taken in 140 s");
+}
+
 /* An unthrottled disk: the same walk turns the cache over at 160 MiB/s.
  * Three caches (600 MiB) are gone after 3.75 s; it is killed at half the
  * 12 s window.  At 40 MiB/s three caches take 15 s: the whole window, as
