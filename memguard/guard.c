@@ -88,6 +88,157 @@ void mg_guard_emit(mg_guard *g, struct mg_event *ev) {
 }
 
 /*
+ * The guard's reads: read.c reads and says what it found; here a failure
+ * is judged (the cgroup gone, an error to report once, a window to start
+ * over) and a file that reads again clears its error.
+ */
+enum read_mode {
+        READ_TICK,      /* a slow tick: memory.stat's decision lines; memory.high and cpu.stat while a
+                         * throttle window is open */
+        READ_CONFIRM,   /* the fresh read before a kill: memory.stat whole, for the record */
+        READ_REPORT,    /* mg_guard_report(): everything, whole, and nothing the tick keeps (high events
+                         * seen, throttle window, the line, and the stall window when a read fails) moves */
+};
+
+int mg_guard_read_failed(mg_guard *g, enum mg_cgfile f, int err, bool keep_window) {
+        if (mg_gone_errno(err) && mg_read_removed(&g->cg))
+                return mg_guard_gone(g, mg_cgfile_name(f));
+        mg_guard_error(g, f, MG_LOG_WARNING, "reading", mg_cgfile_name(f), err);
+        if (!keep_window)
+                mg_guard_window_reset(g);
+        return err;
+}
+
+/* The files in ok (MG_CG_BIT()s) read: their next errors are reported. */
+static void reads_ok(mg_guard *g, unsigned ok) {
+        for (unsigned f = 0, erring = g->erring & ok; erring; f++, erring >>= 1)
+                if (erring & 1)
+                        mg_guard_error_clear(g, f);
+}
+
+/* memory.current, on every tick; returns 0 or the (reported) error. */
+MG_HOT static inline int read_current(mg_guard *g, uint64_t *ret) {
+        int r = mg_cgroup_read_u64(&g->cg, MG_CG_CURRENT, ret);
+
+        if (r < 0)
+                return mg_guard_read_failed(g, MG_CG_CURRENT, r, false);
+        mg_guard_error_clear(g, MG_CG_CURRENT);
+        return 0;
+}
+
+static int read_parsed(mg_guard *g, enum mg_cgfile f, void *ret) {
+        int r = mg_read_parsed(&g->rd, &g->cg, f, ret);
+
+        if (r >= 0)
+                mg_guard_error_clear(g, f);
+        return r;
+}
+
+void mg_guard_line_follow(mg_guard *g, uint64_t high, uint64_t max) {
+        g->max_bytes = max;
+        g->params.line_bytes = mg_policy_line(g->opt.limit_bytes, g->opt.margin_bytes, high < max ? high : max);
+}
+
+/* memory.high and memory.max for the line, now; where neither can be read,
+ * the guard's own limit draws it.  The next periodic re-read is due in
+ * MG_LIMITS_REREAD_USEC. */
+static void limits_read(mg_guard *g) {
+        uint64_t high, max;
+
+        reads_ok(g, mg_read_kernel_limits(&g->cg, &high, &max));
+        mg_guard_line_follow(g, high, max);
+        g->limits_due_usec = mg_guard_now(g) + MG_LIMITS_REREAD_USEC;
+}
+
+/* Both, into a report or a kill record; optional, so errors leave "max". */
+static void report_limits(mg_guard *g, struct mg_report *rep) {
+        reads_ok(g, mg_read_kernel_limits(&g->cg, &rep->high_bytes, &rep->max_bytes));
+}
+
+/* The counter rose since the last slow tick (which saw *last). */
+static bool rose(uint64_t *last, uint64_t now) {
+        bool r = *last != UINT64_MAX && now > *last;
+        *last = now;
+        return r;
+}
+
+/*
+ * The slow path's sample (mg_read_sample()), and what it means for the
+ * guard.  A pressure file hidden while the cgroup lives is reported once,
+ * and its PSI triggers go (their fds would poll as ready for good).  While
+ * the actor hits memory.high, and a window after, memory.high and cpu.stat
+ * are read too (mg_read_throttle()): only a throttle needs them, and their
+ * errors are reported but end nothing, unless the cgroup is gone.  A tick
+ * follows memory.high with the line; a report moves nothing the tick keeps.
+ */
+static int read_sample(mg_guard *g, uint64_t current, enum read_mode mode, struct mg_report *rep,
+                       struct mg_sample *x) {
+        bool report = mode == READ_REPORT;
+        struct mg_read_outcome out;
+        int r;
+
+        r = mg_read_sample(&g->rd, &g->cg, g->page_bytes, mg_guard_now(g), current, mode != READ_TICK, rep, x, &out);
+        reads_ok(g, out.ok);
+        if (out.hidden) {
+                for (enum mg_cgfile f = MG_CG_PRESSURE; f <= MG_CG_IO_PRESSURE; f++)
+                        if (out.hidden & MG_CG_BIT(f))
+                                mg_guard_error(g, f, MG_LOG_WARNING, "reading", mg_cgfile_name(f), out.err[f]);
+                mg_guard_triggers_close(g);
+        }
+        if (r < 0)
+                return mg_guard_read_failed(g, out.at, r, report);
+        rep->limit_bytes = g->opt.limit_bytes;
+        rep->margin_bytes = g->opt.margin_bytes;
+        /* Keep reading for a window after the last sign, so the window the
+         * policy looks back over has the extra figures at both ends. */
+        if (x->have_events && !report && rose(&g->last_high_events, x->high_events))
+                g->throttle_until_usec = x->time_usec + g->opt.stall_window_usec + 2 * g->opt.tick_usec;
+        if (!report && x->time_usec >= g->throttle_until_usec)
+                return 0;
+        r = mg_read_throttle(&g->rd, &g->cg, x, &out);
+        reads_ok(g, out.ok);
+        if (r >= 0) {
+                if (!report)
+                        mg_guard_line_follow(g, x->high_bytes, g->max_bytes);
+        } else if (mg_gone_errno(r)) {
+                return mg_guard_read_failed(g, out.at, r, report);
+        } else if (r != -EOPNOTSUPP) {
+                mg_guard_error(g, out.at, MG_LOG_WARNING, "reading", mg_cgfile_name(out.at), r);
+        }
+        rep->high_bytes = x->high_bytes;
+        return 0;
+}
+
+/* cgroup.events "populated", read just before acting.  Returns 1 or 0;
+ * -ENODEV once the cgroup is gone; another error is reported (once per
+ * streak) and returned, and the caller acts as if populated: the check
+ * only spares an empty cgroup a kill, a confirmed overshoot it cannot
+ * tell about is acted on as before. */
+static int read_populated(mg_guard *g) {
+        int populated, r = read_parsed(g, MG_CG_EVENTS, &populated);
+
+        if (r >= 0)
+                return populated;
+        if (mg_gone_errno(r))
+                return mg_guard_gone(g, "cgroup.events");
+        return mg_guard_error(g, MG_CG_EVENTS, MG_LOG_WARNING, "reading", "cgroup.events", r);
+}
+
+/* cgroup.procs, parsed.  Returns 0, -ENODEV once the cgroup is gone, or
+ * another (reported) error. */
+static int read_members(mg_guard *g, struct mg_procs *ret, bool *ret_cut) {
+        int r = mg_read_members(&g->cg, ret, ret_cut);
+
+        if (r >= 0) {
+                mg_guard_error_clear(g, MG_CG_PROCS);
+                return 0;
+        }
+        if (mg_gone_errno(r))
+                return mg_guard_gone(g, "cgroup.procs");
+        return mg_guard_error(g, MG_CG_PROCS, MG_LOG_WARNING, "reading", "cgroup.procs", r);
+}
+
+/*
  * A guard far below its limit keeps open what its fast path uses, not
  * twelve files: memory.current, and memory.events.local while its set
  * watches it (a kernel OOM kill, a limit hit: mg_guard_events_changed()).
@@ -117,7 +268,7 @@ int mg_guard_files_open(mg_guard *g) {
         }
         /* -ESTALE: the path no longer names this cgroup; removed, if its
          * memory.current says so too. */
-        if (mg_read_removed(g))
+        if (mg_read_removed(&g->cg))
                 return mg_guard_gone(g, "cgroup directory");
         return mg_guard_error(g, MG_ERR_OPEN, MG_LOG_ERR, "opening", "the cgroup's files", r);
 }
@@ -143,12 +294,12 @@ int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsi
                 goto fail;
         g->path = strdup(path);
         if (host) {
-                g->stat_buf = host->stat_buf;
-                g->small_buf = host->small_buf;
-        } else if ((g->stat_buf = g->own_bufs = malloc(MG_STAT_BUF_SIZE + MG_SMALL_BUF_SIZE))) {
-                g->small_buf = g->own_bufs + MG_STAT_BUF_SIZE;
+                g->rd.stat_buf = host->stat_buf;
+                g->rd.small_buf = host->small_buf;
+        } else if ((g->rd.stat_buf = g->own_bufs = malloc(MG_STAT_BUF_SIZE + MG_SMALL_BUF_SIZE))) {
+                g->rd.small_buf = g->own_bufs + MG_STAT_BUF_SIZE;
         }
-        if (!g->path || !g->stat_buf) {
+        if (!g->path || !g->rd.stat_buf) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -158,7 +309,6 @@ int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsi
         g->params = (struct mg_policy_params) {
                 .limit_bytes = g->opt.limit_bytes,
                 .margin_bytes = g->opt.margin_bytes,
-                .line_bytes = g->opt.limit_bytes - g->opt.margin_bytes,
                 .stall_window_usec = g->opt.stall_window_usec,
                 .stall_pressure_permyriad = g->opt.stall_pressure_permyriad,
                 .refault_window_usec = g->opt.refault_window_usec,
@@ -166,15 +316,15 @@ int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsi
         };
         g->page_bytes = (uint32_t) sysconf(_SC_PAGESIZE);
         g->clock = default_clock;
-        mg_read_line_limits(g);
+        limits_read(g);
         g->state = MG_GUARD_WATCHING;
         /* The baseline for kernel OOM attribution: kills before the guard
          * existed are not news. */
-        if (mg_read_parsed(g, MG_CG_EVENTS_LOCAL, &g->last_events) >= 0)
+        if (read_parsed(g, MG_CG_EVENTS_LOCAL, &g->last_events) >= 0)
                 g->have_last_events = true;
         /* The keys this kernel prints in memory.stat, so that a read cut
          * short at a line boundary is told from a kernel without them. */
-        (void) mg_read_parsed(g, MG_CG_STAT, &(struct mg_memstat) {});
+        (void) read_parsed(g, MG_CG_STAT, &(struct mg_memstat) {});
         g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
         mg_lend_adopt(g);
         if (!host)
@@ -348,8 +498,8 @@ void mg_guard_attach(mg_guard *g, struct mg_guard_host *h) {
          * buffer again. */
         free(g->own_bufs);
         g->own_bufs = NULL;
-        g->stat_buf = h->stat_buf;
-        g->small_buf = h->small_buf;
+        g->rd.stat_buf = h->stat_buf;
+        g->rd.small_buf = h->small_buf;
         files_trim(g);
 }
 
@@ -494,14 +644,14 @@ void mg_guard_events_changed(mg_guard *g) {
 
         if (g->state == MG_GUARD_GONE)
                 return;
-        if (mg_read_parsed(g, MG_CG_EVENTS_LOCAL, &rep.events) < 0)
+        if (read_parsed(g, MG_CG_EVENTS_LOCAL, &rep.events) < 0)
                 return;
         /* On the fast path, a memory.high or memory.max event says the actor
          * is pressed against a kernel limit the line may not know yet (it
          * was lowered from outside): read the limits now, not at the next
          * periodic re-read. */
         if (g->have_last_events && (rep.events.high > high || rep.events.max > max) && !g->slow) {
-                mg_read_line_limits(g);
+                limits_read(g);
                 host_reschedule(g, mg_guard_now(g));
         }
         note_kernel_oom(g, &rep);
@@ -521,7 +671,7 @@ static void note_empty(mg_guard *g, const struct mg_report *rep) {
                 return;
         g->empty_over = true;
         g->slow_state->empty_report = *rep;
-        mg_read_report_limits(g, &g->slow_state->empty_report);
+        report_limits(g, &g->slow_state->empty_report);
         mg_guard_log(g, MG_LOG_WARNING,
              "%s: used %" PRIu64 " of limit %" PRIu64 " bytes held by no process (shmem %" PRIu64 ", kernel %" PRIu64
              ", anon %" PRIu64 ", sock %" PRIu64 "): not killed; tmpfs files and memfds charged to it, or its slab "
@@ -549,7 +699,7 @@ static void end_unkillable(mg_guard *g, const char *why) {
 static int same_members(mg_guard *g) {
         struct mg_procs p;
         bool cut;
-        int r = mg_read_members(g, &p, &cut);
+        int r = read_members(g, &p, &cut);
 
         if (r < 0)
                 return r;
@@ -562,7 +712,7 @@ static int same_members(mg_guard *g) {
  * the usual rules, -ENODEV once the cgroup is gone.  Reads that fail leave
  * the usual rules in force: they act on a confirmed verdict, as before. */
 static int nothing_new(mg_guard *g) {
-        int populated = mg_read_populated(g), r;
+        int populated = read_populated(g), r;
 
         if (g->state == MG_GUARD_GONE)
                 return -ENODEV;
@@ -597,7 +747,7 @@ static bool find_unkillable(mg_guard *g, uint64_t now) {
         struct mg_procs p;
         bool cut;
 
-        if (mg_read_members(g, &p, &cut) < 0 || p.n == 0)
+        if (read_members(g, &p, &cut) < 0 || p.n == 0)
                 return false; /* reported; or it emptied since: the usual rules */
         *u = (struct mg_unkillable_info) {
                 .kill_usec = g->slow_state->kill.kill_usec,
@@ -646,7 +796,7 @@ static void record_fill(mg_guard *g, enum mg_kill_reason reason, enum mg_kill_me
                 .detect_usec = g->detect_usec,
                 .kill_usec = kill_usec,
         };
-        mg_read_report_limits(g, &g->slow_state->kill.report);
+        report_limits(g, &g->slow_state->kill.report);
 }
 
 /* The method a kill would use: cgroup.kill where the kernel has it. */
@@ -725,7 +875,7 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
 
         r = mg_cgroup_kill(&g->cg, &method);
         if (r < 0) {
-                if (mg_gone_errno(r) && mg_read_removed(g))
+                if (mg_gone_errno(r) && mg_read_removed(&g->cg))
                         return mg_guard_gone(g, "kill");
                 /* Once per streak: the verdict holds every tick until it works. */
                 return mg_guard_error(g, MG_ERR_KILL, MG_LOG_ERR, NULL, "kill", r);
@@ -755,9 +905,9 @@ static void finish_kill(mg_guard *g, uint64_t now, bool timed_out) {
 static int tick_killing(mg_guard *g, uint64_t now) {
         int populated, r;
 
-        r = mg_read_parsed(g, MG_CG_EVENTS, &populated);
+        r = read_parsed(g, MG_CG_EVENTS, &populated);
         if (r < 0) {
-                r = mg_read_failed(g, MG_CG_EVENTS, r, MG_READ_TICK);
+                r = mg_guard_read_failed(g, MG_CG_EVENTS, r, false);
                 if (g->state == MG_GUARD_GONE)
                         return r;
                 /* Whether it emptied cannot be told: give up waiting at the
@@ -824,7 +974,7 @@ static int act(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *
  */
 static int kill_if_populated(mg_guard *g, enum mg_verdict v, struct mg_report *rep, uint64_t now, bool told) {
         enum mg_kill_reason reason = v == MG_VERDICT_OVERSHOOT ? MG_KILL_OVERSHOOT : MG_KILL_STALL;
-        int r = mg_read_populated(g);
+        int r = read_populated(g);
 
         if (g->state == MG_GUARD_GONE)
                 return r;
@@ -858,12 +1008,12 @@ static int defer_end(mg_guard *g, uint64_t now, uint64_t current) {
         r = mg_guard_files_open(g); /* open since the deferral began (its state keeps them): cheap */
         if (r < 0)
                 return r;
-        r = mg_read_sample(g, current, MG_READ_CONFIRM, &rep, &x);
+        r = read_sample(g, current, READ_CONFIRM, &rep, &x);
         if (r < 0) {
                 g->detect_usec = 0;
                 return r;
         }
-        mg_read_report_limits(g, &rep);
+        report_limits(g, &rep);
         if (mg_policy_confirm(&g->params, v, rep.current_bytes, rep.used_bytes) != v) {
                 g->detect_usec = 0;
                 mg_guard_log(g, MG_LOG_INFO,
@@ -969,11 +1119,11 @@ static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_r
         if (g->detect_usec == 0)
                 g->detect_usec = now;
 
-        r = mg_read_current(g, &current);
+        r = read_current(g, &current);
         if (r < 0)
                 return r;
         if (v == MG_VERDICT_OVERSHOOT) {
-                r = mg_read_sample(g, current, MG_READ_CONFIRM, rep, &fresh);
+                r = read_sample(g, current, READ_CONFIRM, rep, &fresh);
                 if (r < 0)
                         return r;
         }
@@ -982,9 +1132,10 @@ static int kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_r
         if (v == MG_VERDICT_STALL) {
                 /* The tick parsed only what the decision needs; the kill
                  * record shows memory.stat whole. */
-                r = mg_read_stat(g, true, &rep->stat);
+                r = mg_read_stat(&g->rd, &g->cg, true, &rep->stat);
                 if (r < 0)
-                        return mg_read_failed(g, MG_CG_STAT, r, MG_READ_CONFIRM);
+                        return mg_guard_read_failed(g, MG_CG_STAT, r, false);
+                mg_guard_error_clear(g, MG_CG_STAT);
                 rep->current_bytes = current;
                 rep->used_bytes = mg_used_bytes(&rep->stat);
         }
@@ -1042,8 +1193,8 @@ MG_HOT int mg_guard_tick_at(mg_guard *g, uint64_t now) {
          * open both files for the periodic re-read, so there it waits for
          * the slow path. */
         if (now >= g->limits_due_usec && !g->events_watched)
-                mg_read_line_limits(g);
-        r = mg_read_current(g, &current);
+                limits_read(g);
+        r = read_current(g, &current);
         if (r < 0)
                 return r;
         if (g->slow_state && g->slow_state->defer_until_usec) {
@@ -1069,7 +1220,7 @@ MG_HOT int mg_guard_tick_at(mg_guard *g, uint64_t now) {
         set_slow(g, true);
         g->below_since_usec = 0;
 
-        r = mg_read_sample(g, current, MG_READ_TICK, &rep, &x);
+        r = read_sample(g, current, READ_TICK, &rep, &x);
         if (r < 0)
                 return r;
         note_kernel_oom(g, &rep);
@@ -1109,13 +1260,15 @@ static int report_read(mg_guard *g, struct mg_report *ret) {
         r = mg_guard_files_open(g);
         if (r < 0)
                 return r;
-        r = mg_read_u64(g, MG_CG_CURRENT, &current);
-        if (r < 0)
-                r = mg_read_failed(g, MG_CG_CURRENT, r, MG_READ_REPORT);
-        else
-                r = mg_read_sample(g, current, MG_READ_REPORT, &rep, &x);
+        r = mg_cgroup_read_u64(&g->cg, MG_CG_CURRENT, &current);
+        if (r < 0) {
+                r = mg_guard_read_failed(g, MG_CG_CURRENT, r, true);
+        } else {
+                mg_guard_error_clear(g, MG_CG_CURRENT);
+                r = read_sample(g, current, READ_REPORT, &rep, &x);
+        }
         if (r >= 0)
-                mg_read_report_limits(g, &rep);
+                report_limits(g, &rep);
         if (trimmed)
                 files_trim(g);
         if (r < 0)

@@ -11,6 +11,7 @@
 #include "parse.h"
 #include "memguard/memguard.h"
 #include "policy.h"
+#include "read.h"
 #include "util.h"
 
 enum mg_guard_state {
@@ -70,16 +71,6 @@ int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flag
  * hits the new limit: memory.events.local changes; a set's guard on its
  * fast path waits for that).  Two preads every 120 ticks, 1.017 per tick. */
 #define MG_LIMITS_REREAD_USEC (30 * UINT64_C(1000000))
-
-/* memory.stat is about 2.5 KiB on 7.x (71 keys of at most 40 bytes). */
-#define MG_STAT_BUF_SIZE 8192
-/* PSI (2 lines < 200 bytes), memory.events.local, cgroup.events, cpu.stat. */
-#define MG_SMALL_BUF_SIZE 512
-
-/* cgroup.procs read for the unkillable report and its comparisons: about
- * 500 pids.  A cgroup with more is compared on what the read shows; a
- * change there counts as new members. */
-#define MG_PROCS_BUF_SIZE 4096
 
 /*
  * The restore of memory.high at the end of a lend, as a job: everything the
@@ -195,8 +186,6 @@ struct mg_guard {
         bool lend_high_unknown;         /* taken over, memory.high unread: what the lend wrote is unknown */
         bool lend_ending;               /* the caller ended it, the restore is not done: ticks retry it */
         struct mg_restore restore;      /* the restore in flight, if restore.state is not IDLE */
-        uint64_t stat_keys, events_keys;/* keys memory.stat / memory.events.local had: fewer is a cut read */
-        struct mg_memstat_layout stat_layout; /* where the tick's memory.stat keys are */
 
         struct mg_mem_events last_events;
         bool have_last_events;
@@ -224,12 +213,8 @@ struct mg_guard {
         bool unkillable_cut;
 
         /* Every read lands in a buffer the guard holds: no allocation per
-         * tick.  memory.stat goes to stat_buf (MG_STAT_BUF_SIZE), the rest
-         * to small_buf (MG_SMALL_BUF_SIZE): the guard's own (own_bufs), or
-         * in a set the set's, which its guards share (they tick one at a
-         * time, each parsing what it read before the next reads). */
-        char *stat_buf;
-        char *small_buf;
+         * tick.  The reader's buffers are own_bufs, or in a set the set's. */
+        struct mg_reader rd;
         char *own_bufs;
 
         struct mg_guard_counts counts;  /* the rest of mg_guard_get_stats() */
@@ -309,53 +294,15 @@ void mg_guard_window_reset(mg_guard *g);
  * slow path, the guard leaving its set). */
 void mg_guard_triggers_close(mg_guard *g);
 
-/*
- * read.c: every read of a cgroup file, and the sample the slow path builds.
- */
-/* A removed cgroup makes every open file return ENODEV; ENOENT is taken
- * the same way.  Whether it is removed is mg_read_removed()'s to say. */
-bool mg_gone_errno(int err);
-/* cgroup.events, a core file nothing can hide, fails as removed. */
-bool mg_read_removed(mg_guard *g);
-/* What a slow-path read is for. */
-enum mg_read_mode {
-        MG_READ_TICK,           /* a slow tick: memory.stat's decision lines; memory.high and
-                                 * cpu.stat while a throttle window is open */
-        MG_READ_CONFIRM,        /* the fresh read before a kill: memory.stat whole, for the record */
-        MG_READ_REPORT,         /* mg_guard_report(): everything, whole, and nothing the tick keeps
-                                 * (high events seen, throttle window, the line, and the stall
-                                 * window when a read fails) is moved */
-};
-/* A read or parse error of a file the decision needs: reported, and, but
- * for a report, the window starts over (a gap in it says nothing); -ENODEV
- * once gone. */
-int mg_read_failed(mg_guard *g, enum mg_cgfile f, int err, enum mg_read_mode mode);
-int mg_read_u64(mg_guard *g, enum mg_cgfile f, uint64_t *ret);
-/* memory.current; returns 0 or the (reported) error. */
-int mg_read_current(mg_guard *g, uint64_t *ret);
-/* memory.stat: only the lines the decision needs (full false), or whole. */
-int mg_read_stat(mg_guard *g, bool full, struct mg_memstat *ret);
-/* A small file of f's kind into its parsed form (struct mg_psi, struct
- * mg_mem_events, populated int, cpu usage; memory.stat: struct mg_memstat). */
-int mg_read_parsed(mg_guard *g, enum mg_cgfile f, void *ret);
-/* memory.current was read (current): the slow path's other files into rep
- * and x.  Returns 0 or the (reported) error of a file the decision needs. */
-int mg_read_sample(mg_guard *g, uint64_t current, enum mg_read_mode mode, struct mg_report *rep,
-                   struct mg_sample *x);
-/* The fast-path line follows the lower of the kernel limits. */
+/* A read or parse error of a file the decision needs (f, err: what
+ * mg_read_*() returned): -ENODEV once the cgroup is gone, else reported,
+ * and the stall window starts over (a gap in it says nothing) unless
+ * keep_window (a report's read leaves the tick's window as it was).
+ * Returns err or -ENODEV. */
+int mg_guard_read_failed(mg_guard *g, enum mg_cgfile f, int err, bool keep_window);
+/* The fast-path line follows the lower of the kernel limits: the one place
+ * it is drawn (mg_policy_line()). */
 void mg_guard_line_follow(mg_guard *g, uint64_t high, uint64_t max);
-/* memory.high and memory.max, "max" where a file cannot be read. */
-void mg_read_kernel_limits(mg_guard *g, uint64_t *ret_high, uint64_t *ret_max);
-/* Both, for the line, now; the next periodic re-read is due in
- * MG_LIMITS_REREAD_USEC. */
-void mg_read_line_limits(mg_guard *g);
-/* Both, into a report or a kill record. */
-void mg_read_report_limits(mg_guard *g, struct mg_report *rep);
-/* cgroup.events "populated" just before acting: 1 or 0; -ENODEV once
- * gone; another error is reported and returned (act as if populated). */
-int mg_read_populated(mg_guard *g);
-/* cgroup.procs, parsed; 0, -ENODEV once gone, or a reported error. */
-int mg_read_members(mg_guard *g, struct mg_procs *ret, bool *ret_cut);
 
 /*
  * lend.c: lends, their record, the takeover of a crashed one, recovery.

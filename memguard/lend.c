@@ -166,7 +166,7 @@ static int restore_outcome(mg_guard *g, const struct mg_restore *j) {
         char found[32];
 
         if (j->r < 0)
-                return mg_gone_errno(j->r) ? mg_read_failed(g, MG_CG_HIGH, j->r, MG_READ_TICK) : j->r;
+                return mg_gone_errno(j->r) ? mg_guard_read_failed(g, MG_CG_HIGH, j->r, false) : j->r;
         mg_guard_error_clear(g, MG_CG_HIGH); /* it was read */
         g->lend.found_high_bytes = j->found_high_bytes;
         g->lend.restored = j->outcome == MG_RESTORE_WRITTEN;
@@ -254,7 +254,7 @@ static int restore_prepare(mg_guard *g, enum mg_event_type why, enum mg_restore_
         int fd = mg_cgroup_reopen(&g->cg, MG_CG_HIGH);
 
         if (fd < 0)
-                return mg_gone_errno(fd) && mg_read_removed(g) ? mg_guard_gone(g, "memory.high") : fd;
+                return mg_gone_errno(fd) && mg_read_removed(&g->cg) ? mg_guard_gone(g, "memory.high") : fd;
         restore_fill(g, &g->restore, fd, true);
         g->restore.why = why;
         g->restore.guard = g;
@@ -350,7 +350,7 @@ static int lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec,
                 return r;
         n = mg_cgroup_read(&g->cg, MG_CG_HIGH, buf, sizeof(buf));
         if (n < 0)
-                return mg_gone_errno((int) n) && mg_read_removed(g) ? mg_guard_gone(g, "memory.high") : (int) n;
+                return mg_gone_errno((int) n) && mg_read_removed(&g->cg) ? mg_guard_gone(g, "memory.high") : (int) n;
         /* The kernel ends the value with a newline.  Without one the read
          * may have been cut short, and "2411" of "241172480" would be what
          * the end of the lend writes back: trusted only if a second read
@@ -361,7 +361,7 @@ static int lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec,
                 char again[32];
                 ssize_t m = mg_cgroup_read(&g->cg, MG_CG_HIGH, again, sizeof(again));
                 if (m != n || memcmp(buf, again, (size_t) n) != 0)
-                        return m < 0 && mg_gone_errno((int) m) && mg_read_removed(g) ? mg_guard_gone(g, "memory.high")
+                        return m < 0 && mg_gone_errno((int) m) && mg_read_removed(&g->cg) ? mg_guard_gone(g, "memory.high")
                                                                                  : -EBADMSG;
         }
         r = mg_parse_u64_value(buf, (size_t) n, &old);
@@ -402,7 +402,7 @@ static int lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec,
                  * works, but dies with the process. */
                 mg_guard_log(g, MG_LOG_WARNING, "%s: %s: this lend is not recorded, a crash leaves memory.high raised",
                              g->path, r == -EPERM ? "its tenant can write this directory" : "no user xattrs here");
-        } else if (mg_gone_errno(r) && mg_read_removed(g)) {
+        } else if (mg_gone_errno(r) && mg_read_removed(&g->cg)) {
                 return mg_guard_gone(g, MG_LEND_XATTR);
         } else if (r < 0) {
                 return r;
@@ -413,7 +413,7 @@ static int lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec,
         if (r < 0) {
                 if (recorded)
                         (void) mg_cgroup_remove_xattr(&g->cg, MG_LEND_XATTR);
-                return mg_gone_errno(r) && mg_read_removed(g) ? mg_guard_gone(g, "memory.high") : r;
+                return mg_gone_errno(r) && mg_read_removed(&g->cg) ? mg_guard_gone(g, "memory.high") : r;
         }
 
         now = mg_guard_now(g);
@@ -669,7 +669,7 @@ void mg_lend_adopt(mg_guard *g) {
         /* What the lend wrote is not in the record: memory.high as found
          * now stands for it, so a change made after this is not undone at
          * the end.  Unread, only the rule against raising it is left. */
-        g->lend_high_unknown = mg_read_u64(g, MG_CG_HIGH, &high) < 0;
+        g->lend_high_unknown = mg_cgroup_read_u64(&g->cg, MG_CG_HIGH, &high) < 0;
         if (g->lend_high_unknown)
                 high = MG_UNLIMITED;
         memcpy(g->lend_old_high, rec.old_high, sizeof(rec.old_high));
