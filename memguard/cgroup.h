@@ -70,17 +70,6 @@ struct mg_io {
         /* The kill's fallback without cgroup.kill (kill.c). */
         int (*pidfd_open)(void *ud, pid_t pid, unsigned flags);
         int (*pidfd_send_signal)(void *ud, int pidfd, int sig, unsigned flags);
-        /* The snapshot module's image file (snapshot/): called before each
-         * write, sync or read of it (op: enum mg_snap_op), a negative errno
-         * fails that call as the kernel would; with snap_userdata. */
-        int (*snap_fault)(void *snap_userdata, int op, uint64_t file_offset, uint64_t len);
-        void *snap_userdata;
-        unsigned snap_flags;    /* MG_IO_SNAP_*: paths a test forces */
-};
-
-enum {
-        MG_IO_SNAP_NO_TMPFILE = 1 << 0, /* a named temporary file, as without O_TMPFILE */
-        MG_IO_SNAP_NO_AIO = 1 << 1,     /* direct I/O one call at a time, as without io_submit */
 };
 
 /* openat2 resolve flags for every file below the actor's directory. */

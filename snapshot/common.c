@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "crc32c.h"
-#include "cgroup.h"
 #include "internal.h"
 #include "sized.h"
 
@@ -169,10 +168,10 @@ void mg_snap_stats_out(const struct mg_snapshot_stats *st, struct mg_snapshot_st
                 (void) mg_sized_copy_out(ret, st, sizeof(*st)); /* .size checked before the work */
 }
 
-int mg_snap_fault(const struct mg_io *io, enum mg_snap_op op, uint64_t off, uint64_t len) {
-        return io && io->snap_fault ? io->snap_fault(io->snap_userdata, (int) op, off, len) : 0;
+int mg_snap_fault(const struct mg_snap_seam *seam, enum mg_snap_op op, uint64_t off, uint64_t len) {
+        return seam && seam->fault ? seam->fault(seam->userdata, op, off, len) : 0;
 }
 
-bool mg_snap_forced(const struct mg_io *io, unsigned flag) {
-        return io && (io->snap_flags & flag);
+bool mg_snap_forced(const struct mg_snap_seam *seam, unsigned flag) {
+        return seam && (seam->flags & flag);
 }

@@ -34,18 +34,30 @@ enum mg_snap_op {
         MG_SNAP_OP_FSYNC,       /* the final fdatasync */
         MG_SNAP_OP_READ,        /* a data read of a restore */
 };
-struct mg_io;
-/* mg_snapshot_write() and mg_snapshot_restore() through an I/O seam
- * (struct mg_io, memguard/cgroup.h: its snap_* members), for tests. */
+enum {
+        MG_SNAP_SEAM_NO_TMPFILE = 1 << 0,       /* a named temporary file, as without O_TMPFILE */
+        MG_SNAP_SEAM_NO_AIO = 1 << 1,           /* direct I/O one call at a time, as without io_submit */
+};
+/* The image file's seam.  The guard's cgroup files a write lends from go
+ * through the guard's own struct mg_io (memguard/cgroup.h), not this. */
+struct mg_snap_seam {
+        /* Called before each write, sync or read of the image file (op), a
+         * negative errno fails that call as the kernel would; NULL: none. */
+        int (*fault)(void *userdata, enum mg_snap_op op, uint64_t file_offset, uint64_t len);
+        void *userdata;
+        unsigned flags;                 /* MG_SNAP_SEAM_*: paths a test forces */
+};
+/* mg_snapshot_write() and mg_snapshot_restore() through the seam (NULL:
+ * none, as the public calls), for tests. */
 int mg_snapshot_write_internal(const struct mg_snapshot_source *src, int dirfd, const char *name,
                                const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret,
-                               const struct mg_io *io);
+                               const struct mg_snap_seam *seam);
 int mg_snapshot_restore_internal(int dirfd, const char *name, const struct mg_snapshot_target *dst,
                                  const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret,
-                                 const struct mg_io *io);
+                                 const struct mg_snap_seam *seam);
 /* The seam's fault before op on the image file: 0 or a negative errno. */
-int mg_snap_fault(const struct mg_io *io, enum mg_snap_op op, uint64_t off, uint64_t len);
-bool mg_snap_forced(const struct mg_io *io, unsigned flag);
+int mg_snap_fault(const struct mg_snap_seam *seam, enum mg_snap_op op, uint64_t off, uint64_t len);
+bool mg_snap_forced(const struct mg_snap_seam *seam, unsigned flag);
 
 /* Resolves *o (NULL: all defaults) into *ret with every default filled in
  * that does not depend on the guard or the image.  Returns 0, -EINVAL or

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "aio.h"
-#include "cgroup.h"
 #include "internal.h"
 
 /*
@@ -29,7 +28,7 @@
 
 struct reader {
         const struct mg_snapshot_target *dst;
-        const struct mg_io *io;         /* the test seam, or NULL */
+        const struct mg_snap_seam *seam; /* the test seam, or NULL */
         struct mg_snapshot_options o;
         int fd;
         uint32_t page;
@@ -310,7 +309,7 @@ static int read_range(struct reader *rd, const struct mg_snap_range *rg) {
                         p = (uint8_t *) t->addr + x;
                 else
                         p = rd->buf + (size_t) (slot % rd->n_bufs) * rd->io_bytes;
-                r = mg_snap_fault(rd->io, MG_SNAP_OP_READ, foff, n);
+                r = mg_snap_fault(rd->seam, MG_SNAP_OP_READ, foff, n);
                 if (r < 0)
                         return r;
                 if (rd->use_aio) {
@@ -344,8 +343,8 @@ int mg_snapshot_restore(int dirfd, const char *name, const struct mg_snapshot_ta
 
 int mg_snapshot_restore_internal(int dirfd, const char *name, const struct mg_snapshot_target *dst,
                                  const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret,
-                                 const struct mg_io *io) {
-        struct reader rd = { .dst = dst, .io = io, .fd = -1 };
+                                 const struct mg_snap_seam *seam) {
+        struct reader rd = { .dst = dst, .seam = seam, .fd = -1 };
         uint64_t t0 = mg_mono_usec(), t, zero_usec = 0, prev_end = 0;
         struct stat s;
         int r;
@@ -386,7 +385,7 @@ int mg_snapshot_restore_internal(int dirfd, const char *name, const struct mg_sn
         bool bounce = !rd.direct || dst->kind == MG_SNAPSHOT_FD ||
                       (uintptr_t) dst->addr % rd.dio_mem_align != 0;
         rd.n_bufs = rd.direct && bounce ? 2 : 1;
-        if (rd.direct && !mg_snap_forced(rd.io, MG_IO_SNAP_NO_AIO))
+        if (rd.direct && !mg_snap_forced(rd.seam, MG_SNAP_SEAM_NO_AIO))
                 rd.use_aio = mg_snap_aio_open(&rd.aio, bounce ? 2 : 4) == 0;
         rd.buf = mmap(NULL, rd.n_bufs * rd.io_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (rd.buf == MAP_FAILED) {

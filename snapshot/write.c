@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include "aio.h"
-#include "cgroup.h"
 #include "internal.h"
 #include "lend.h"
 
@@ -66,7 +65,7 @@
 
 struct writer {
         const struct mg_snapshot_source *src;
-        const struct mg_io *io;         /* the test seam, or NULL */
+        const struct mg_snap_seam *seam; /* the test seam, or NULL */
         struct mg_snapshot_options o;
         int dfd;                        /* our own fd of the directory */
         int fd;                         /* the file */
@@ -186,7 +185,7 @@ static void cleanup_stale(struct writer *w) {
 static int open_tmp(struct writer *w) {
         int fd, r;
 
-        if (!mg_snap_forced(w->io, MG_IO_SNAP_NO_TMPFILE)) {
+        if (!mg_snap_forced(w->seam, MG_SNAP_SEAM_NO_TMPFILE)) {
                 fd = openat(w->dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, (mode_t) w->o.mode);
                 if (fd >= 0) {
                         w->fd = fd;
@@ -347,7 +346,7 @@ static int write_run(struct writer *w, const uint8_t *p, uint64_t file_off, size
                 }
         }
         if (w->use_aio) {
-                r = mg_snap_fault(w->io, MG_SNAP_OP_WRITE, file_off, len);
+                r = mg_snap_fault(w->seam, MG_SNAP_OP_WRITE, file_off, len);
                 if (r < 0)
                         return r;
                 if (mg_snap_aio_full(&w->aio)) {
@@ -369,7 +368,7 @@ static int write_sync(struct writer *w, const uint8_t *p, uint64_t file_off, siz
 
         while (done < len) {
                 ssize_t n;
-                r = mg_snap_fault(w->io, MG_SNAP_OP_WRITE, file_off + done, len - done);
+                r = mg_snap_fault(w->seam, MG_SNAP_OP_WRITE, file_off + done, len - done);
                 if (r < 0)
                         return r;
                 if (w->method == MG_SNAPSHOT_DONTCACHE) {
@@ -554,7 +553,7 @@ static int write_fd_piece(struct writer *w, uint64_t p0, uint64_t p1) {
 }
 
 static int sync_range(struct writer *w, uint64_t off, uint64_t len, unsigned flags) {
-        int r = mg_snap_fault(w->io, MG_SNAP_OP_SYNC, off, len);
+        int r = mg_snap_fault(w->seam, MG_SNAP_OP_SYNC, off, len);
         if (r < 0)
                 return r;
         return sync_file_range(w->fd, (off_t) off, (off_t) len, flags) < 0 ? -errno : 0;
@@ -655,14 +654,14 @@ static int write_index(struct writer *w) {
         if (!idx)
                 return -ENOMEM;
         h.index_crc = mg_snap_index_encode(&h, w->ranges, w->crcs, idx);
-        r = mg_snap_fault(w->io, MG_SNAP_OP_WRITE, h.index_offset, n);
+        r = mg_snap_fault(w->seam, MG_SNAP_OP_WRITE, h.index_offset, n);
         if (r == 0)
                 r = pwrite_all(w->fd, idx, (size_t) n, h.index_offset);
         free(idx);
         if (r < 0)
                 return r;
         mg_snap_header_encode(&h, hdr);
-        r = mg_snap_fault(w->io, MG_SNAP_OP_WRITE, 0, sizeof(hdr));
+        r = mg_snap_fault(w->seam, MG_SNAP_OP_WRITE, 0, sizeof(hdr));
         if (r == 0)
                 r = pwrite_all(w->fd, hdr, sizeof(hdr), 0);
         w->st.file_bytes = h.index_offset + n;
@@ -760,8 +759,8 @@ int mg_snapshot_write(const struct mg_snapshot_source *src, int dirfd, const cha
 
 int mg_snapshot_write_internal(const struct mg_snapshot_source *src, int dirfd, const char *name,
                                const struct mg_snapshot_options *o, struct mg_snapshot_stats *ret,
-                               const struct mg_io *io) {
-        struct writer w = { .src = src, .io = io, .dfd = -1, .fd = -1, .fallocate_ok = true };
+                               const struct mg_snap_seam *seam) {
+        struct writer w = { .src = src, .seam = seam, .dfd = -1, .fd = -1, .fallocate_ok = true };
         mg_guard *g;
         bool lent = false;
         off_t saved_pos = -1;
@@ -831,7 +830,7 @@ int mg_snapshot_write_internal(const struct mg_snapshot_source *src, int dirfd, 
         set_piece(&w);
         /* Direct writes go through a queue of 4 when the alignment is known
          * (a guessed one is tried synchronously first). */
-        if (w.method == MG_SNAPSHOT_DIRECT && !w.dio_guessed && !mg_snap_forced(w.io, MG_IO_SNAP_NO_AIO))
+        if (w.method == MG_SNAPSHOT_DIRECT && !w.dio_guessed && !mg_snap_forced(w.seam, MG_SNAP_SEAM_NO_AIO))
                 w.use_aio = mg_snap_aio_open(&w.aio, 4) == 0;
         /* The whole data area at once: no data write extends the file. */
         if (ftruncate(w.fd, (off_t) (w.data_offset + src->length)) < 0) {
@@ -884,7 +883,7 @@ int mg_snapshot_write_internal(const struct mg_snapshot_source *src, int dirfd, 
 
         t = mg_mono_usec();
         if (!(w.o.flags & MG_SNAPSHOT_NO_SYNC)) {
-                r = mg_snap_fault(w.io, MG_SNAP_OP_FSYNC, 0, 0);
+                r = mg_snap_fault(w.seam, MG_SNAP_OP_FSYNC, 0, 0);
                 if (r == 0 && fdatasync(w.fd) < 0)
                         r = -errno;
                 if (r < 0) {

@@ -43,7 +43,7 @@
 static char dir[256];
 static int dfd = -1;
 /* The seam of the writes and restores below: faults and forced paths. */
-static struct mg_io snap_io;
+static struct mg_snap_seam snap_seam;
 static size_t page;
 static char last_log[512];
 
@@ -61,14 +61,14 @@ static void setup(void) {
         cr_assert_not_null(mkdtemp(dir));
         dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         cr_assert_geq(dfd, 0);
-        snap_io = (struct mg_io) {};
+        snap_seam = (struct mg_snap_seam) {};
         last_log[0] = '\0';
         note_preexisting_fds();
 }
 
 static void teardown(void) {
         char path[300];
-        snap_io = (struct mg_io) {};
+        snap_seam = (struct mg_snap_seam) {};
         if (dfd >= 0)
                 close(dfd);
         dfd = -1;
@@ -234,7 +234,7 @@ static int write_mem(const char *name, const void *p, size_t len, const struct m
         struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = p, .length = len };
         if (st)
                 *st = (struct mg_snapshot_stats) { .size = sizeof(*st) };
-        return mg_snapshot_write_internal(&src, dfd, name, o, st, &snap_io);
+        return mg_snapshot_write_internal(&src, dfd, name, o, st, &snap_seam);
 }
 
 static int restore_mem(const char *name, void *p, size_t len, const struct mg_snapshot_options *o,
@@ -242,7 +242,7 @@ static int restore_mem(const char *name, void *p, size_t len, const struct mg_sn
         struct mg_snapshot_target dst = { .kind = MG_SNAPSHOT_MEMORY, .addr = p, .length = len };
         if (st)
                 *st = (struct mg_snapshot_stats) { .size = sizeof(*st) };
-        return mg_snapshot_restore_internal(dfd, name, &dst, o, st, &snap_io);
+        return mg_snapshot_restore_internal(dfd, name, &dst, o, st, &snap_seam);
 }
 
 static void flip_byte(const char *name, off_t off) {
@@ -525,14 +525,14 @@ Test(snapshot, round_trip_without_aio) {
         uint8_t *img = make_image(len + page, 16), *back = map(len + page), *expect = malloc(len);
         int fd = make_memfd(len, 17, expect);
         struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_FD, .fd = fd, .length = len };
-        snap_io.snap_flags |= MG_IO_SNAP_NO_AIO;
+        snap_seam.flags |= MG_SNAP_SEAM_NO_AIO;
         cr_assert_eq(write_mem("snap", img, len, NULL, NULL), 0);
         cr_assert_eq(restore_mem("snap", back + 8, len, NULL, NULL), 0);
         cr_assert_eq(memcmp(img, back + 8, len), 0);
         cr_assert_eq(write_mem("snap", img + 8, len, NULL, NULL), 0);
         cr_assert_eq(restore_mem("snap", back, len, NULL, NULL), 0);
         cr_assert_eq(memcmp(img + 8, back, len), 0);
-        cr_assert_eq(mg_snapshot_write_internal(&src, dfd, "snap", NULL, NULL, &snap_io), 0);
+        cr_assert_eq(mg_snapshot_write_internal(&src, dfd, "snap", NULL, NULL, &snap_seam), 0);
         cr_assert_eq(restore_mem("snap", back, len, NULL, NULL), 0);
         cr_assert_eq(memcmp(expect, back, len), 0);
         close(fd);
@@ -1017,12 +1017,12 @@ struct inject {
         struct fixture *fx;
 };
 
-static int inject(void *ud, int op, uint64_t off, uint64_t len) {
+static int inject(void *ud, enum mg_snap_op op, uint64_t off, uint64_t len) {
         struct inject *in = ud;
         (void) len;
         if (in->fx && !in->high[0])
                 snprintf(in->high, sizeof(in->high), "%s", fixture_read(in->fx, "memory.high"));
-        if (op != (int) in->op || off < in->after)
+        if (op != in->op || off < in->after)
                 return 0;
         in->calls++;
         return in->err;
@@ -1032,10 +1032,10 @@ Test(snapshot, eio_mid_write_and_at_sync) {
         size_t len = 4 * MG_MIB;
         uint8_t *img = make_image(len, 13);
         struct inject in = { .op = MG_SNAP_OP_WRITE, .after = 4096 + 2 * MG_MIB, .err = -EIO };
-        snap_io.snap_fault = inject;
-        snap_io.snap_userdata = &in;
+        snap_seam.fault = inject;
+        snap_seam.userdata = &in;
         for (int named = 0; named < 2; named++) {
-                snap_io.snap_flags = named ? MG_IO_SNAP_NO_TMPFILE : 0;
+                snap_seam.flags = named ? MG_SNAP_SEAM_NO_TMPFILE : 0;
                 for (size_t m = 0; m < sizeof(methods) / sizeof(methods[0]); m++) {
                         struct mg_snapshot_options o = opts(methods[m]);
                         o.window_bytes = 1 * MG_MIB;
@@ -1062,7 +1062,7 @@ Test(snapshot, eio_mid_write_and_at_sync) {
         munmap(img, len);
 }
 
-static int die_at(void *ud, int op, uint64_t off, uint64_t len) {
+static int die_at(void *ud, enum mg_snap_op op, uint64_t off, uint64_t len) {
         (void) ud;
         (void) len;
         if (op == MG_SNAP_OP_WRITE && off >= 4096 + 1 * MG_MIB)
@@ -1080,8 +1080,8 @@ Test(snapshot, crash_mid_write_leaves_nothing_published) {
                 pid_t pid = fork();
                 cr_assert_geq(pid, 0);
                 if (pid == 0) {
-                        snap_io.snap_fault = die_at;
-                        snap_io.snap_flags = named ? MG_IO_SNAP_NO_TMPFILE : 0;
+                        snap_seam.fault = die_at;
+                        snap_seam.flags = named ? MG_SNAP_SEAM_NO_TMPFILE : 0;
                         write_mem("snap", img, len, NULL, NULL);
                         _exit(0);
                 }
@@ -1141,8 +1141,8 @@ Test(snapshot, lend_around_the_write) {
         cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
 
         struct inject in = { .op = MG_SNAP_OP_READ, .fx = &fx };
-        snap_io.snap_fault = inject;
-        snap_io.snap_userdata = &in;
+        snap_seam.fault = inject;
+        snap_seam.userdata = &in;
         struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
         struct mg_snapshot_stats st;
         o.guard = g;
@@ -1197,7 +1197,7 @@ Test(snapshot, lend_around_the_write) {
         cr_assert_eq(mg_guard_options_init(&go, 64 * MG_MIB), 0);
         cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
         o.guard = g;
-        snap_io.snap_fault = NULL;
+        snap_seam.fault = NULL;
         cr_assert_eq(write_mem("snap", img, len, &o, &st), 0);
         cr_expect_eq(st.window_bytes, 8 * MG_MIB);
         cr_assert_eq(write_mem("snap", img, len, NULL, &st), 0);
@@ -1217,7 +1217,7 @@ struct relend {
         int r;
 };
 
-static int expire_and_relend(void *ud, int op, uint64_t off, uint64_t len) {
+static int expire_and_relend(void *ud, enum mg_snap_op op, uint64_t off, uint64_t len) {
         struct relend *rl = ud;
         (void) off;
         (void) len;
@@ -1244,8 +1244,8 @@ Test(snapshot, late_end_leaves_a_newer_lend) {
         mg_guard_set_clock(g, fixture_clock, &fx);
 
         struct relend rl = { .g = g, .fx = &fx };
-        snap_io.snap_fault = expire_and_relend;
-        snap_io.snap_userdata = &rl;
+        snap_seam.fault = expire_and_relend;
+        snap_seam.userdata = &rl;
         struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
         o.guard = g;
         o.lend_deadline_usec = UINT64_C(1000000);
@@ -1281,7 +1281,7 @@ static void record_event(mg_guard *g, const struct mg_event *ev, void *ud) {
         fixture_record(&rm->seen, ev);
 }
 
-static int remove_mid_write(void *ud, int op, uint64_t off, uint64_t len) {
+static int remove_mid_write(void *ud, enum mg_snap_op op, uint64_t off, uint64_t len) {
         struct remover *rm = ud;
         (void) off;
         (void) len;
@@ -1309,8 +1309,8 @@ Test(snapshot, guard_removed_mid_write) {
         cr_assert_eq(mg_guard_new_internal(fx.dir, &go, MG_CGROUP_ANY_FS, &fx.io, &rm.g), 0);
         cr_assert_eq(mg_set_add_guard(rm.set, rm.g), 0);
 
-        snap_io.snap_fault = remove_mid_write;
-        snap_io.snap_userdata = &rm;
+        snap_seam.fault = remove_mid_write;
+        snap_seam.userdata = &rm;
         struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
         o.guard = rm.g;
         o.lock = lock_fn;
@@ -1360,7 +1360,7 @@ static void mutex_lock_fn(void *ud, bool lock) {
  * memory.high; with expire, the set's thread's part is played here (under
  * the lock): the deadline passes, and the tick hands the restore to the
  * worker, which waits at the gate. */
-static int gate_mid_write(void *ud, int op, uint64_t off, uint64_t len) {
+static int gate_mid_write(void *ud, enum mg_snap_op op, uint64_t off, uint64_t len) {
         struct lock_writer *lw = ud;
         (void) off;
         (void) len;
@@ -1409,8 +1409,8 @@ Test(snapshot, lend_end_writes_without_the_lock) {
         lw.o.guard = lw.g;
         lw.o.lock = mutex_lock_fn;
         lw.o.lock_userdata = &lw;
-        snap_io.snap_fault = gate_mid_write;
-        snap_io.snap_userdata = &lw;
+        snap_seam.fault = gate_mid_write;
+        snap_seam.userdata = &lw;
 
         for (int part = 0; part < 2; part++) {
                 lw.expire = part == 1;

@@ -31,10 +31,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgdir.h"
-#include "../memguard/size.h"
 #include "burnin.h"
+#include "cgdir.h"
 #include "memguard/memguard.h"
+#include "size.h"
 #include "util.h"
 
 #define EXIT_REGRESSION 1

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../memguard/json.h"
 #include "burnin.h"
+#include "json.h"
 #include "memguard/snapshot.h"
 
 enum { PH_SNAPSHOT, PH_WRITE, PH_SYNC, PH_LEND_END, PH_PUBLISH, PH_TEARDOWN, PH_RESTORE, PH_TOTAL, N_PHASES };
