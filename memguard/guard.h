@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* Internal view of a guard: shared by its units (guard.c, read.c, lend.c), its host (set.c) and the tests. */
+/*
+ * A guard as its units see it: the struct and what guard.c offers the
+ * others.  The units, bottom up: read.c (reads, as data and errnos),
+ * guard.c (the guard's clock, voice and judged reads), decide.c (the kill
+ * decision and the kill), lend.c (lends), tick.c (its life: new, attach,
+ * the tick, reports, free); set.c hosts many.  Each uses only those below it.
+ */
 
 #include <errno.h>
 #include <stdatomic.h>
 
 #include "cgroup.h"
-#include "lend.h"
 #include "parse.h"
 #include "memguard/memguard.h"
 #include "policy.h"
@@ -33,39 +38,6 @@ enum {
         MG_ERR_N,               /* at most 32: a bit each in mg_guard.erring */
 };
 
-/*
- * The lend record: the user.memguard.lend xattr of the actor's cgroup
- * directory, written before memory.high is raised and removed after it is
- * restored, so a lend outlives the process that made it (a crash, a
- * SIGKILL) and mg_guard_recover() or the next mg_guard_new() can end it.
- * One line:
- *   "memguard-lend 1 high=<memory.high as read> deadline_boottime_usec=<N> pid=<N>\n"
- * The deadline is CLOCK_BOOTTIME: one clock for every process of the boot,
- * never stepped by NTP or settimeofday, counting suspend like the lend's
- * own deadline should; and cgroupfs is in memory, so no record outlives the
- * boot its clock belongs to.
- */
-#define MG_LEND_XATTR "user.memguard.lend"
-#define MG_LEND_RECORD_MAX 128  /* longest: a 20-digit high, deadline and pid */
-
-struct mg_lend_record {
-        char old_high[24];              /* "max" or decimal digits, no newline */
-        uint64_t old_high_bytes;        /* MG_UNLIMITED for "max" */
-        uint64_t deadline_boottime_usec;
-        uint64_t pid;                   /* of the lender, for the log only */
-};
-
-/* Formats r; returns the length (< size) or -ENOBUFS. */
-int mg_lend_record_format(const struct mg_lend_record *r, char *buf, size_t size);
-/* Parses exactly what mg_lend_record_format() writes (anyone who can write
- * the directory's xattrs can write one: see docs/security.md).  Returns 0
- * or -EBADMSG; *ret is written only on success. */
-int mg_lend_record_parse(const char *buf, size_t len, struct mg_lend_record *ret);
-uint64_t mg_boottime_usec(void);
-
-/* mg_guard_recover() with cgroup flags and an I/O seam, for tests. */
-int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flags, const struct mg_io *io);
-
 /* How often memory.high and memory.max are re-read for the fast-path line:
  * an outside change is seen within this (at once, in a set, when the actor
  * hits the new limit: memory.events.local changes; a set's guard on its
@@ -83,7 +55,7 @@ int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flag
  * or, for a snapshot write, on the write's own thread without its lock.  The
  * kernel stores the new value before it reclaims: memory.high reads the
  * restored value while the write still runs.
- * One per guard (mg_guard.restore): at most one restore in flight.
+ * One per guard (mg_guard_lend.restore): at most one restore in flight.
  */
 enum mg_restore_state {
         MG_RESTORE_IDLE = 0,
@@ -124,12 +96,23 @@ struct mg_restore {
         struct mg_restore *next;        /* the worker's queues */
 };
 
-/* The blocking part of a restore: reads memory.high through j->cg, compares
- * it with what the lend wrote and writes j->text back if it still holds
- * that.  Touches j and the kernel (through the seam) only: safe on any
- * thread while nobody else uses j.  Fills j->r, read_ok, outcome and
- * found_high_bytes. */
-void mg_restore_run(struct mg_restore *j);
+
+/*
+ * A guard's lend, all of it but the one bit a fast tick reads (mg_guard.lent,
+ * in the guard's first cache line): what lend.c begins, ends, restores and
+ * takes over.  Only lend.c writes it, but for mg_guard_set_clock() moving the
+ * deadline with the clock and mg_guard_gone() ending it with the cgroup.
+ */
+struct mg_guard_lend {
+        struct mg_lend_info info;       /* what its events carry */
+        char old_high[32];              /* memory.high as read, written back verbatim */
+        bool recorded;                  /* our lend record is on the directory */
+        bool adopted;                   /* the lend came from a record found at mg_guard_new() */
+        bool high_unknown;              /* taken over, memory.high unread: what the lend wrote is unknown */
+        bool ending;                    /* the caller ended it, the restore is not done: ticks retry it */
+        uint64_t last_id;               /* the id of the last lend begun or taken over; 0: none yet */
+        struct mg_restore restore;      /* the restore in flight, if restore.state is not IDLE */
+};
 
 /* What a guard counts besides its fast ticks (mg_guard_get_stats()): the
  * events as they are delivered, 32 bits each to keep thousands of guards
@@ -142,12 +125,12 @@ struct mg_guard_counts {
 
 struct mg_guard {
         /* What a fast tick touches comes first, in four cache lines: this
-         * one, the hot part of cg, params' line, and the host with opt's
-         * tick and window (a set checks the host before and after a tick).
+         * one, the hot part of cg, params' line and window, and the host
+         * with opt's tick (a set checks the host before and after a tick).
          * With thousands of guards, the kernel's work for each read evicts
          * the last guard's lines, and a tick costs the lines it touches. */
         enum mg_guard_state state;
-        bool lent;
+        bool lent;                      /* a lend is open: the rest of it is in lend */
         bool slow;                      /* on the slow path (at its limit) since the last tick */
         bool events_watched;            /* the host watches memory.events.local (the fast path's) */
         bool empty_over;                /* see below */
@@ -164,9 +147,11 @@ struct mg_guard {
         struct mg_policy_params params;
         struct mg_guard_host *host;     /* the set that runs it, or NULL (mg_guard_attach()) */
         /* mg_guard_get_stats(): the one count a fast tick makes, in the
-         * line it shares with params' end, the host and opt's tick and
-         * window. */
+         * line it shares with params' end, the host and opt's tick. */
         uint64_t fast_ticks;
+        /* The options as resolved, less what params holds alone (the
+         * limit, its margin, the windows and the pressure share: zero
+         * here; mg_guard_get_options() puts them back). */
         struct mg_guard_options opt;
 
         int error_streak[MG_ERR_N];     /* the error last reported for each; 0 once it works again */
@@ -178,14 +163,7 @@ struct mg_guard {
         char *path;
         uint64_t holdoff_until_usec;
 
-        char lend_old_high[32];         /* memory.high as read, written back verbatim */
-        struct mg_lend_info lend;
-        bool lend_recorded;             /* our lend record is on the directory */
-        bool lend_adopted;              /* the lend came from a record found at mg_guard_new() */
-        uint64_t lend_last_id;          /* the id of the last lend begun or taken over; 0: none yet */
-        bool lend_high_unknown;         /* taken over, memory.high unread: what the lend wrote is unknown */
-        bool lend_ending;               /* the caller ended it, the restore is not done: ticks retry it */
-        struct mg_restore restore;      /* the restore in flight, if restore.state is not IDLE */
+        struct mg_guard_lend lend;      /* lend.c's */
 
         struct mg_mem_events last_events;
         bool have_last_events;
@@ -247,24 +225,14 @@ struct mg_slow {
 };
 
 /*
- * The units of a guard and what each offers the others.  guard.c: the
- * guard's life, its events, logs and errors, and the state machine.
+ * What guard.c offers the guard's other units (tick.c, decide.c, lend.c):
+ * the guard's clock, its voice (events, logs, errors once per streak) and
+ * its reads, judged.
  */
-/*
- * A call of the library on g that may run g's callbacks (or its host's
- * log), from mg_guard_enter() to mg_guard_leave(); calls nest.  While one
- * runs, a callback's mg_guard_free() of g only silences it, and the leave
- * that ends the outermost call frees it: the call never touches freed
- * memory.  The host is entered too (mg_guard_host.enter), so that a
- * callback's mg_set_free() or mg_set_remove() waits for the call as well.
- * A public entry that runs callbacks is wrapped so; mg_guard_tick() and
- * mg_set_process() are refused (-EDEADLK) while theirs is busy.
- * Returns the host entered, for mg_guard_leave(): g may leave it meanwhile.
- */
-struct mg_guard_host *mg_guard_enter(mg_guard *g);
-/* Ends what mg_guard_enter() began: g may be freed here, and must not be
- * used after (h may be, if the caller holds it otherwise). */
-void mg_guard_leave(mg_guard *g, struct mg_guard_host *h);
+/* CLOCK_MONOTONIC in usec: a guard's clock unless a test gives another. */
+uint64_t mg_guard_default_clock(void *userdata);
+void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata);
+uint64_t mg_guard_now(const mg_guard *g);
 void mg_guard_log(const mg_guard *g, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Delivers ev to the guard's callback (nothing once detached): the cgroup
  * and, if 0, the time are filled in. */
@@ -293,83 +261,67 @@ void mg_guard_window_reset(mg_guard *g);
 /* The slow path's PSI triggers go (a hidden pressure file, the end of the
  * slow path, the guard leaving its set). */
 void mg_guard_triggers_close(mg_guard *g);
+/* A hold keeps g from being freed while another thread uses it (lend.c's
+ * restore job, a snapshot write): mg_guard_release() (tick.c) drops it. */
+void mg_guard_hold(mg_guard *g);
+/* g's counts added into *sum (mg_set_get_stats(), and a set keeping a
+ * removed guard's). */
+void mg_guard_stats_add(const mg_guard *g, struct mg_stats *sum);
 
+/*
+ * The guard's reads: read.c reads and says what it found; these judge a
+ * failure (the cgroup gone, an error to report once, a window to start
+ * over) and clear the error of a file that reads again.
+ */
+enum mg_read_mode {
+        MG_READ_TICK,           /* a slow tick: memory.stat's decision lines; memory.high and
+                                 * cpu.stat while a throttle window is open */
+        MG_READ_CONFIRM,        /* the fresh read before a kill: memory.stat whole, for the record */
+        MG_READ_REPORT,         /* mg_guard_report(): everything, whole, and nothing the tick keeps
+                                 * (high events seen, throttle window, the line, and the stall
+                                 * window when a read fails) moves */
+};
 /* A read or parse error of a file the decision needs (f, err: what
  * mg_read_*() returned): -ENODEV once the cgroup is gone, else reported,
  * and the stall window starts over (a gap in it says nothing) unless
  * keep_window (a report's read leaves the tick's window as it was).
  * Returns err or -ENODEV. */
 int mg_guard_read_failed(mg_guard *g, enum mg_cgfile f, int err, bool keep_window);
+/* memory.current, on every tick; returns 0 or the (reported) error. */
+MG_HOT static inline int mg_guard_read_current(mg_guard *g, uint64_t *ret) {
+        int r = mg_cgroup_read_u64(&g->cg, MG_CG_CURRENT, ret);
+
+        if (r < 0)
+                return mg_guard_read_failed(g, MG_CG_CURRENT, r, false);
+        mg_guard_error_clear(g, MG_CG_CURRENT);
+        return 0;
+}
+/* mg_read_parsed(); an error is the caller's to judge. */
+int mg_guard_read_parsed(mg_guard *g, enum mg_cgfile f, void *ret);
+/* The slow path's sample, judged; memory.high and cpu.stat too while the
+ * actor hits memory.high (and a window after).  Returns 0 or the error of
+ * a file the decision needs. */
+int mg_guard_read_sample(mg_guard *g, uint64_t current, enum mg_read_mode mode, struct mg_report *rep,
+                         struct mg_sample *x);
+/* cgroup.events "populated" just before acting: 1 or 0; -ENODEV once
+ * gone; another error is reported and returned (act as if populated). */
+int mg_guard_read_populated(mg_guard *g);
+/* cgroup.procs, parsed; 0, -ENODEV once gone, or a reported error. */
+int mg_guard_read_members(mg_guard *g, struct mg_procs *ret, bool *ret_cut);
 /* The fast-path line follows the lower of the kernel limits: the one place
  * it is drawn (mg_policy_line()). */
 void mg_guard_line_follow(mg_guard *g, uint64_t high, uint64_t max);
-
-/*
- * lend.c: lends, their record, the takeover of a crashed one, recovery.
- */
-/* A lend record on the directory at mg_guard_new(): taken over. */
-void mg_lend_adopt(mg_guard *g);
-/* The tick's part: the end of a lend past its deadline, or asked for and
- * not done yet.  Returns 1 if a lone guard restored memory.high, 0, or
- * -ENODEV once the cgroup is gone. */
-int mg_lend_tick(mg_guard *g, uint64_t now);
-
-/* Same as mg_guard_new() with cgroup flags and an I/O seam, for tests. */
-int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, unsigned cg_flags,
-                          const struct mg_io *io, mg_guard **ret);
-/* The same for a guard about to join host (mg_guard_attach()): it reads
- * into host's buffers from the start, and allocates none of its own. */
-int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsigned cg_flags,
-                        const struct mg_io *io, const struct mg_guard_host *host, mg_guard **ret);
-void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata);
-uint64_t mg_guard_now(const mg_guard *g);
-/* mg_guard_tick() at now, the guard's clock as its caller just read it (a
- * set reads it once per guard to see the tick is due). */
-int mg_guard_tick_at(mg_guard *g, uint64_t now);
+/* memory.high and memory.max for the line, now; the next periodic re-read
+ * is due in MG_LIMITS_REREAD_USEC. */
+void mg_guard_limits_read(mg_guard *g);
+/* Both, into a report or a kill record ("max" where unreadable). */
+void mg_guard_report_limits(mg_guard *g, struct mg_report *rep);
 
 /* a + b for points in time, saturated: UINT64_MAX is "never" (a deadline,
  * a next tick) and stays so, rather than wrapping into the past. */
 static inline uint64_t mg_usec_add(uint64_t a, uint64_t b) {
         return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
-
-/*
- * The end of a guard's lend as the guard goes away, for mg_guard_free()
- * and mg_set_remove(): memory.high back, the record removed; best effort:
- * a failure is logged, and a record stays for mg_guard_recover().  A lone
- * guard ends it in place (mg_guard_lend_end()); a set's guard hands it to
- * the set's worker, whose job holds the guard until it is done (a guard
- * that cannot queue it gives the lend up: never the blocking write on the
- * set's thread).  A restore already under way is left to end as it is.  A
- * lend taken over from a record at mg_guard_new() is ended only with
- * taken_over_too (a set's guard); a lone guard leaves it as found, since
- * its lender may still run (a tool may make a guard for one report).
- */
-void mg_guard_release_lend(mg_guard *g, bool taken_over_too);
-
-
-/*
- * A restore the set's worker made is done (MG_RESTORE_DONE): ends the lend
- * on the set's thread, as the end would have in place (the lend record
- * removed, errors cleared or reported, MG_EVENT_LEND_END or _EXPIRED, the
- * fast-path line, the window reset), and closes the job's fd.  The caller
- * then drops the job's hold (mg_guard_release()).  Returns 1 if the lend
- * ended, 0 if there was nothing left to end (the cgroup went meanwhile), or
- * the restore's negative errno (the lend stays open: a guard in a set
- * retries it at its next tick).  A guard that left host meanwhile and
- * whose last restore this was gives the lend up (the lend record stays,
- * for mg_guard_recover()) and host's log says so.
- */
-int mg_guard_restore_done(mg_guard *g, struct mg_guard_host *host);
-
-
-/* g's counts added into *sum (mg_set_get_stats(), and a set keeping a
- * removed guard's). */
-void mg_guard_stats_add(const mg_guard *g, struct mg_stats *sum);
-
-/* memory.events.local changed (a set saw POLLPRI on it): reads it and
- * reports a kernel OOM kill at once, whatever the tick. */
-void mg_guard_events_changed(mg_guard *g);
 
 /* What a host's wakeup stands for, when it watches an fd for a guard. */
 enum mg_watch {
@@ -412,14 +364,6 @@ struct mg_guard_host {
         char *small_buf;
 };
 
-/* g joins h: it watches memory.events.local through h and reads
- * memory.stat into h's buffer (its own goes). */
-void mg_guard_attach(mg_guard *g, struct mg_guard_host *h);
-/* g leaves its host, every watch with it; a lend not held by a write is
- * handed to the host's worker first (mg_guard_release_lend()).  It is
- * detached: no more events or logs.  Returns true if g is the caller's to
- * free, false if a hold keeps it: then the last release frees it. */
-bool mg_guard_detach(mg_guard *g);
 static inline struct mg_guard_host *mg_guard_get_host(const mg_guard *g) {
         return g->host;
 }

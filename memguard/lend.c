@@ -4,7 +4,9 @@
  * or from a snapshot write's thread), the deadline, the restore that
  * writes back only the lend's own value, the lend record on the cgroup's
  * directory with its text format, the takeover of a record found at
- * mg_guard_new(), and mg_guard_recover().
+ * mg_guard_new(), and mg_guard_recover().  It writes the guard's lend
+ * (struct mg_guard_lend, and the lent bit) and uses guard.c's voice and
+ * reads; the public begin and end are tick.c's, which bracket them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "guard.h"
+#include "lend.h"
 #include "parse.h"
 
 /* The actor's directory can be written by someone other than root and
@@ -37,17 +39,17 @@ uint64_t mg_boottime_usec(void) {
 void mg_guard_release_lend(mg_guard *g, bool taken_over_too) {
         int r;
 
-        if (!g->lent || (g->lend_adopted && !taken_over_too))
+        if (!g->lent || (g->lend.adopted && !taken_over_too))
                 return;
         if (restore_busy(g))
                 return; /* under way: it ends as it is */
         /* A set's guard: the worker restores, and the job keeps the guard
          * until it is done (mg_set_remove() frees it then). */
-        r = g->host ? restore_queue(g, MG_EVENT_LEND_END) : mg_guard_lend_end(g, g->lend.id);
+        r = g->host ? restore_queue(g, MG_EVENT_LEND_END) : mg_lend_end(g, g->lend.info.id);
         if (r < 0 && g->lent) {
                 mg_guard_log(g, MG_LOG_ERR, "%s: restoring memory.high to %s as the guard goes: %s%s", g->path,
-                     g->lend_old_high, strerror(-r),
-                     g->lend_recorded || g->lend_adopted ? " (the lend record stays, for mg_guard_recover())" : "");
+                     g->lend.old_high, strerror(-r),
+                     g->lend.recorded || g->lend.adopted ? " (the lend record stays, for mg_guard_recover())" : "");
                 /* Never retried in place: on the set's thread that would be
                  * the blocking write this avoids. */
                 if (g->host)
@@ -60,18 +62,18 @@ bool mg_guard_is_lent(const mg_guard *g) {
 }
 
 uint64_t mg_guard_get_lend_id(const mg_guard *g) {
-        return g && g->lent ? g->lend.id : 0;
+        return g && g->lent ? g->lend.info.id : 0;
 }
 
 /* The lend is over: its record goes.  A record that cannot be removed is
  * harmless (restoring it again writes the value memory.high now has). */
 static void lend_record_remove(mg_guard *g) {
-        if (g->lend_recorded || g->lend_adopted) {
+        if (g->lend.recorded || g->lend.adopted) {
                 int r = mg_cgroup_remove_xattr(&g->cg, MG_LEND_XATTR);
                 if (r < 0 && r != -ENODATA)
                         mg_guard_log(g, MG_LOG_WARNING, "%s: removing the lend record: %s", g->path, strerror(-r));
         }
-        g->lend_recorded = g->lend_adopted = false;
+        g->lend.recorded = g->lend.adopted = false;
 }
 
 /* The lend is over, whether memory.high went back or not: kills resume at
@@ -79,7 +81,7 @@ static void lend_record_remove(mg_guard *g) {
  * not evidence of a stall), and the line follows memory.high as it is. */
 static void lend_close(mg_guard *g, uint64_t high) {
         g->lent = false;
-        g->lend_ending = false;
+        g->lend.ending = false;
         lend_record_remove(g);
         mg_guard_line_follow(g, high, g->max_bytes);
         mg_guard_window_reset(g);
@@ -111,12 +113,12 @@ static void restore_fill(mg_guard *g, struct mg_restore *j, int fd, bool own_fd)
         j->cg.fd[MG_CG_HIGH] = fd;
         j->cg.have = fd >= 0 ? MG_CG_BIT(MG_CG_HIGH) : 0;
         j->own_fd = own_fd;
-        memcpy(j->text, g->lend_old_high, sizeof(j->text));
-        j->lend_high_bytes = high_as_kept(g, g->lend.new_high_bytes);
-        j->old_high_bytes = g->lend.old_high_bytes;
+        memcpy(j->text, g->lend.old_high, sizeof(j->text));
+        j->lend_high_bytes = high_as_kept(g, g->lend.info.new_high_bytes);
+        j->old_high_bytes = g->lend.info.old_high_bytes;
         j->page_bytes = g->page_bytes;
-        j->any_high = g->lend_high_unknown;
-        j->no_raise = g->lend_adopted;
+        j->any_high = g->lend.high_unknown;
+        j->no_raise = g->lend.adopted;
         j->r = 0;
         j->read_ok = false;
         j->outcome = MG_RESTORE_WRITTEN;
@@ -158,7 +160,7 @@ void mg_restore_run(struct mg_restore *j) {
 
 /*
  * What the restore did, on the guard's thread: the lend ends with
- * memory.high written back or left as found (g->lend says which, for the
+ * memory.high written back or left as found (g->lend.info says which, for the
  * event), or stays open on an error.  Returns 1 if restored, 0 if the lend
  * ended with memory.high left as found, or a negative errno (retried).
  */
@@ -168,8 +170,8 @@ static int restore_outcome(mg_guard *g, const struct mg_restore *j) {
         if (j->r < 0)
                 return mg_gone_errno(j->r) ? mg_guard_read_failed(g, MG_CG_HIGH, j->r, false) : j->r;
         mg_guard_error_clear(g, MG_CG_HIGH); /* it was read */
-        g->lend.found_high_bytes = j->found_high_bytes;
-        g->lend.restored = j->outcome == MG_RESTORE_WRITTEN;
+        g->lend.info.found_high_bytes = j->found_high_bytes;
+        g->lend.info.restored = j->outcome == MG_RESTORE_WRITTEN;
         switch (j->outcome) {
         case MG_RESTORE_CHANGED:
                 if (j->found_high_bytes == MG_UNLIMITED)
@@ -179,17 +181,17 @@ static int restore_outcome(mg_guard *g, const struct mg_restore *j) {
                 mg_guard_log(g, MG_LOG_WARNING,
                      "%s: memory.high changed during the lend (%s, not what the lend wrote): left as found, "
                      "not restored to %s; the lend is over",
-                     g->path, found, g->lend_old_high);
+                     g->path, found, g->lend.old_high);
                 lend_close(g, j->found_high_bytes);
                 return 0;
         case MG_RESTORE_NOT_RAISED:
                 mg_guard_log(g, MG_LOG_WARNING, "%s: the adopted lend record would raise memory.high to %s: dropped",
-                     g->path, g->lend_old_high);
+                     g->path, g->lend.old_high);
                 lend_close(g, j->found_high_bytes);
                 return 0;
         case MG_RESTORE_WRITTEN:
         default:
-                lend_close(g, g->lend.old_high_bytes);
+                lend_close(g, g->lend.info.old_high_bytes);
                 return 1;
         }
 }
@@ -229,23 +231,23 @@ static int lend_told(mg_guard *g, enum mg_event_type why, int r, bool report) {
         if (why == MG_EVENT_LEND_EXPIRED) {
                 if (r > 0)
                         mg_guard_log(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high restored to %s", g->path,
-                             g->lend_old_high);
+                             g->lend.old_high);
                 else
                         mg_guard_log(g, MG_LOG_WARNING, "%s: lend deadline passed, memory.high left as found", g->path);
         } else if (r > 0) {
-                mg_guard_log(g, MG_LOG_INFO, "%s: memory.high restored to %s", g->path, g->lend_old_high);
+                mg_guard_log(g, MG_LOG_INFO, "%s: memory.high restored to %s", g->path, g->lend.old_high);
         }
-        mg_guard_emit(g, &(struct mg_event) { .type = why, .lend = &g->lend });
+        mg_guard_emit(g, &(struct mg_event) { .type = why, .lend = &g->lend.info });
         if (why == MG_EVENT_LEND_END && g->host)
                 host_reschedule(g, mg_guard_now(g));
         return r;
 }
 
 static bool restore_busy(const mg_guard *g) {
-        return atomic_load(&g->restore.state) != MG_RESTORE_IDLE;
+        return atomic_load(&g->lend.restore.state) != MG_RESTORE_IDLE;
 }
 
-/* Fills g->restore for the end of the open lend, through a memory.high fd
+/* Fills g->lend.restore for the end of the open lend, through a memory.high fd
  * of its own: the blocking write goes through it while the guard's thread
  * goes on reading memory.high through its own fd (kernfs would make those
  * reads wait for the write: mg_cgroup_reopen()).  Returns 0, -ENODEV once
@@ -255,11 +257,11 @@ static int restore_prepare(mg_guard *g, enum mg_event_type why, enum mg_restore_
 
         if (fd < 0)
                 return mg_gone_errno(fd) && mg_read_removed(&g->cg) ? mg_guard_gone(g, "memory.high") : fd;
-        restore_fill(g, &g->restore, fd, true);
-        g->restore.why = why;
-        g->restore.guard = g;
-        g->restore.next = NULL;
-        atomic_store(&g->restore.state, state);
+        restore_fill(g, &g->lend.restore, fd, true);
+        g->lend.restore.why = why;
+        g->lend.restore.guard = g;
+        g->lend.restore.next = NULL;
+        atomic_store(&g->lend.restore.state, state);
         return 0;
 }
 
@@ -272,13 +274,13 @@ static int restore_queue(mg_guard *g, enum mg_event_type why) {
         if (r < 0)
                 return r;
         mg_guard_hold(g);
-        g->host->queue_restore(g->host, &g->restore);
+        g->host->queue_restore(g->host, &g->lend.restore);
         return 0;
 }
 
 /* The job's fd goes, and with it the job: its results have been read. */
 static void restore_clear(mg_guard *g) {
-        struct mg_restore *j = &g->restore;
+        struct mg_restore *j = &g->lend.restore;
 
         if (j->own_fd && j->cg.fd[MG_CG_HIGH] >= 0)
                 close(j->cg.fd[MG_CG_HIGH]);
@@ -294,7 +296,7 @@ static void restore_clear(mg_guard *g) {
  * job ran, and the lend with it. */
 static int restore_end(mg_guard *g, bool *ret_open) {
         bool open = g->state != MG_GUARD_GONE && g->lent;
-        int r = open ? restore_outcome(g, &g->restore) : 0;
+        int r = open ? restore_outcome(g, &g->lend.restore) : 0;
 
         restore_clear(g);
         *ret_open = open && g->state != MG_GUARD_GONE;
@@ -305,11 +307,11 @@ static int restore_end(mg_guard *g, bool *ret_open) {
  * stays, for mg_guard_recover(). */
 static void lend_abandon(mg_guard *g) {
         g->lent = false;
-        g->lend_ending = false;
+        g->lend.ending = false;
 }
 
 int mg_guard_restore_done(mg_guard *g, struct mg_guard_host *host) {
-        enum mg_event_type why = g->restore.why;
+        enum mg_event_type why = g->lend.restore.why;
         bool open;
         int r = restore_end(g, &open);
 
@@ -322,14 +324,14 @@ int mg_guard_restore_done(mg_guard *g, struct mg_guard_host *host) {
                 snprintf(msg, sizeof(msg),
                          "%s: restoring memory.high to %s as the guard goes: %s (the lend record stays, for "
                          "mg_guard_recover())",
-                         g->path, g->lend_old_high, strerror(-r));
+                         g->path, g->lend.old_high, strerror(-r));
                 host->log(host, MG_LOG_ERR, msg);
                 lend_abandon(g);
         }
         return !open ? 0 : r < 0 ? r : 1;
 }
 
-static int lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id) {
+int mg_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id) {
         struct mg_lend_record rec = {};
         char buf[32], newval[32], text[MG_LEND_RECORD_MAX + 1];
         uint64_t old, now, rel, bt;
@@ -417,38 +419,25 @@ static int lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec,
         }
 
         now = mg_guard_now(g);
-        memcpy(g->lend_old_high, buf, (size_t) n + 1);
-        g->lend = (struct mg_lend_info) {
+        memcpy(g->lend.old_high, buf, (size_t) n + 1);
+        g->lend.info = (struct mg_lend_info) {
                 .old_high_bytes = old,
                 /* what memory.high reads now: the end compares with it */
                 .new_high_bytes = strcmp(newval, "max") == 0 ? MG_UNLIMITED : high_as_kept(g, old + extra_bytes),
                 .deadline_usec = mg_usec_add(now, rel),
-                .id = ++g->lend_last_id,
+                .id = ++g->lend.last_id,
         };
         g->lent = true;
-        g->lend_ending = false;
-        g->lend_recorded = recorded;
-        g->lend_adopted = false;
-        g->lend_high_unknown = false;
-        mg_guard_line_follow(g, g->lend.new_high_bytes, g->max_bytes);
-        mg_guard_log(g, MG_LOG_INFO, "%s: lent memory.high %s -> %s", g->path, g->lend_old_high, newval);
-        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_BEGIN, .time_usec = now, .lend = &g->lend });
+        g->lend.ending = false;
+        g->lend.recorded = recorded;
+        g->lend.adopted = false;
+        g->lend.high_unknown = false;
+        mg_guard_line_follow(g, g->lend.info.new_high_bytes, g->max_bytes);
+        mg_guard_log(g, MG_LOG_INFO, "%s: lent memory.high %s -> %s", g->path, g->lend.old_high, newval);
+        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_LEND_BEGIN, .time_usec = now, .lend = &g->lend.info });
         if (ret_lend_id)
-                *ret_lend_id = g->lend.id;
+                *ret_lend_id = g->lend.info.id;
         return 0;
-}
-
-int mg_guard_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id) {
-        struct mg_guard_host *h;
-        int r;
-
-        if (!g)
-                return -EINVAL;
-        /* MG_EVENT_LEND_BEGIN and the logs may free g, or its set. */
-        h = mg_guard_enter(g);
-        r = lend_begin(g, extra_bytes, deadline_usec, ret_lend_id);
-        mg_guard_leave(g, h);
-        return r;
 }
 
 /* The checks of every end: the open lend, and its id.  Ids are never
@@ -461,10 +450,10 @@ static int lend_end_check(const mg_guard *g, uint64_t lend_id) {
                 return -EINVAL;
         if (!g->lent)
                 return -ENOENT;
-        return lend_id == g->lend.id ? 0 : -ESTALE;
+        return lend_id == g->lend.info.id ? 0 : -ESTALE;
 }
 
-static int lend_end(mg_guard *g, uint64_t lend_id) {
+int mg_lend_end(mg_guard *g, uint64_t lend_id) {
         int r = lend_end_check(g, lend_id);
 
         if (r < 0)
@@ -472,7 +461,7 @@ static int lend_end(mg_guard *g, uint64_t lend_id) {
         if (restore_busy(g)) {
                 /* Under way already: the deadline's, or a snapshot write's
                  * on its own thread.  If it fails, ticks retry it. */
-                g->lend_ending = true;
+                g->lend.ending = true;
                 return 1;
         }
         if (g->host) {
@@ -481,7 +470,7 @@ static int lend_end(mg_guard *g, uint64_t lend_id) {
                 r = restore_queue(g, MG_EVENT_LEND_END);
                 if (r < 0)
                         return r;
-                g->lend_ending = true;
+                g->lend.ending = true;
                 return 1;
         }
         r = lend_restore(g);
@@ -489,20 +478,6 @@ static int lend_end(mg_guard *g, uint64_t lend_id) {
                 return r;
         (void) lend_told(g, MG_EVENT_LEND_END, r, false);
         return 0;
-}
-
-int mg_guard_lend_end(mg_guard *g, uint64_t lend_id) {
-        struct mg_guard_host *h;
-        int r;
-
-        if (!g)
-                return -EINVAL;
-        /* MG_EVENT_LEND_END (a guard alone) and the logs may free g, or
-         * its set. */
-        h = mg_guard_enter(g);
-        r = lend_end(g, lend_id);
-        mg_guard_leave(g, h);
-        return r;
 }
 
 static void take_lock(void (*lock)(void *, bool), void *userdata, bool on) {
@@ -520,7 +495,7 @@ int mg_guard_lend_end_serialised(mg_guard *g, uint64_t lend_id, void (*lock)(voi
                 take_lock(lock, lock_userdata, true);
                 r = lend_end_check(g, lend_id);
                 if (r >= 0) {
-                        switch (atomic_load(&g->restore.state)) {
+                        switch (atomic_load(&g->lend.restore.state)) {
                         case MG_RESTORE_IDLE:
                                 r = restore_prepare(g, MG_EVENT_LEND_END, MG_RESTORE_CALLER);
                                 break;
@@ -531,7 +506,7 @@ int mg_guard_lend_end_serialised(mg_guard *g, uint64_t lend_id, void (*lock)(voi
                                 /* The worker wrote (the deadline's restore):
                                  * the lend is over but for the telling,
                                  * which the set's thread does. */
-                                r = g->restore.r < 0 ? g->restore.r : -ENOENT;
+                                r = g->lend.restore.r < 0 ? g->lend.restore.r : -ENOENT;
                                 break;
                         default:
                                 r = -EBUSY; /* another caller's: one write runs a lend at a time */
@@ -544,12 +519,12 @@ int mg_guard_lend_end_serialised(mg_guard *g, uint64_t lend_id, void (*lock)(voi
                  * worker: wait for its write, which goes on without the
                  * set's thread (the guard is held: it stays).  The state is
                  * the one field read without the lock. */
-                while (atomic_load(&g->restore.state) == MG_RESTORE_QUEUED)
+                while (atomic_load(&g->lend.restore.state) == MG_RESTORE_QUEUED)
                         (void) nanosleep(&poll_gap, NULL);
         }
         if (r < 0)
                 return r;
-        mg_restore_run(&g->restore); /* the blocking part, without the lock */
+        mg_restore_run(&g->lend.restore); /* the blocking part, without the lock */
         take_lock(lock, lock_userdata, true);
         r = restore_end(g, &open);
         if (!open)
@@ -669,18 +644,18 @@ void mg_lend_adopt(mg_guard *g) {
         /* What the lend wrote is not in the record: memory.high as found
          * now stands for it, so a change made after this is not undone at
          * the end.  Unread, only the rule against raising it is left. */
-        g->lend_high_unknown = mg_cgroup_read_u64(&g->cg, MG_CG_HIGH, &high) < 0;
-        if (g->lend_high_unknown)
+        g->lend.high_unknown = mg_cgroup_read_u64(&g->cg, MG_CG_HIGH, &high) < 0;
+        if (g->lend.high_unknown)
                 high = MG_UNLIMITED;
-        memcpy(g->lend_old_high, rec.old_high, sizeof(rec.old_high));
-        g->lend = (struct mg_lend_info) {
+        memcpy(g->lend.old_high, rec.old_high, sizeof(rec.old_high));
+        g->lend.info = (struct mg_lend_info) {
                 .old_high_bytes = rec.old_high_bytes,
                 .new_high_bytes = high,
                 .deadline_usec = mg_usec_add(mg_guard_now(g), left),
-                .id = ++g->lend_last_id, /* no caller holds it: mg_guard_get_lend_id() */
+                .id = ++g->lend.last_id, /* no caller holds it: mg_guard_get_lend_id() */
         };
-        g->lent = g->lend_adopted = true;
-        g->lend_recorded = false;
+        g->lent = g->lend.adopted = true;
+        g->lend.recorded = false;
         mg_guard_log(g, MG_LOG_WARNING,
              "%s: found the open lend of pid %" PRIu64 " (memory.high to go back to %s): taken over, kills "
              "paused, restored in %" PRIu64 " ms",
@@ -758,9 +733,9 @@ int mg_lend_tick(mg_guard *g, uint64_t now) {
          * lend counts as open until it is done, kills paused, and the tick
          * goes on reading. */
         if (!g->lent || restore_busy(g) ||
-            !(g->lend_ending || (g->lend.deadline_usec != UINT64_MAX && now >= g->lend.deadline_usec)))
+            !(g->lend.ending || (g->lend.info.deadline_usec != UINT64_MAX && now >= g->lend.info.deadline_usec)))
                 return 0;
-        why = g->lend_ending ? MG_EVENT_LEND_END : MG_EVENT_LEND_EXPIRED;
+        why = g->lend.ending ? MG_EVENT_LEND_END : MG_EVENT_LEND_EXPIRED;
         if (g->host) {
                 /* The write may reclaim for seconds: the set's worker makes
                  * it, and mg_set_process() tells. */
@@ -790,8 +765,4 @@ int mg_guard_reclaim(mg_guard *g, uint64_t bytes) {
                 r = mg_cgroup_write_file(&g->cg, "memory.reclaim", buf);
         }
         return r;
-}
-
-uint64_t mg_guard_get_limit_bytes(const mg_guard *g) {
-        return g->opt.limit_bytes;
 }

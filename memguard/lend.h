@@ -2,64 +2,94 @@
 #pragma once
 
 /*
- * What a borrower of a lend outside the guard (snapshot/write.c) may use
- * of a guard, besides the public mg_guard_lend_begin(): nothing of its
- * insides.
+ * Lends of memory.high (lend.c), as the guard's other units and the set's
+ * worker use them: the record a lend leaves on the cgroup, the takeover of
+ * one a crashed lender left, the tick's part, the end as the guard goes,
+ * and the restore job.
  */
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "memguard/memguard.h"
+#include "borrow.h"
+#include "guard.h"
 
 /*
- * What keeps a guard alive while another thread uses it: a hold.  A
- * snapshot write, which lends from the caller's thread under the options'
- * lock, holds its guard from start to end; a restore job with the set's
- * worker holds its guard until mg_set_process() (or mg_set_free()) has
- * finished it.  Both are called under that lock, which the set's thread
- * holds around mg_set_process().  mg_set_remove() or mg_guard_free() of a
- * held guard detaches it (no more ticks, watches, events or logs; a set's
- * guard leaves the set) and the last release frees it.
+ * The lend record: the user.memguard.lend xattr of the actor's cgroup
+ * directory, written before memory.high is raised and removed after it is
+ * restored, so a lend outlives the process that made it (a crash, a
+ * SIGKILL) and mg_guard_recover() or the next mg_guard_new() can end it.
+ * One line:
+ *   "memguard-lend 1 high=<memory.high as read> deadline_boottime_usec=<N> pid=<N>\n"
+ * The deadline is CLOCK_BOOTTIME: one clock for every process of the boot,
+ * never stepped by NTP or settimeofday, counting suspend like the lend's
+ * own deadline should; and cgroupfs is in memory, so no record outlives the
+ * boot its clock belongs to.
  */
-void mg_guard_hold(mg_guard *g);
-void mg_guard_release(mg_guard *g);
+#define MG_LEND_XATTR "user.memguard.lend"
+#define MG_LEND_RECORD_MAX 128  /* longest: a 20-digit high, deadline and pid */
+
+struct mg_lend_record {
+        char old_high[24];              /* "max" or decimal digits, no newline */
+        uint64_t old_high_bytes;        /* MG_UNLIMITED for "max" */
+        uint64_t deadline_boottime_usec;
+        uint64_t pid;                   /* of the lender, for the log only */
+};
+
+/* Formats r; returns the length (< size) or -ENOBUFS. */
+int mg_lend_record_format(const struct mg_lend_record *r, char *buf, size_t size);
+/* Parses exactly what mg_lend_record_format() writes (anyone who can write
+ * the directory's xattrs can write one: see docs/security.md).  Returns 0
+ * or -EBADMSG; *ret is written only on success. */
+int mg_lend_record_parse(const char *buf, size_t len, struct mg_lend_record *ret);
+uint64_t mg_boottime_usec(void);
+uint64_t mg_boottime_usec(void);
+
+/* mg_guard_recover() with cgroup flags and an I/O seam, for tests. */
+int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flags, const struct mg_io *io);
+
+/* mg_guard_lend_begin() and mg_guard_lend_end() inside the call's
+ * mg_guard_enter() (tick.c's public entries). */
+int mg_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uint64_t *ret_lend_id);
+int mg_lend_end(mg_guard *g, uint64_t lend_id);
+/* A lend record on the directory at mg_guard_new(): taken over. */
+void mg_lend_adopt(mg_guard *g);
+/* The tick's part: the end of a lend past its deadline, or asked for and
+ * not done yet.  Returns 1 if a lone guard restored memory.high, 0, or
+ * -ENODEV once the cgroup is gone. */
+int mg_lend_tick(mg_guard *g, uint64_t now);
 
 /*
- * mg_guard_lend_end() for a caller on another thread than the guard's,
- * serialised with it by lock (a snapshot write: the set's thread holds the
- * same lock around mg_set_process()).  The checks and the end's bookkeeping
- * run under the lock; the blocking write of memory.high between them runs
- * without it, through a second open file of memory.high, so the set's
- * thread neither waits for the lock nor for that file meanwhile.  If the
- * deadline's restore of this lend is with the set's worker, it waits (the
- * lock released, polling) until the worker has written.  lock may be NULL
- * (the caller is the guard's thread).
- * Returns 0 when memory.high is back (or was left as found: the event
- * says), -ENOENT when the lend is over already, the worker's write included
- * (it ended or expired), -ESTALE, -ENODEV, -EINVAL as mg_guard_lend_end(),
- * or the errno of the open, read or write (the lend stays open; after a
- * failed write of the worker's the guard's ticks retry it).
+ * The end of a guard's lend as the guard goes away, for mg_guard_free()
+ * and mg_set_remove(): memory.high back, the record removed; best effort:
+ * a failure is logged, and a record stays for mg_guard_recover().  A lone
+ * guard ends it in place (mg_guard_lend_end()); a set's guard hands it to
+ * the set's worker, whose job holds the guard until it is done (a guard
+ * that cannot queue it gives the lend up: never the blocking write on the
+ * set's thread).  A restore already under way is left to end as it is.  A
+ * lend taken over from a record at mg_guard_new() is ended only with
+ * taken_over_too (a set's guard); a lone guard leaves it as found, since
+ * its lender may still run (a tool may make a guard for one report).
  */
-int mg_guard_lend_end_serialised(mg_guard *g, uint64_t lend_id, void (*lock)(void *userdata, bool lock),
-                                 void *lock_userdata);
-
-/* One bounded memory.reclaim of the guard's cgroup (5.19+), through the
- * guard's open directory and I/O seam like every other file.
- * "swappiness=0" (6.11+) keeps it to page cache where swap exists; older
- * kernels reject the key with EINVAL and get the plain form.  Returns 0 or
- * a negative errno (-ENOENT before 5.19, -EAGAIN if it reclaimed less). */
-int mg_guard_reclaim(mg_guard *g, uint64_t bytes);
-
-/* The guard's limit (mg_guard_options.limit_bytes). */
-uint64_t mg_guard_get_limit_bytes(const mg_guard *g);
+void mg_guard_release_lend(mg_guard *g, bool taken_over_too);
 
 /*
- * The one rule for how long a lend may last by default: the time to write
- * bytes at 50 MiB/s (a slow network disk), plus 10 s, so a snapshot fits
- * and a forgotten lend still ends.  The guard's default deadline is this
- * for its limit (tune.c); a snapshot write's is this for its image, never
- * shorter than its guard's deadline.  A caller who plans for a slower disk
- * gives its own (mg_snapshot_options.lend_deadline_usec).
+ * A restore the set's worker made is done (MG_RESTORE_DONE): ends the lend
+ * on the set's thread, as the end would have in place (the lend record
+ * removed, errors cleared or reported, MG_EVENT_LEND_END or _EXPIRED, the
+ * fast-path line, the window reset), and closes the job's fd.  The caller
+ * then drops the job's hold (mg_guard_release()).  Returns 1 if the lend
+ * ended, 0 if there was nothing left to end (the cgroup went meanwhile), or
+ * the restore's negative errno (the lend stays open: a guard in a set
+ * retries it at its next tick).  A guard that left host meanwhile and
+ * whose last restore this was gives the lend up (the lend record stays,
+ * for mg_guard_recover()) and host's log says so.
  */
-uint64_t mg_lend_deadline_usec(uint64_t bytes);
+int mg_guard_restore_done(mg_guard *g, struct mg_guard_host *host);
+
+/* The blocking part of a restore: reads memory.high through j->cg, compares
+ * it with what the lend wrote and writes j->text back if it still holds
+ * that.  Touches j and the kernel (through the seam) only: safe on any
+ * thread while nobody else uses j.  Fills j->r, read_ok, outcome and
+ * found_high_bytes. */
+void mg_restore_run(struct mg_restore *j);

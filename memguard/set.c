@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "lend.h"
 #include "schedule.h"
 #include "set.h"
 #include "sized.h"
+#include "tick.h"
 #include "worker.h"
 
 /*

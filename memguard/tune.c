@@ -9,7 +9,6 @@
 
 #include "policy.h"
 #include "sized.h"
-#include "lend.h"
 #include "tune.h"
 #include "util.h"
 

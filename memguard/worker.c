@@ -13,6 +13,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "lend.h"
 #include "worker.h"
 
 /* What runs on the thread once it is confined: pread64 and pwrite64 (the

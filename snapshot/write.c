@@ -23,7 +23,8 @@
 
 #include "aio.h"
 #include "internal.h"
-#include "lend.h"
+#include "borrow.h"
+#include "tune.h"
 
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080 /* include/uapi/linux/fs.h, 6.14 */

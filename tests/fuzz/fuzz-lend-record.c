@@ -10,6 +10,8 @@
 
 #include "fuzz.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct mg_lend_record r;

@@ -32,6 +32,8 @@
 
 #include "ktest.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "scenarios.h"
 #include "cgdir.h"
 

@@ -22,6 +22,8 @@
 
 #include "ktest.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "set.h"
 #include "scenarios.h"
 
@@ -441,7 +443,7 @@ int t_restore_beside_overshoot(void) {
         w.a_before = a_before;
 
         /* the same moment: A's deadline passes (its tick now), B starts */
-        ga->lend.deadline_usec = mg_mono_usec();
+        ga->lend.info.deadline_usec = mg_mono_usec();
         mg_set_reschedule(s, ga, mg_mono_usec());
         uint64_t t0 = mg_mono_usec();
         pid_t pb = kt_spawn(b, (const char *[]) { "anon", "160", "256", "-1", NULL });

@@ -37,6 +37,8 @@
 
 #include "ktest.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "scenarios.h"
 
 #define LIMIT (64 * MG_MIB)

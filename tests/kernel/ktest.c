@@ -11,6 +11,8 @@
 
 #include "ktest.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "set.h"
 
 const char *kt_base, *kt_disk, *kt_workload;

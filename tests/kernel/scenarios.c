@@ -31,6 +31,8 @@
 
 #include "ktest.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "scenarios.h"
 
 #define LIMIT (64 * MG_MIB)
@@ -452,7 +454,7 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
         KT_CHECK(s, "set");
         KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, limit) == 0, "memory.max");
         KT_CHECK(kt_guard(s, cg, limit, &ev, &g) == 0, "guard");
-        uint64_t window = g->opt.stall_window_usec;
+        uint64_t window = g->params.stall_window_usec;
         t0 = mg_mono_usec();
         pid = kt_spawn_exe(cg, exe, guarded);
         KT_CHECK(pid > 0, "spawn");
@@ -482,7 +484,7 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
                 (double) tr.max_full_avg10 / 100);
         KT_CHECK(tr.onset, "never saw the working set lost");
         if (ev.kill.report.stall_signals & MG_STALL_REFAULT)
-                window = g->opt.refault_mapped_window_usec;
+                window = g->params.refault_mapped_window_usec;
         kt_note("start_to_kill_ms=%" PRIu64 " onset_to_kill_ms=%" PRIu64 " window_ms=%" PRIu64 " stalled_ms=%" PRIu64
                 " signals=%s%s",
                 (ev.kill.kill_usec - t0) / 1000, (ev.kill.kill_usec - tr.onset) / 1000, window / 1000,

@@ -14,6 +14,8 @@
 
 #include "ktest.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "scenarios.h"
 
 static bool oom_seen(void *ud) {

@@ -13,6 +13,8 @@
 
 #include "fixture.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "util.h"
 
 static struct fixture fx;

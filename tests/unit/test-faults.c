@@ -45,6 +45,8 @@
 
 #include "fixture.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "kill.h"
 #include "set.h"
 #include "util.h"
@@ -1219,8 +1221,8 @@ Test(lend, new_guard_takes_the_lend_over) {
         mg_guard *g = new_guard();
         cr_assert(mg_guard_is_lent(g));
         /* cut to 15 s (less the moment between mg_guard_new and the clock switch) */
-        cr_expect_leq(g->lend.deadline_usec - fx.now_usec, g->opt.lend_deadline_usec);
-        cr_expect_gt(g->lend.deadline_usec - fx.now_usec, g->opt.lend_deadline_usec - 200 * MG_USEC_PER_MSEC);
+        cr_expect_leq(g->lend.info.deadline_usec - fx.now_usec, g->opt.lend_deadline_usec);
+        cr_expect_gt(g->lend.info.deadline_usec - fx.now_usec, g->opt.lend_deadline_usec - 200 * MG_USEC_PER_MSEC);
         cr_expect_eq(mg_guard_lend_begin(g, 1, 0, NULL), -EBUSY);
         overshoot();
         for (int i = 0; i < 59; i++)
@@ -1446,7 +1448,7 @@ TestSuite(fds, .init = setup, .fini = teardown);
  * it the files only the slow path reads. */
 static void below_for_a_while(mg_guard *g) {
         fixture_current(&fx, 100 * MG_MIB);
-        for (uint64_t t = 0; t <= g->opt.stall_window_usec / 2 + 250 * MG_USEC_PER_MSEC; t += 250 * MG_USEC_PER_MSEC)
+        for (uint64_t t = 0; t <= g->params.stall_window_usec / 2 + 250 * MG_USEC_PER_MSEC; t += 250 * MG_USEC_PER_MSEC)
                 cr_expect_eq(tick(g), 0);
 }
 

@@ -16,6 +16,8 @@
 #include "fixture.h"
 #include "guard-suite.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "set.h"
 #include "util.h"
 
@@ -510,7 +512,7 @@ Test(guard, late_end_of_an_expired_lend_leaves_the_next_one) {
         fixture_write(&fx, "memory.high", "241172480\n");
         cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 1000 * MG_USEC_PER_MSEC, &a), 0);
         cr_expect_neq(a, 0);
-        cr_expect_eq(g->lend.id, a, "the lend's events carry its id");
+        cr_expect_eq(g->lend.info.id, a, "the lend's events carry its id");
         cr_expect_eq(mg_guard_get_lend_id(g), a);
         cr_expect_eq(tick_at(g, 1000 * MG_USEC_PER_MSEC), 1);
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);
@@ -522,15 +524,15 @@ Test(guard, late_end_of_an_expired_lend_leaves_the_next_one) {
         cr_expect_neq(b, 0);
         cr_expect_eq(mg_guard_lend_begin(g, 1, 0, &none), -EBUSY);
         cr_expect_eq(none, 4242, "*ret_lend_id written on failure");
-        last = g->lend;
+        last = g->lend.info;
         cr_expect_eq(mg_guard_lend_end(g, a), -ESTALE, "A's late end");
         cr_expect_eq(mg_guard_lend_end(g, 0), -ESTALE, "0 is never an id");
         cr_expect_eq(mg_guard_lend_end(g, b + 1), -ESTALE, "an id never given");
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max", "A's late end ended B");
         cr_expect(mg_guard_is_lent(g));
         cr_expect_eq(mg_guard_get_lend_id(g), b);
-        cr_expect(last.id == g->lend.id && last.old_high_bytes == g->lend.old_high_bytes &&
-                  last.new_high_bytes == g->lend.new_high_bytes && last.deadline_usec == g->lend.deadline_usec,
+        cr_expect(last.id == g->lend.info.id && last.old_high_bytes == g->lend.info.old_high_bytes &&
+                  last.new_high_bytes == g->lend.info.new_high_bytes && last.deadline_usec == g->lend.info.deadline_usec,
                   "a stale end changed the lend");
         cr_expect_eq(seen.n[MG_EVENT_LEND_END], 0);
 
@@ -651,7 +653,7 @@ Test(guard, lend_default_deadline_scales) {
         mg_guard *g = new_guard();
         cr_assert_eq(mg_guard_lend_begin(g, 1, 0, NULL), 0);
         /* 10 s + 256 MiB at 50 MiB/s (5 s, rounded down) */
-        cr_expect_eq(g->lend.deadline_usec - fx.now_usec, 15000 * MG_USEC_PER_MSEC);
+        cr_expect_eq(g->lend.info.deadline_usec - fx.now_usec, 15000 * MG_USEC_PER_MSEC);
         mg_guard_free(g);
 }
 
@@ -668,12 +670,12 @@ Test(guard, lend_never_expires) {
         mg_guard *g = new_guard();
         fixture_write(&fx, "memory.high", "241172480\n");
         cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, UINT64_MAX, &lend), 0);
-        cr_expect_eq(g->lend.deadline_usec, UINT64_MAX);
+        cr_expect_eq(g->lend.info.deadline_usec, UINT64_MAX);
         for (int i = 0; i < 1000; i++)
                 cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0, "tick %d", i);
         cr_expect_eq(tick_at(g, UINT64_C(3600) * 1000 * MG_USEC_PER_MSEC), 0);
         mg_guard_set_clock(g, clock_far_ahead, NULL);
-        cr_expect_eq(g->lend.deadline_usec, UINT64_MAX, "the clock swap moved a deadline of never");
+        cr_expect_eq(g->lend.info.deadline_usec, UINT64_MAX, "the clock swap moved a deadline of never");
         cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
         mg_guard_set_clock(g, fixture_clock, &fx);
         cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 0);
@@ -686,7 +688,7 @@ Test(guard, lend_never_expires) {
         /* a finite deadline keeps the time it had left across a clock swap */
         cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 1000 * MG_USEC_PER_MSEC, &lend), 0);
         mg_guard_set_clock(g, clock_far_ahead, NULL);
-        cr_expect_eq(g->lend.deadline_usec, clock_far_ahead(NULL) + 1000 * MG_USEC_PER_MSEC);
+        cr_expect_eq(g->lend.info.deadline_usec, clock_far_ahead(NULL) + 1000 * MG_USEC_PER_MSEC);
         cr_expect_eq(tick_at(g, 750 * MG_USEC_PER_MSEC), 0);
         cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1);
         cr_expect_eq(seen.n[MG_EVENT_LEND_EXPIRED], 1);

@@ -14,6 +14,8 @@
 
 #include "fixture.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "set.h"
 #include "util.h"
 

@@ -15,6 +15,8 @@
 #include "fixture.h"
 #include "guard-suite.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "set.h"
 #include "util.h"
 
@@ -32,13 +34,13 @@ Test(guard, options_abi) {
         cr_expect_eq(mg_guard_new_internal(fx.dir, &big.o, MG_CGROUP_ANY_FS, &fx.io, &g), -E2BIG);
         big.future = 0;
         cr_expect_eq(mg_guard_new_internal(fx.dir, &big.o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
-        cr_expect_eq(g->opt.margin_bytes, 16 * MG_MIB);
+        cr_expect_eq(g->params.margin_bytes, 16 * MG_MIB);
         cr_expect_eq(g->opt.tick_usec, 250 * MG_USEC_PER_MSEC);
         mg_guard_free(g);
 
         struct mg_guard_options o = { .size = sizeof(o), .limit_bytes = 256 * MG_MIB };
         cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0, "zeros take defaults");
-        cr_expect_eq(g->opt.stall_window_usec, 3000 * MG_USEC_PER_MSEC);
+        cr_expect_eq(g->params.stall_window_usec, 3000 * MG_USEC_PER_MSEC);
         mg_guard_free(g);
         o.margin_bytes = o.limit_bytes;
         cr_expect_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), -EINVAL);

@@ -32,6 +32,8 @@
 
 #include "fixture.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "set.h"
 #include "memguard/snapshot.h"
 #include "crc32c.h"
@@ -1223,7 +1225,7 @@ static int expire_and_relend(void *ud, enum mg_snap_op op, uint64_t off, uint64_
         (void) len;
         if (op != MG_SNAP_OP_WRITE || rl->id)
                 return 0;
-        rl->fx->now_usec = rl->g->lend.deadline_usec;
+        rl->fx->now_usec = rl->g->lend.info.deadline_usec;
         if (mg_guard_tick(rl->g) != 1)
                 rl->r = -EIO; /* the deadline did not restore */
         else
@@ -1370,7 +1372,7 @@ static int gate_mid_write(void *ud, enum mg_snap_op op, uint64_t off, uint64_t l
         fixture_gate(lw->fx);
         if (lw->expire) {
                 pthread_mutex_lock(&lw->mu);
-                lw->fx->now_usec = lw->g->lend.deadline_usec;
+                lw->fx->now_usec = lw->g->lend.info.deadline_usec;
                 (void) mg_set_process(lw->set);
                 pthread_mutex_unlock(&lw->mu);
         }

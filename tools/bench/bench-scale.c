@@ -54,6 +54,8 @@
 #include "bench.h"
 #include "cgdir.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 #include "set.h"
 
 static uint64_t meminfo_kib(const char *key) {

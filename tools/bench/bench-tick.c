@@ -45,6 +45,8 @@
 #include "bench.h"
 #include "cgdir.h"
 #include "guard.h"
+#include "lend.h"
+#include "tick.h"
 
 enum actor_kind { A_MEMGUARD, A_STDIO, A_OPENAT, A_N };
 static const char *const actor_names[A_N] = { "memguard", "stdio", "openat" };
