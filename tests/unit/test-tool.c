@@ -4,7 +4,7 @@
  * meson.build, mgt-parts): the duration parser at the edge of 2^64
  * microseconds in every unit; a refused value said once per streak (watch's
  * user.memguard.limit); the metrics file replaced through a temporary file,
- * in a temp dir.  The command itself: tools/memguard/test-cli.sh.
+ * in a temp dir.  The command itself: tests/cli/memguard/test-cli.sh.
  */
 #include <criterion/criterion.h>
 #include <errno.h>

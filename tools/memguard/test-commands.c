@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * memguard-test-commands: the command's pure parts, through a binary of
- * their own for the tests (tools/memguard/test-cli.sh, test-events-schema.py,
- * test-metrics-format.py); not installed.
+ * their own for the tests (tests/cli/memguard/test-cli.sh,
+ * test-events-schema.py, test-metrics-format.py); not installed.
  *   size-parse SIZE [PERCENT_BASE]   the size parser and its errors
  *   json-escape STRING               one JSON string
  *   event-sample [--json]            one event of each type, as run and watch print them

@@ -3,8 +3,10 @@
 # The memguard command on a real cgroup v2 (busybox sh; the VM harness or a
 # host with a delegated memory controller, as root):
 #   tests/vm/vmrun --kernel 6.1 --file build/tools/memguard/memguard \
-#       --file build/tools/mg-workload --file tools/memguard/test-in-vm.sh \
-#       -- /mg/test-in-vm.sh
+#       --file build/tools/mg-workload --file tests/cli/memguard/vm-lib.sh \
+#       --file tests/cli/memguard/test-in-vm.sh -- /mg/test-in-vm.sh
+# (meson test memguard-cli-vm-K, tests/cli/meson.build, also gives it
+# build/tests/cli/test-notify, setfattr and two docs/examples.)
 # `run` kills an overshoot (137, a kill line; with --json one JSON object),
 # passes exit statuses through, writes limits, cleans up; `stat` and `watch`
 # on cgroups made here; what `watch` and `run` keep once set up (capabilities,

@@ -10,8 +10,8 @@
 # the families watch documents.  With promtool (Debian's prometheus) also
 # `promtool check metrics`.  TAP on stdout.
 #
-#   test-metrics-format.py MEMGUARD-TEST-COMMANDS          # its `metrics-sample`
-#   test-metrics-format.py MEMGUARD-TEST-COMMANDS FILE...  # and files watch wrote
+#   tests/cli/memguard/test-metrics-format.py MEMGUARD-TEST-COMMANDS          # its `metrics-sample`
+#   tests/cli/memguard/test-metrics-format.py MEMGUARD-TEST-COMMANDS FILE...  # and files watch wrote
 import re
 import shutil
 import subprocess

@@ -9,7 +9,8 @@
 # refuse (no time, a field it does not know, a local time) prove the check
 # can fail.  TAP on stdout.
 #
-#   test-events-schema.py SCHEMA MEMGUARD-TEST-COMMANDS [FILE...]
+#   tests/cli/memguard/test-events-schema.py SCHEMA MEMGUARD-TEST-COMMANDS [FILE...]
+#   (SCHEMA: tools/memguard/events.schema.json)
 import copy
 import json
 import re

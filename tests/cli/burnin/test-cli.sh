@@ -3,7 +3,7 @@
 # memguard-burnin on any host (no cgroup v2 needed): --help, and exit 2
 # with exactly one line on stderr for bad arguments.  TAP on stdout.
 #
-#   tools/burnin/test-cli.sh build/tools/burnin/memguard-burnin
+#   tests/cli/burnin/test-cli.sh build/tools/burnin/memguard-burnin
 set -u
 
 bi=${1:?usage: test-cli.sh PATH-TO-memguard-burnin}

@@ -4,8 +4,8 @@
 # real cgroup v2 (busybox sh, as root; the VM harness or a host with a
 # delegated memory controller):
 #   tests/vm/vmrun --kernel 6.1 --mem 2048 --file build/tools/memguard/memguard \
-#       --file build/tools/mg-workload --file tools/memguard/vm-lib.sh \
-#       --file tools/memguard/test-watch-tenants.sh -- /mg/test-watch-tenants.sh
+#       --file build/tools/mg-workload --file tests/cli/memguard/vm-lib.sh \
+#       --file tests/cli/memguard/test-watch-tenants.sh -- /mg/test-watch-tenants.sh
 # What it builds and expects:
 #  1. Tenants: children delegated as systemd delegates them (the directory
 #     and cgroup.procs, cgroup.threads, cgroup.subtree_control chowned to

@@ -5,7 +5,7 @@
 # things that are not cgroups; the size parser, the config parser and JSON
 # escaping through memguard-test-commands (not installed).  TAP on stdout.
 #
-#   tools/memguard/test-cli.sh build/tools/memguard/memguard build/tools/memguard/memguard-test-commands
+#   tests/cli/memguard/test-cli.sh build/tools/memguard/memguard build/tools/memguard/memguard-test-commands
 set -u
 
 mg=${1:?usage: test-cli.sh PATH-TO-memguard PATH-TO-memguard-test-commands}

@@ -5,7 +5,7 @@
 # say: Type=notify, Restart=always, a low OOMScoreAdjust, the capability
 # bounding set, mlockall.  TAP on stdout.
 #
-#   tools/systemd/test-unit.sh BUILD/tools/systemd/memguard-watch@.service BUILD/tools/memguard/memguard
+#   tests/cli/systemd/test-unit.sh BUILD/tools/systemd/memguard-watch@.service BUILD/tools/memguard/memguard
 set -u
 unit=${1:?usage: test-unit.sh UNIT MEMGUARD}
 mg=${2:?usage: test-unit.sh UNIT MEMGUARD}
