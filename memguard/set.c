@@ -4,7 +4,8 @@
  * (mg_set_get_fd) and mg_set_process(), their ticks on the schedule's slots,
  * their lends' restores on the set's worker thread, the calls made from
  * their callbacks deferred to the end of the call that runs them.  It reaches
- * a guard through guard.h's entry points and the host hooks it gives it.
+ * a guard through tick.h's and lend.h's entry points and the host hooks it
+ * gives it.
  */
 #include <errno.h>
 #include <stdarg.h>
