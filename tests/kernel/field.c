@@ -577,7 +577,12 @@ int t_disk_case(const char *name) {
         if (kind == DISK_SEQ || kind == DISK_SKEW)
                 return expect_thrash_killed(name, &f);
         r = expect_survived(name, &f);
+        /* That it read the file from disk again: re-reads counted, or,
+         * where MGLRU counts none of them (7.2 at 8 MB/s: the pages went
+         * generations ago), reclaim took twice the cache. */
         if (r == KT_PASS && kind == DISK_CAT)
-                KT_CHECK(f.refault_mib >= mib, "re-read only %" PRIu64 " MiB: the cache held the file", f.refault_mib);
+                KT_CHECK(f.refault_mib >= mib || f.steal_mib >= 2 * mib,
+                         "re-read only %" PRIu64 " MiB, reclaim took %" PRIu64 " MiB: the cache held the file",
+                         f.refault_mib, f.steal_mib);
         return r;
 }
