@@ -407,7 +407,7 @@ int mg_guard_defer_end(mg_guard *g, uint64_t now, uint64_t current) {
  * Returns 1 if it killed, 0 if not, or a negative errno.
  */
 int mg_guard_kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_report *rep, uint64_t stall_usec,
-                       unsigned signals) {
+                         unsigned signals) {
         struct mg_slow *sl = g->slow_state;
         struct mg_sample fresh;
         uint64_t current;

@@ -84,10 +84,6 @@ void mg_guard_emit(mg_guard *g, struct mg_event *ev) {
                 g->opt.on_event(g, ev, g->opt.userdata);
 }
 
-/* An error is reported once per streak of it on the same file or action
- * (slot: enum mg_cgfile or MG_ERR_*), never acted on.  The log says
- * "<verb> <what>: <error>", or "<what> failed: <error>" without a verb.
- * Returns err. */
 int mg_guard_error(mg_guard *g, unsigned slot, int level, const char *verb, const char *what, int err) {
         if (g->error_streak[slot] != err) {
                 g->error_streak[slot] = err;
@@ -174,7 +170,7 @@ static bool rose(uint64_t *last, uint64_t now) {
  * follows memory.high with the line; a report moves nothing the tick keeps.
  */
 int mg_guard_read_sample(mg_guard *g, uint64_t current, enum mg_read_mode mode, struct mg_report *rep,
-                       struct mg_sample *x) {
+                         struct mg_sample *x) {
         bool report = mode == MG_READ_REPORT;
         struct mg_read_outcome out;
         int r;
