@@ -20,13 +20,19 @@ int mgt_cmd_run(int argc, char **argv);
 int mgt_cmd_watch(int argc, char **argv);
 int mgt_cmd_stat(int argc, char **argv);
 int mgt_cmd_demo(int argc, char **argv);
+/* stat's report of cg, a cgroup v2 directory (resolved), at limit_s (NULL:
+ * its memory.max, else its memory.high): the exit status.  Apart from the
+ * command for the tests, which give it a directory of files. */
+int mgt_stat_cgroup(const char *cg, const char *limit_s, bool json);
 
 /* One line "memguard CMD: MESSAGE (see memguard --help)" on stderr;
  * returns MGT_EXIT_USAGE. */
 int mgt_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The usage error for what getopt_long() returned ('?' or ':'). */
 int mgt_getopt_error(const char *cmd, int c, char **argv);
-/* Prints the command's usage to stdout (for --help); returns MGT_EXIT_OK. */
+/* Prints the command's help to stdout (for --help): its usage, what it
+ * does and each flag with its default; the overview of every command for
+ * "" or a name it does not know.  Returns MGT_EXIT_OK. */
 int mgt_help(const char *cmd);
 
 /* Parses a size argument; on failure a usage error naming the option.

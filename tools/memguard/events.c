@@ -312,12 +312,83 @@ static void throttle_text(const struct mg_event *ev, char *buf, size_t len) {
 }
 
 /* What mgt_on_event() did with an MG_EVENT_PRE_KILL: the deferral it asked
- * for (0: none) and mg_guard_defer_kill()'s answer. */
+ * for (0: none) and mg_guard_defer_kill()'s answer; and the kill_id of a
+ * pre-kill, kill, kill-dry-run or kill-averted event (0: another event). */
 struct pre_kill_answer {
         uint64_t usec;
         int r;
         bool dry_run;
+        uint64_t kill_id;
 };
+
+/* The last kill_id given: one counter per process, so ids are unique over
+ * every guard of a watch, counting from 1. */
+static uint64_t last_kill_id;
+
+static void pending_kill_drop(struct mgt_out *o, size_t i) {
+        o->pending_kills[i] = o->pending_kills[--o->n_pending_kills];
+}
+
+/*
+ * The kill_id of ev, an event of guard g: a pre-kill event opens a decision
+ * with a new id, and the kill, kill-dry-run or kill-averted event that ends
+ * it (the same guard's next one) carries that id; one without a pre-kill
+ * before it (no --pre-kill-defer, or a kill made at once past the hard
+ * bound) is a decision of its own.  0 for every other event.
+ */
+static uint64_t kill_id_of(struct mgt_out *o, const mg_guard *g, enum mg_event_type type) {
+        size_t i = 0;
+        uint64_t id;
+
+        while (i < o->n_pending_kills && o->pending_kills[i].guard != g)
+                i++;
+        switch (type) {
+        case MG_EVENT_PRE_KILL:
+                id = ++last_kill_id;
+                if (i < o->n_pending_kills) { /* a second pre-kill: the first decision's end was never told */
+                        o->pending_kills[i].id = id;
+                        return id;
+                }
+                if (o->n_pending_kills == o->cap_pending_kills) {
+                        size_t cap = o->cap_pending_kills ? 2 * o->cap_pending_kills : 8;
+                        struct mgt_pending_kill *p = realloc(o->pending_kills, cap * sizeof(*p));
+                        if (!p)
+                                return id; /* out of memory: the kill gets an id of its own, unlinked */
+                        o->pending_kills = p;
+                        o->cap_pending_kills = cap;
+                }
+                o->pending_kills[o->n_pending_kills++] = (struct mgt_pending_kill) { .guard = g, .id = id };
+                return id;
+        case MG_EVENT_KILL:
+        case MG_EVENT_KILL_DRY_RUN:
+        case MG_EVENT_KILL_AVERTED:
+                if (i == o->n_pending_kills)
+                        return ++last_kill_id;
+                id = o->pending_kills[i].id;
+                pending_kill_drop(o, i);
+                return id;
+        case MG_EVENT_GONE: /* the guard goes with its cgroup */
+                if (i < o->n_pending_kills)
+                        pending_kill_drop(o, i);
+                return 0;
+        default:
+                return 0;
+        }
+}
+
+void mgt_out_forget_guard(struct mgt_out *o, const mg_guard *g) {
+        for (size_t i = 0; i < o->n_pending_kills; i++)
+                if (o->pending_kills[i].guard == g) {
+                        pending_kill_drop(o, i);
+                        return;
+                }
+}
+
+void mgt_out_release(struct mgt_out *o) {
+        free(o->pending_kills);
+        o->pending_kills = NULL;
+        o->n_pending_kills = o->cap_pending_kills = 0;
+}
 
 static void pre_kill_text(const struct mg_event *ev, const struct pre_kill_answer *a, char *buf, size_t len) {
         const struct mg_report *r = &ev->kill->report;
@@ -413,6 +484,7 @@ static void event_json(const struct mg_event *ev, const struct pre_kill_answer *
         case MG_EVENT_KILL_DRY_RUN:
                 mgt_kill_json(j, ev->kill);
                 mgt_json_bool(j, "dry_run", ev->type == MG_EVENT_KILL_DRY_RUN);
+                mgt_json_u64(j, "kill_id", a->kill_id);
                 return;
         case MG_EVENT_PRE_KILL: {
                 const struct mg_report *r = &ev->kill->report;
@@ -426,6 +498,7 @@ static void event_json(const struct mg_event *ev, const struct pre_kill_answer *
                 mgt_json_bool(j, "dry_run", a->dry_run);
                 mgt_json_u64(j, "deferred_ms", a->usec && a->r == 0 ? a->usec / 1000 : 0);
                 mgt_json_str(j, "defer_error", a->usec && a->r < 0 ? strerror(-a->r) : NULL);
+                mgt_json_u64(j, "kill_id", a->kill_id);
                 return;
         }
         case MG_EVENT_KILL_AVERTED:
@@ -435,6 +508,7 @@ static void event_json(const struct mg_event *ev, const struct pre_kill_answer *
                 mgt_json_u64(j, "used_bytes", ev->report->used_bytes);
                 mgt_json_u64(j, "current_bytes", ev->report->current_bytes);
                 mgt_json_u64(j, "detect_to_averted_ms", ms_between(ev->kill->detect_usec, ev->time_usec));
+                mgt_json_u64(j, "kill_id", a->kill_id);
                 return;
         case MG_EVENT_KERNEL_OOM:
                 mgt_json_str(j, "cgroup", ev->cgroup);
@@ -525,6 +599,7 @@ void mgt_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
         default:
                 break;
         }
+        a.kill_id = kill_id_of(o, g, ev->type);
         if (o->json) {
                 struct mgt_json j;
                 event_json(ev, &a, &j);

@@ -21,7 +21,23 @@ struct mgt_out {
          * for at each MG_EVENT_PRE_KILL; 0: nothing. */
         uint64_t pre_kill_defer_usec;
         bool dry_run;                   /* --dry-run: said in pre-kill events */
+        /* The guards that printed a pre-kill event whose kill, kill-dry-run
+         * or kill-averted event has not come yet, with the decision's
+         * kill_id: the library's events of one decision carry nothing that
+         * links them, and a reader of watch's stream sees thousands of
+         * guards interleaved.  Few at a time; freed by mgt_out_release(). */
+        struct mgt_pending_kill {
+                const mg_guard *guard;
+                uint64_t id;
+        } *pending_kills;
+        size_t n_pending_kills, cap_pending_kills;
 };
+
+/* What an mgt_out holds that needs freeing (the pending kill_ids). */
+void mgt_out_release(struct mgt_out *o);
+/* Before a guard is freed: its decision still pending is forgotten, so a
+ * guard made later at the same address does not take its kill_id. */
+void mgt_out_forget_guard(struct mgt_out *o, const mg_guard *g);
 
 /* --pre-kill-defer DURATION: 1 ms to 60 s (MG_PRE_KILL_MAX_DEFER_USEC).
  * Returns 0 or -EINVAL. */

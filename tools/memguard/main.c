@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * memguard: the command-line face of the library.  Each subcommand lives in
- * its own file; this one dispatches, prints help and owns the conventions
- * every subcommand shares (exit 2 with one line for bad arguments).
+ * its own file, the help texts in help.c; this one dispatches and owns the
+ * conventions every subcommand shares (exit 2 with one line for bad
+ * arguments).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,61 +32,6 @@
 #include "memguard-tool-config.h"
 #include "size.h"
 #include "util.h"
-
-static const struct {
-        const char *name, *usage;
-} usages[] = {
-        { "run", "run --limit SIZE [--high SIZE] [--max SIZE] [--parent CGROUP] [--json] [--dry-run]\n"
-                 "      [--pre-kill-defer DURATION] -- CMD [ARGS...]\n"
-                 "        Runs CMD in a new cgroup below CGROUP (default: the parent of memguard's own\n"
-                 "        cgroup), guarded at --limit; removes the cgroup afterwards.  Exits with CMD's\n"
-                 "        status, 128+N if a signal N ended it, 137 if memguard killed it." },
-        { "watch", "watch --limit SIZE [OPTIONS] CGROUP...\n"
-                   "  watch --parent DIR [--limit SIZE] [--config FILE] [--metrics FILE] [--mlock] [OPTIONS]\n"
-                   "        Guards existing cgroups, or every child of DIR as it appears, until SIGINT or\n"
-                   "        SIGTERM, then restores any lent memory.high and exits 0; a cgroup that\n"
-                   "        vanishes is dropped.  Each one's limit: its user.memguard.limit xattr, else\n"
-                   "        its memory.max, else --limit.  SIGHUP re-reads the config and the limits.\n"
-                   "        OPTIONS: --json, --metrics-interval DURATION, --dry-run (report kills, make\n"
-                   "        none), --pre-kill-defer DURATION (a pre-kill event, the kill put off that\n"
-                   "        long unless the actor leaves its limit), and the tuning: --tick,\n"
-                   "        --margin, --stall-window, --stall-pressure, --lend-deadline, --kill-wait,\n"
-                   "        --post-kill-holdoff, --refault-window, --refault-mapped-window." },
-        { "stat", "stat [--limit SIZE] [--json] CGROUP\n"
-                  "        Limits, memory.current, used (anon shmem kernel sock), page cache, memory\n"
-                  "        pressure, memory.events.local and the verdict the guard would give now.\n"
-                  "        The limit defaults to memory.max, else memory.high." },
-        { "demo", "demo [--kernel 6.1|6.12|7] [--native]\n"
-                  "        Runs the signature scenarios with the kernel alone and with memguard and\n"
-                  "        prints what each did; natively on a delegated cgroup v2 memory controller,\n"
-                  "        otherwise inside a Debian kernel under qemu (tests/vm/vmrun)." },
-};
-
-static void print_usage(FILE *f) {
-        fprintf(f, "usage: memguard COMMAND [OPTIONS]\n\n"
-                   "Guards memory actors on cgroup v2: kills on a true overshoot (anon + shmem + kernel\n"
-                   "+ sock above the limit) or a stall at the limit, never for page cache.\n\n"
-                   "Commands:\n");
-        for (size_t i = 0; i < sizeof(usages) / sizeof(usages[0]); i++)
-                fprintf(f, "  %s\n", usages[i].usage);
-        fprintf(f, "  help, --help\n"
-                   "        This text.\n"
-                   "  --version\n"
-                   "        The version.\n\n"
-                   "SIZE is bytes, or a number with K, M, G or T (powers of 1024; Ki, KiB... too),\n"
-                   "e.g. 64M or 1.5G; --high and --max also take a percentage of --limit (90%%).\n"
-                   "See memguard(1).\n");
-}
-
-int mgt_help(const char *cmd) {
-        for (size_t i = 0; i < sizeof(usages) / sizeof(usages[0]); i++)
-                if (strcmp(usages[i].name, cmd) == 0) {
-                        printf("usage: memguard %s\n", usages[i].usage);
-                        return MGT_EXIT_OK;
-                }
-        print_usage(stdout);
-        return MGT_EXIT_OK;
-}
 
 char *mgt_self_exe(void) {
         char buf[PATH_MAX];

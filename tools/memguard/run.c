@@ -342,6 +342,7 @@ out:
                 (void) waitpid(r.pid, NULL, 0);
         }
         mg_set_free(r.set);
+        mgt_out_release(&r.out); /* after the guards' last event */
         if (r.pidfd >= 0)
                 close(r.pidfd);
         if (r.cg) {

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cgdir.h"
 #include "cli.h"
@@ -29,15 +30,17 @@ static const char *verdict_meaning(enum mg_verdict v) {
         return "?";
 }
 
-static void print_json(const char *cg, const char *limit_from, const struct mg_report *r) {
+static void print_json(const char *cg, const char *limit_source, const struct mg_report *r) {
         const struct mg_memstat *s = &r->stat;
         struct mgt_json j;
         const char *line;
 
         mgt_json_begin(&j);
+        /* versioned as the events are (events.h): a field added keeps it */
+        mgt_json_u64(&j, "format_version", MGT_EVENTS_FORMAT_VERSION);
         mgt_json_str(&j, "cgroup", cg);
         mgt_json_u64(&j, "limit_bytes", r->limit_bytes);
-        mgt_json_str(&j, "limit_from", limit_from);
+        mgt_json_str(&j, "limit_source", limit_source);
         mgt_json_u64(&j, "margin_bytes", r->margin_bytes);
         mgt_json_bytes(&j, "high_bytes", r->high_bytes);
         mgt_json_bytes(&j, "max_bytes", r->max_bytes);
@@ -82,13 +85,13 @@ static const char *sz(uint64_t v) {
 }
 #define SZ(v) sz(v)
 
-static void print_text(const char *cg, const char *limit_from, const struct mg_report *r) {
+static void print_text(const char *cg, const char *limit_source, const struct mg_report *r) {
         const struct mg_memstat *s = &r->stat;
         const struct mg_psi *p = &r->memory_pressure;
 
         printf("cgroup          %s\n", cg);
         printf("limits          memory.high %s, memory.max %s\n", SZ(r->high_bytes), SZ(r->max_bytes));
-        printf("guard limit     %s (%s); margin %s: slow path from %s\n", SZ(r->limit_bytes), limit_from,
+        printf("guard limit     %s (%s); margin %s: slow path from %s\n", SZ(r->limit_bytes), limit_source,
                SZ(r->margin_bytes), SZ(r->limit_bytes - r->margin_bytes));
         printf("memory.current  %s\n", SZ(r->current_bytes));
         printf("used            %s  (%" PRIu64 "%% of the limit)\n", SZ(r->used_bytes),
@@ -119,6 +122,73 @@ static void print_text(const char *cg, const char *limit_from, const struct mg_r
         printf("verdict         %s: %s\n", mg_verdict_to_string(r->verdict), verdict_meaning(r->verdict));
 }
 
+/* A percentage of zero is zero of any base: taken of 100 %, a percentage is
+ * its own digits (to 10^-9 %), so "0.5%" passes and "0%" does not. */
+#define ANY_PERCENT_BASE ((uint64_t) 100 * 1000000000)
+
+int mgt_stat_cgroup(const char *cg, const char *limit_s, bool json) {
+        struct mgt_out out = { .json = json };
+        const char *limit_source = "--limit";
+        struct mg_guard_options o;
+        struct mg_report rep = { .size = sizeof(rep) };
+        mg_guard *g = NULL;
+        uint64_t limit = 0, max = MG_UNLIMITED, high = MG_UNLIMITED;
+        char path[4096];
+        int e, ret = MGT_EXIT_FAIL;
+
+        /* Without the memory controller there is no memory.max or
+         * memory.high either: say what is missing rather than ask for a
+         * limit that would not help. */
+        snprintf(path, sizeof(path), "%s/memory.current", cg);
+        if (access(path, F_OK) < 0) {
+                e = -errno;
+                if (e == -ENOENT)
+                        mgt_error(&out, "stat", 0,
+                                  "%s: no memory.current: the memory controller is not enabled here (+memory "
+                                  "in the parent's cgroup.subtree_control; the root cgroup has none)",
+                                  cg);
+                else
+                        mgt_error(&out, "stat", e, "%s", path);
+                return MGT_EXIT_FAIL;
+        }
+        (void) mgt_cg_read_u64(cg, "memory.max", &max);
+        (void) mgt_cg_read_u64(cg, "memory.high", &high);
+        if (limit_s) {
+                if (mgt_size_arg("stat", "--limit", limit_s, max, "memory.max", MGT_SIZE_PERCENT, &limit))
+                        return MGT_EXIT_USAGE;
+                if (limit == 0) /* a small percentage of a small memory.max */
+                        return mgt_usage_error("stat", "--limit %s: the limit must be above 0 bytes", limit_s);
+        } else if (max != MG_UNLIMITED) {
+                limit = max;
+                limit_source = "memory.max";
+        } else if (high != MG_UNLIMITED) {
+                limit = high;
+                limit_source = "memory.high";
+        } else {
+                return mgt_usage_error("stat", "%s has neither memory.max nor memory.high: give --limit SIZE", cg);
+        }
+
+        mg_guard_options_init(&o, limit);
+        e = mg_guard_new(cg, &o, &g);
+        if (e < 0) {
+                mgt_error(&out, "stat", e, "%s", cg);
+                goto out;
+        }
+        e = mg_guard_report(g, &rep);
+        if (e < 0) {
+                mgt_error(&out, "stat", e, "reading %s", cg);
+                goto out;
+        }
+        if (out.json)
+                print_json(cg, limit_source, &rep);
+        else
+                print_text(cg, limit_source, &rep);
+        ret = MGT_EXIT_OK;
+out:
+        mg_guard_free(g);
+        return ret;
+}
+
 int mgt_cmd_stat(int argc, char **argv) {
         static const struct option opts[] = {
                 { "limit", required_argument, NULL, 'l' },
@@ -127,13 +197,10 @@ int mgt_cmd_stat(int argc, char **argv) {
                 {},
         };
         struct mgt_out out = {};
-        const char *limit_s = NULL, *limit_from = "--limit";
-        struct mg_guard_options o;
-        struct mg_report rep = { .size = sizeof(rep) };
-        mg_guard *g = NULL;
-        uint64_t limit = 0, max = MG_UNLIMITED, high = MG_UNLIMITED;
+        const char *limit_s = NULL;
+        uint64_t limit;
         char *cg = NULL;
-        int c, e, ret = MGT_EXIT_FAIL;
+        int c, e, ret;
 
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -148,8 +215,12 @@ int mgt_cmd_stat(int argc, char **argv) {
                 return mgt_usage_error("stat", "missing CGROUP");
         if (optind + 1 < argc)
                 return mgt_usage_error("stat", "one CGROUP only (got '%s' too)", argv[optind + 1]);
-        if (limit_s && mgt_size_arg("stat", "--limit", limit_s, 1, NULL, MGT_SIZE_PERCENT, &limit))
+        /* The arguments before the path: a bad limit is a usage error
+         * whatever CGROUP is, and is said without looking at it. */
+        if (limit_s && mgt_size_arg("stat", "--limit", limit_s, ANY_PERCENT_BASE, NULL, MGT_SIZE_PERCENT, &limit))
                 return MGT_EXIT_USAGE;
+        if (limit_s && limit == 0)
+                return mgt_usage_error("stat", "--limit %s: the limit must be above 0 bytes", limit_s);
 
         e = mgt_cg_resolve(argv[optind], &cg);
         if (e == -ENOTSUP) {
@@ -160,48 +231,7 @@ int mgt_cmd_stat(int argc, char **argv) {
                 mgt_error(&out, "stat", e, "%s", argv[optind]);
                 return MGT_EXIT_FAIL;
         }
-        (void) mgt_cg_read_u64(cg, "memory.max", &max);
-        (void) mgt_cg_read_u64(cg, "memory.high", &high);
-        if (limit_s) {
-                if (mgt_size_arg("stat", "--limit", limit_s, max, "memory.max", MGT_SIZE_PERCENT, &limit)) {
-                        ret = MGT_EXIT_USAGE;
-                        goto out;
-                }
-                if (limit == 0) {
-                        ret = mgt_usage_error("stat", "--limit %s: the limit must be above 0 bytes", limit_s);
-                        goto out;
-                }
-        } else if (max != MG_UNLIMITED) {
-                limit = max;
-                limit_from = "memory.max";
-        } else if (high != MG_UNLIMITED) {
-                limit = high;
-                limit_from = "memory.high";
-        } else {
-                ret = mgt_usage_error("stat", "%s has neither memory.max nor memory.high: give --limit SIZE", cg);
-                goto out;
-        }
-
-        mg_guard_options_init(&o, limit);
-        e = mg_guard_new(cg, &o, &g);
-        if (e < 0) {
-                mgt_error(&out, "stat", e, "%s%s", cg,
-                          e == -ENOENT ? " (no memory.current: enable +memory in the parent's cgroup.subtree_control)"
-                                       : "");
-                goto out;
-        }
-        e = mg_guard_report(g, &rep);
-        if (e < 0) {
-                mgt_error(&out, "stat", e, "reading %s", cg);
-                goto out;
-        }
-        if (out.json)
-                print_json(cg, limit_from, &rep);
-        else
-                print_text(cg, limit_from, &rep);
-        ret = MGT_EXIT_OK;
-out:
-        mg_guard_free(g);
+        ret = mgt_stat_cgroup(cg, limit_s, out.json);
         free(cg);
         return ret;
 }

@@ -5,9 +5,11 @@
  * test-events-schema.py, test-metrics-format.py); not installed.
  *   size-parse SIZE [PERCENT_BASE]   the size parser and its errors
  *   json-escape STRING               one JSON string
- *   event-sample [--json]            one event of each type, as run and watch print them
+ *   event-sample [--json]            one event of each type, as run and watch print them, and two
+ *                                    guards' kill decisions interleaved
  *   metrics-sample                   the metrics text of two made-up actors
  *   config-parse FILE                the settings a config file gives
+ *   stat-dir DIR [LIMIT]             stat of a directory that need not be on cgroup2
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -110,15 +112,38 @@ static int cmd_event_sample(int argc, char **argv) {
                 { .type = MG_EVENT_PRE_KILL, .cgroup = cg, .time_usec = now, .kill = &pre },
                 { .type = MG_EVENT_KILL_AVERTED, .cgroup = cg, .time_usec = now, .kill = &pre, .report = &k.report },
         };
+        /* Two guards' decisions interleaved, as watch prints them: each
+         * end carries the kill_id of its own guard's pre-kill.  The guards
+         * are stand-in addresses: the printer only compares them. */
+        static char guard_a, guard_b;
+        mg_guard *ga = (mg_guard *) (void *) &guard_a, *gb = (mg_guard *) (void *) &guard_b;
+        static const char cg_a[] = "/sys/fs/cgroup/sample/a", cg_b[] = "/sys/fs/cgroup/sample/b";
+        struct mg_kill_record kill_a = k, kill_b = k; /* a kill's cgroup is its record's */
+        kill_a.cgroup = cg_a;
+        kill_b.cgroup = cg_b;
+        const struct {
+                mg_guard *g;
+                struct mg_event ev;
+        } linked[] = {
+                { ga, { .type = MG_EVENT_PRE_KILL, .cgroup = cg_a, .time_usec = now, .kill = &pre } },
+                { gb, { .type = MG_EVENT_PRE_KILL, .cgroup = cg_b, .time_usec = now, .kill = &pre } },
+                { gb, { .type = MG_EVENT_KILL, .cgroup = cg_b, .time_usec = now, .kill = &kill_b } },
+                { ga, { .type = MG_EVENT_KILL_AVERTED, .cgroup = cg_a, .time_usec = now, .kill = &pre,
+                        .report = &k.report } },
+                { ga, { .type = MG_EVENT_KILL, .cgroup = cg_a, .time_usec = now, .kill = &kill_a } },
+        };
         lend.restored = true;
         for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
                 mgt_on_event(NULL, &evs[i], &out);
+        for (size_t i = 0; i < sizeof(linked) / sizeof(linked[0]); i++)
+                mgt_on_event(linked[i].g, &linked[i].ev, &out);
         mgt_on_log(MG_LOG_ERR, "a log line of the library", &out);
         mgt_watch_event(&out, "watch", cg, 256u << 20, "xattr");
         mgt_unwatch_event(&out, cg, "removed");
         mgt_reload_event(&out, "/etc/memguard/watch.conf", 3, true);
         mgt_dropped_event(&out, 42);
         mgt_error(&out, "watch", -ENOENT, "%s", "/sys/fs/cgroup/missing");
+        mgt_out_release(&out);
         return MGT_EXIT_OK;
 }
 
@@ -183,10 +208,19 @@ static int cmd_config_parse(int argc, char **argv) {
         return MGT_EXIT_OK;
 }
 
+/* `stat-dir DIR [LIMIT]`: stat's report of DIR, any directory (a fixture
+ * of files): what stat says past its cgroup v2 check, on any host. */
+static int cmd_stat_dir(int argc, char **argv) {
+        if (argc < 2 || argc > 3)
+                return mgt_usage_error("stat-dir", "usage: memguard stat-dir DIR [LIMIT]");
+        return mgt_stat_cgroup(argv[1], argc == 3 ? argv[2] : NULL, false);
+}
+
 static const struct {
         const char *name;
         int (*fn)(int, char **);
 } commands[] = {
+        { "stat-dir", cmd_stat_dir },
         { "size-parse", cmd_size_parse },
         { "json-escape", cmd_json_escape },
         { "event-sample", cmd_event_sample },
@@ -199,6 +233,6 @@ int main(int argc, char **argv) {
         for (size_t i = 0; argc > 1 && i < sizeof(commands) / sizeof(commands[0]); i++)
                 if (strcmp(argv[1], commands[i].name) == 0)
                         return commands[i].fn(argc - 1, argv + 1);
-        fprintf(stderr, "usage: memguard-test-commands size-parse|json-escape|event-sample|metrics-sample|config-parse ...\n");
+        fprintf(stderr, "usage: memguard-test-commands size-parse|json-escape|event-sample|metrics-sample|config-parse|stat-dir ...\n");
         return MGT_EXIT_USAGE;
 }

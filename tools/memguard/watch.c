@@ -142,6 +142,7 @@ static void actor_keep_stats(struct actor *a) {
 static void actor_unguard(struct actor *a) {
         if (!a->g)
                 return;
+        mgt_out_forget_guard(&a->w->out, a->g);
         (void) mg_set_remove(a->w->set, a->g);
         a->g = NULL;
         a->w->n_guarded--;
@@ -1058,6 +1059,7 @@ out:
         }
         metrics_round_free(&w.mr); /* a round cut short by an error */
         mg_set_free(w.set); /* restores lent memory.high */
+        mgt_out_release(&w.out); /* after the guards' last event */
         mgt_metrics_writer_stop(&w.mw);
         for (size_t i = 0; i < w.n; i++)
                 actor_free(w.a[i]);

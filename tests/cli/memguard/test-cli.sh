@@ -61,6 +61,50 @@ grep -q '^usage: memguard COMMAND' "$tmp/out" && ok "--help prints the usage" ||
 expect_ok "help exits 0" help
 expect_ok "run --help exits 0" run --help
 grep -q 'run --limit SIZE' "$tmp/out" && ok "run --help shows run's usage" || not_ok "run --help shows run's usage"
+# Each command's --help: its usage, one line of what it does and every flag
+# with its meaning and default, not the overview of every command.
+help_flags() { # COMMAND: the long options it takes
+    case $1 in
+        run) echo limit high max parent json dry-run pre-kill-defer ;;
+        watch) echo limit parent config metrics metrics-interval mlock json dry-run pre-kill-defer tick margin \
+            stall-window stall-pressure lend-deadline kill-wait post-kill-holdoff refault-window refault-mapped-window ;;
+        stat) echo limit json ;;
+        demo) echo kernel native ;;
+    esac
+}
+for cmd in run watch stat demo; do
+    expect_ok "$cmd --help exits 0" "$cmd" --help
+    cp "$tmp/out" "$tmp/help"
+    head -1 "$tmp/help" | grep -q "^usage: memguard $cmd " && ok "$cmd --help starts with its usage" ||
+        not_ok "$cmd --help starts with its usage"
+    grep -q -e '^Commands:' -e 'Guards memory actors' -e '^  help, --help' "$tmp/help" &&
+        not_ok "$cmd --help is not the overview" || ok "$cmd --help is not the overview"
+    # the usage, a blank line, one line of description, a blank line
+    awk 'NF == 0 && !b { b = NR } b && NR == b + 1 { d = NF > 0 } b && NR == b + 2 { e = NF == 0 } END { exit !(d && e) }' \
+        "$tmp/help" && ok "$cmd --help: one line of what it does under the usage" ||
+        not_ok "$cmd --help: one line of what it does under the usage"
+    # a flag's block: "  --flag ..." and its indented lines, up to the next flag
+    for flag in $(help_flags "$cmd"); do
+        block=$(awk -v f="  --$flag" 'index($0, f) == 1 && (length($0) == length(f) || substr($0, length(f) + 1, 1) == " ") \
+            { on = 1; print; next } on && /^        / { print; next } { on = 0 }' "$tmp/help")
+        if [ "$(printf '%s\n' "$block" | wc -l)" -ge 2 ] && printf '%s' "$block" | tr '\n' ' ' | grep -q '(default: '; then
+            ok "$cmd --help: --$flag with its meaning and default"
+        else
+            not_ok "$cmd --help: --$flag with its meaning and default"
+            printf '%s\n' "$block" | sed 's/^/# /'
+        fi
+    done
+    cmp -s "$tmp/help" <("$mg" help "$cmd") && ok "help $cmd is $cmd --help" || not_ok "help $cmd is $cmd --help"
+done
+"$mg" watch --help >"$tmp/help"
+for flag in stall-window lend-deadline kill-wait refault-window refault-mapped-window; do
+    awk -v f="  --$flag " 'index($0, f) == 1 { on = 1; next } on && /^        / { print; next } { on = 0 }' "$tmp/help" |
+        tr '\n' ' ' | tr -s ' ' | grep -q 'default: tuned to the limit, docs/tuning.md' &&
+        ok "watch --help: --$flag's default is tuned to the limit" ||
+        not_ok "watch --help: --$flag's default is tuned to the limit"
+done
+awk '{ if (length($0) > 80) { print; bad = 1 } } END { exit bad }' "$tmp/help" && ok "watch --help fits 80 columns" ||
+    not_ok "watch --help fits 80 columns"
 expect_ok "--version exits 0" --version
 grep -qE '^memguard [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/out" && ok "--version prints 'memguard X.Y.Z'" ||
     not_ok "--version prints 'memguard X.Y.Z'"
@@ -83,6 +127,11 @@ expect_error 2 'not a size' "watch: bad size" watch --limit lots /sys/fs/cgroup
 expect_error 2 'missing CGROUP' "stat: missing CGROUP" stat
 expect_error 2 'one CGROUP only' "stat: two cgroups" stat a b
 expect_error 2 'not a size' "stat: bad size" stat --limit 12x "$tmp"
+# the limit before the path: a usage error whatever the path is
+expect_error 2 'must be above 0 bytes' "stat: --limit 0 is refused before the path" stat --limit 0 "$tmp/nonexistent"
+expect_error 2 'must be above 0 bytes' "stat: --limit 0% is refused before the path" stat --limit 0% "$tmp/nonexistent"
+expect_error 2 'not a size' "stat: a bad --limit before a plain directory" stat --limit 12x "$tmp"
+expect_error 1 'No such file' "stat: --limit 0.5% is a limit, the path is looked at" stat --limit 0.5% "$tmp/nonexistent"
 expect_error 2 'one of 6.1, 6.12, 7' "demo: unknown kernel" demo --kernel 5.4
 expect_error 2 "unexpected argument" "demo: stray argument" demo now
 
@@ -115,6 +164,39 @@ if run 1 stat --json "$tmp"; then
     fi
 else
     not_ok "stat --json on a plain directory exits 1 (status $status)"
+fi
+
+# stat on a cgroup without the memory controller names the file it missed,
+# whatever the limit: a fixture directory with cgroup.procs only (through
+# memguard-test-commands, past the cgroup2 check), and a real cgroup v2
+# directory without memory.current where this host has one (a hybrid host's
+# unified mount, the root of a pure v2 one).
+mkdir "$tmp/nomem" && touch "$tmp/nomem/cgroup.procs"
+for lim in "" 64M; do
+    "$tc" stat-dir "$tmp/nomem" $lim >"$tmp/out" 2>"$tmp/err"
+    st=$?
+    if [ "$st" = 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
+        grep -q 'no memory.current: the memory controller is not enabled' "$tmp/err"; then
+        ok "stat of a fixture without memory.current${lim:+, --limit $lim}: $(cat "$tmp/err")"
+    else
+        not_ok "stat of a fixture without memory.current${lim:+, --limit $lim} (status $st)"
+        diag "$tmp/out" "$tmp/err"
+    fi
+done
+nomem=
+for d in /sys/fs/cgroup/unified /sys/fs/cgroup; do
+    if [ "$(stat -f -c %T "$d" 2>/dev/null)" = cgroup2fs ] && [ -e "$d/cgroup.procs" ] && [ ! -e "$d/memory.current" ]; then
+        nomem=$d
+        break
+    fi
+done
+if [ -n "$nomem" ]; then
+    expect_error 1 'no memory.current: the memory controller is not enabled' \
+        "stat on $nomem (no memory controller)" stat "$nomem"
+    expect_error 1 'no memory.current: the memory controller is not enabled' \
+        "stat --limit on $nomem (no memory controller)" stat --limit 64M "$nomem"
+else
+    ok "stat on a cgroup v2 directory without memory.current # SKIP none on this host"
 fi
 
 # ---- the size parser: INPUT [PERCENT_BASE] -> BYTES, or "error"

@@ -6,8 +6,9 @@
 # test's output).  With python3-jsonschema the schema is checked by it
 # (Draft 2020-12); without, by the small validator below, which knows the
 # keywords the schema uses and refuses any other.  Lines the schema must
-# refuse (no time, a field it does not know, a local time) prove the check
-# can fail.  TAP on stdout.
+# refuse (no time, a local time, a required field missing) prove the check
+# can fail; a line with a field added must pass (format_version 1 may gain
+# fields); kill_id must link a pre-kill to its kill.  TAP on stdout.
 #
 #   tests/cli/memguard/test-events-schema.py SCHEMA MEMGUARD-TEST-COMMANDS [FILE...]
 #   (SCHEMA: tools/memguard/events.schema.json)
@@ -132,7 +133,6 @@ for desc, mutate in [
     ("a local time with an offset", lambda o: o.__setitem__("time", "2026-12-01T23:45:12.345+01:00")),
     ("a time without milliseconds", lambda o: o.__setitem__("time", "2026-12-01T22:45:12Z")),
     ("another format_version", lambda o: o.__setitem__("format_version", 2)),
-    ("a field the schema does not know", lambda o: o.__setitem__("surprise", 1)),
     ("a byte count as a string", lambda o: o.__setitem__("used_bytes", "83886080")),
     ("an unknown reason", lambda o: o.__setitem__("reason", "boredom")),
 ]:
@@ -140,6 +140,55 @@ for desc, mutate in [
     mutate(o)
     tap(bool(check(o)), f"refused: a kill with {desc}")
 tap(bool(check({"event": "frobnicated", "time": kill["time"], "format_version": 1})), "refused: an unknown event")
+
+# Format version 1 may gain fields (docs/api-stability.md): a reader that
+# validates against this schema must not refuse a newer memguard's lines,
+# so every event stays valid with a field added, and every field the
+# schema requires is refused when missing.
+branches = {b["if"]["properties"]["event"]["const"]: b["then"] for b in schema["allOf"]}
+tap(all("additionalProperties" not in t or t["additionalProperties"] is True for t in branches.values()) and
+    schema.get("additionalProperties", True) is True, "the schema is open to added fields on every event")
+for o in objs:
+    ev = o.get("event")
+    x = copy.deepcopy(o)
+    x["added_in_a_later_release"] = {"any": [1, "value"]}
+    errs = check(x)
+    tap(not errs, f"accepted: {ev} with a field added" + "".join("\n# " + e for e in errs))
+for ev, t in sorted(branches.items()):
+    o = next((o for o in objs if o.get("event") == ev), None)
+    if o is None:
+        continue
+    kept = [k for k in t.get("required", []) if not check({f: v for f, v in o.items() if f != k})]
+    tap(not kept, f"refused: {ev} without any one of its {len(t.get('required', []))} required fields"
+        f" (accepted without: {kept})")
+# The schema no longer refuses a field it does not list: that the printer
+# prints only fields the schema documents is checked here instead.
+for o in objs:
+    props = set(schema["properties"]) | set(branches.get(o.get("event"), {}).get("properties", {}))
+    extra = sorted(set(o) - props)
+    tap(not extra, f"{o.get('event')}: every field is in the schema (not: {extra})")
+
+# kill_id links a decision's events: a pre-kill and the kill, kill-dry-run
+# or kill-averted of the same guard that follows it; the sample
+# interleaves two guards' decisions (cgroups .../a and .../b).
+DECISION = ("pre-kill", "kill", "kill-dry-run", "kill-averted")
+dec = [o for o in objs if o.get("event") in DECISION]
+tap(dec and all(isinstance(o.get("kill_id"), int) and o["kill_id"] >= 1 for o in dec),
+    "every pre-kill, kill, kill-dry-run and kill-averted event has a kill_id")
+tap(all("kill_id" not in o for o in objs if o.get("event") not in DECISION), "no other event has a kill_id")
+by_id = {}
+for o in dec:
+    by_id.setdefault(o.get("kill_id"), []).append(o)
+shapes = sorted(tuple(o["event"] for o in v) for v in by_id.values())
+tap(all(s in (("kill",), ("kill-dry-run",), ("pre-kill", "kill"), ("pre-kill", "kill-averted"),
+              ("pre-kill", "kill-dry-run")) for s in shapes),
+    f"each kill_id is one decision: a pre-kill and its end, or a kill alone (got {shapes})")
+tap(all(len({o["cgroup"] for o in v}) == 1 for v in by_id.values()), "the events of one kill_id are of one cgroup")
+ends = {o["cgroup"].rsplit("/", 1)[-1]: o for o in dec if o["event"] == "kill-averted"}
+pres = {o["cgroup"].rsplit("/", 1)[-1]: o for o in dec if o["event"] == "pre-kill"}
+tap("a" in ends and "a" in pres and ends["a"]["kill_id"] == pres["a"]["kill_id"] and
+    "b" in pres and pres["b"]["kill_id"] != pres["a"]["kill_id"],
+    "interleaved: guard a's kill-averted carries a's pre-kill id, not b's, which came between")
 
 # Lines from the kernel suite's runs of the tool ("# json: {...}" or bare).
 for path in sys.argv[3:]:

@@ -153,7 +153,8 @@ rel=${base#"$root"}
 check "stat: a path relative to $root works ($rel/stat)" [ $? = 0 ]
 "$mg" stat --json "$base/stat" >"$tmp/out" 2>"$tmp/err"
 echo "# json: $(cat "$tmp/out")"
-check "stat --json: one object with a verdict" grep -q '^{"cgroup":.*"verdict":"ok"}$' "$tmp/out"
+check "stat --json: one object with its format_version, limit_source and verdict" \
+    grep -q '^{"format_version":1,"cgroup":.*"limit_source":"[a-z.-]*".*"verdict":"ok"}$' "$tmp/out"
 mkdir "$base/nolimit"
 "$mg" stat "$base/nolimit" >"$tmp/out" 2>"$tmp/err"
 st=$?
