@@ -8,6 +8,7 @@ package cgroupguard
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -49,12 +50,19 @@ func TestDefaultOptionsAreTheLibrarysTuning(t *testing.T) {
 	}
 }
 
-func TestErrorsAreErrno(t *testing.T) {
+// Every error is an *Error: the operation, the path, and the errno the C
+// call returned, which errors.Is and errors.As find.
+func TestErrorsCarryOpPathAndErrno(t *testing.T) {
 	for _, limit := range []uint64{0, Unlimited} {
 		_, err := DefaultOptions(limit)
 		var e syscall.Errno
 		if !errors.As(err, &e) || e != syscall.EINVAL {
 			t.Fatalf("DefaultOptions(%d): %v, want syscall.EINVAL", limit, err)
+		}
+		var ge *Error
+		if !errors.As(err, &ge) || ge.Op != "default options" || ge.Path != "" ||
+			err.Error() != "cgroupguard: default options: invalid argument" {
+			t.Fatalf("DefaultOptions(%d): %#v", limit, err)
 		}
 	}
 	set, err := Start(nil)
@@ -77,8 +85,11 @@ func TestErrorsAreErrno(t *testing.T) {
 		if g != nil || !errors.Is(err, c.want) {
 			t.Errorf("Add(%s) = %v, %v; want nil, %v", c.path, g, err, c.want)
 		}
-		if _, ok := err.(syscall.Errno); !ok {
-			t.Errorf("Add(%s): %T, want syscall.Errno", c.path, err)
+		var e *Error
+		if !errors.As(err, &e) || e.Op != "add" || e.Path != c.path || e.Err != c.want {
+			t.Errorf("Add(%s): %#v, want *Error{add, the path, %v}", c.path, err, c.want)
+		} else if want := "cgroupguard: add " + c.path + ": " + c.want.Error(); err.Error() != want {
+			t.Errorf("Add(%s): %q, want %q", c.path, err, want)
 		}
 	}
 	if n := set.Len(); n != 0 {
@@ -120,7 +131,7 @@ func TestOwnLoopSetBelongsToItsThread(t *testing.T) {
 	}
 	set.Close()
 	set.Close()
-	if _, err := set.Process(); err != syscall.EBADF {
+	if _, err := set.Process(); !errors.Is(err, syscall.EBADF) {
 		t.Fatalf("Process after Close: %v, want EBADF", err)
 	}
 }
@@ -148,14 +159,14 @@ func TestStartedSetTakesCallsFromAnyGoroutine(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		if err != syscall.ENOTSUP {
+		if !errors.Is(err, syscall.ENOTSUP) {
 			t.Fatalf("Add from a goroutine: %v, want ENOTSUP", err)
 		}
 	}
 	if err := set.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := set.Add(dir, opt); err != syscall.EBADF {
+	if _, err := set.Add(dir, opt); !errors.Is(err, syscall.EBADF) {
 		t.Fatalf("Add after Close: %v, want EBADF", err)
 	}
 	if fd := set.Fd(); fd != -1 {
@@ -255,10 +266,10 @@ func TestSnapshotWriteAndRestoreOnAPlainDirectory(t *testing.T) {
 		t.Fatalf("fd image restored: %v, equal %v", err, bytes.Equal(back, img))
 	}
 	// Wrong length, missing, corrupted.
-	if _, err := SnapshotRestore(int(dir.Fd()), "vm.snap", SnapshotImage{Memory: back[:len(back)-page]}, nil); err != syscall.EMSGSIZE {
+	if _, err := SnapshotRestore(int(dir.Fd()), "vm.snap", SnapshotImage{Memory: back[:len(back)-page]}, nil); !errors.Is(err, syscall.EMSGSIZE) {
 		t.Fatalf("short target: %v, want EMSGSIZE", err)
 	}
-	if _, err := SnapshotRestore(int(dir.Fd()), "none", SnapshotImage{Memory: back}, nil); err != syscall.ENOENT {
+	if _, err := SnapshotRestore(int(dir.Fd()), "none", SnapshotImage{Memory: back}, nil); !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("missing: %v, want ENOENT", err)
 	}
 	p := filepath.Join(dir.Name(), "vm.snap")
@@ -266,16 +277,16 @@ func TestSnapshotWriteAndRestoreOnAPlainDirectory(t *testing.T) {
 	b[len(b)/2] ^= 0x40
 	os.WriteFile(p, b, 0600)
 	lines = nil
-	if _, err := SnapshotRestore(int(dir.Fd()), "vm.snap", SnapshotImage{Memory: back}, o); err != syscall.EBADMSG {
+	if _, err := SnapshotRestore(int(dir.Fd()), "vm.snap", SnapshotImage{Memory: back}, o); !errors.Is(err, syscall.EBADMSG) {
 		t.Fatalf("corrupted: %v, want EBADMSG", err)
 	}
 	if len(lines) == 0 {
 		t.Fatal("no log line says what was wrong")
 	}
-	if _, err := SnapshotWrite(SnapshotImage{Memory: img[:page+1]}, int(dir.Fd()), "x", nil); err != syscall.EINVAL {
+	if _, err := SnapshotWrite(SnapshotImage{Memory: img[:page+1]}, int(dir.Fd()), "x", nil); !errors.Is(err, syscall.EINVAL) {
 		t.Fatalf("a length not a multiple of the page: %v, want EINVAL", err)
 	}
-	if _, err := SnapshotWrite(SnapshotImage{Memory: img}, int(dir.Fd()), "a/b", nil); err != syscall.EINVAL {
+	if _, err := SnapshotWrite(SnapshotImage{Memory: img}, int(dir.Fd()), "a/b", nil); !errors.Is(err, syscall.EINVAL) {
 		t.Fatalf("a name with a slash: %v, want EINVAL", err)
 	}
 }
@@ -307,7 +318,281 @@ func TestDryRunAndStats(t *testing.T) {
 		t.Fatalf("Stats() of a new set = %+v, %v", st, err)
 	}
 	set.Close()
-	if _, err := set.Stats(); err != syscall.EINVAL {
+	if _, err := set.Stats(); !errors.Is(err, syscall.EINVAL) {
 		t.Fatalf("Stats() of a closed set: %v, want EINVAL", err)
+	}
+}
+
+// Every error path reachable without a cgroup names its operation and its
+// path: a guard's calls once it is gone (here a guard the set never had, as
+// after Remove), a set's calls once closed, snapshots, Recover.
+func TestEveryErrorNamesItsOperation(t *testing.T) {
+	set, err := Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "/sys/fs/cgroup/w/vm-9"
+	g := &Guard{set: set, path: path}
+	l := &Lend{guard: g, ID: 1}
+	check := func(op, path string, err error, want syscall.Errno) {
+		t.Helper()
+		var e *Error
+		if !errors.As(err, &e) || e.Op != op || e.Path != path || !errors.Is(err, want) {
+			t.Errorf("%s: %#v, want *Error{%q, %q, %v}", op, err, op, path, want)
+		}
+	}
+	check("remove", path, g.Remove(), syscall.EINVAL)
+	_, err = g.Options()
+	check("options", path, err, syscall.EINVAL)
+	_, err = g.Stats()
+	check("stats", path, err, syscall.EINVAL)
+	_, err = g.Report()
+	check("report", path, err, syscall.EINVAL)
+	_, err = g.LendBegin(1<<20, -time.Second)
+	check("lend begin", path, err, syscall.EINVAL)
+	_, err = g.LendBegin(1<<20, 0)
+	check("lend begin", path, err, syscall.EINVAL)
+	check("lend end", path, l.End(), syscall.EINVAL)
+	check("defer kill", path, g.DeferKill(time.Second), syscall.EINVAL)
+	opt, _ := DefaultOptions(64 << 20)
+	opt.Tick = -time.Second
+	_, err = set.Add(path, opt)
+	check("add", path, err, syscall.EINVAL)
+
+	set.Close()
+	_, err = set.Process()
+	check("process", "", err, syscall.EBADF)
+	_, _, err = set.NextTick()
+	check("next tick", "", err, syscall.EBADF)
+	_, err = set.Stats()
+	check("stats", "", err, syscall.EINVAL)
+
+	none := filepath.Join(t.TempDir(), "none")
+	_, err = Recover(none, false)
+	check("recover", none, err, syscall.ENOENT)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Recover of a missing directory: %v is not os.ErrNotExist", err)
+	}
+	_, err = SnapshotRestore(-100, none, SnapshotImage{Memory: make([]byte, os.Getpagesize())}, nil)
+	check("snapshot restore", none, err, syscall.ENOENT)
+	_, err = SnapshotWrite(SnapshotImage{Memory: make([]byte, os.Getpagesize())}, -100, "a/b", nil)
+	check("snapshot write", "a/b", err, syscall.EINVAL)
+	_, err = SnapshotWrite(SnapshotImage{}, -100, "x", &SnapshotOptions{LendDeadline: -1})
+	check("snapshot write", "x", err, syscall.EINVAL)
+}
+
+// The constants are Go literals, for godoc; each equals the library's.
+func TestConstantsAreTheLibrarys(t *testing.T) {
+	goValues := map[string]int64{
+		"EventKill": int64(EventKill), "EventLendBegin": int64(EventLendBegin),
+		"EventLendEnd": int64(EventLendEnd), "EventLendExpired": int64(EventLendExpired),
+		"EventError": int64(EventError), "EventGone": int64(EventGone),
+		"EventKernelOOM": int64(EventKernelOOM), "EventThrottled": int64(EventThrottled),
+		"EventEmptyOverLimit": int64(EventEmptyOverLimit), "EventUnkillable": int64(EventUnkillable),
+		"EventKillDryRun": int64(EventKillDryRun), "EventPreKill": int64(EventPreKill),
+		"EventKillAverted": int64(EventKillAverted),
+		"VerdictOK":        int64(VerdictOK), "VerdictNear": int64(VerdictNear),
+		"VerdictStalling": int64(VerdictStalling), "VerdictOvershoot": int64(VerdictOvershoot),
+		"VerdictStall": int64(VerdictStall),
+		"StallMemory":  int64(StallMemory), "StallIO": int64(StallIO), "StallRefault": int64(StallRefault),
+		"KillOvershoot": int64(KillOvershoot), "KillStall": int64(KillStall),
+		"KillCgroupKill": int64(KillCgroupKill), "KillPidfd": int64(KillPidfd),
+		"LogErr": int64(LogErr), "LogWarning": int64(LogWarning), "LogInfo": int64(LogInfo),
+		"LogDebug":     int64(LogDebug),
+		"SnapshotAuto": int64(SnapshotAuto), "SnapshotDirect": int64(SnapshotDirect),
+		"SnapshotDontcache": int64(SnapshotDontcache), "SnapshotWindowed": int64(SnapshotWindowed),
+		"SnapshotBuffered": int64(SnapshotBuffered), "SnapshotNoSync": int64(SnapshotNoSync),
+		"MaxPreKillDefer": int64(MaxPreKillDefer / time.Microsecond),
+	}
+	c := cValues()
+	for name, v := range goValues {
+		cv, ok := c[name]
+		if !ok {
+			t.Errorf("%s: no C value to check it against", name)
+		} else if v != cv {
+			t.Errorf("%s = %d, the library's is %d", name, v, cv)
+		}
+	}
+	for name := range c {
+		if _, ok := goValues[name]; !ok {
+			t.Errorf("%s: C value not checked", name)
+		}
+	}
+	// The library's names follow the values.
+	if s := EventPreKill.String(); s != "pre-kill" {
+		t.Errorf("EventPreKill.String() = %q, want pre-kill", s)
+	}
+}
+
+// openFds counts the process's open fds.
+func openFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// A set of StartContext's is closed when its context is done: its guards,
+// its fds and its loop's thread released, Done closed, later calls EBADF.
+func TestStartContextClosesTheSetWhenDone(t *testing.T) {
+	before := openFds(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	set, err := StartContext(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, _ := DefaultOptions(64 << 20)
+	if _, err := set.Add(t.TempDir(), opt); !errors.Is(err, syscall.ENOTSUP) {
+		t.Fatalf("Add before the cancel: %v, want ENOTSUP", err)
+	}
+	select {
+	case <-set.Done():
+		t.Fatal("Done before the cancel")
+	default:
+	}
+	if openFds(t) <= before {
+		t.Fatal("a running set holds no fd")
+	}
+	cancel()
+	select {
+	case <-set.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the set not closed 10 s after its context was cancelled")
+	}
+	if fd := set.Fd(); fd != -1 {
+		t.Fatalf("Fd after the cancel = %d", fd)
+	}
+	if _, err := set.Add(t.TempDir(), opt); !errors.Is(err, syscall.EBADF) {
+		t.Fatalf("Add after the cancel: %v, want EBADF", err)
+	}
+	if err := set.Close(); err != nil {
+		t.Fatalf("Close after the cancel: %v", err)
+	}
+	if n := openFds(t); n != before {
+		t.Fatalf("%d fds open after the cancel, %d before the start", n, before)
+	}
+
+	// Close first, then the cancel: nothing more happens.
+	ctx, cancel = context.WithTimeout(context.Background(), time.Hour)
+	set, err = StartContext(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Close()
+	<-set.Done()
+	cancel()
+
+	// A context done already starts nothing.
+	if set, err := StartContext(ctx, nil); set != nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("StartContext with a cancelled context = %v, %v", set, err)
+	}
+}
+
+// Run runs a NewSet set's loop until its context is done, then closes it.
+func TestRunReturnsWhenContextDone(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before := openFds(t)
+	set, err := NewSet(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	if err := set.Run(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run = %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(t0); d < 100*time.Millisecond || d > 10*time.Second {
+		t.Fatalf("Run returned after %v", d)
+	}
+	select {
+	case <-set.Done():
+	default:
+		t.Fatal("the set not closed when Run returned")
+	}
+	if n := openFds(t); n != before {
+		t.Fatalf("%d fds open after Run, %d before NewSet", n, before)
+	}
+	if err := set.Run(context.Background()); !errors.Is(err, syscall.EBADF) {
+		t.Fatalf("Run of a closed set: %v, want EBADF", err)
+	}
+
+	// Cancelled from another goroutine while it waits.
+	set, err = NewSet(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if err := set.Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want Canceled", err)
+	}
+	if fd := set.Fd(); fd != -1 {
+		t.Fatalf("Fd after Run = %d", fd)
+	}
+
+	// A set of Start's runs its own loop.
+	started, err := Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer started.Close()
+	if err := started.Run(context.Background()); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("Run of a set of Start's: %v, want EINVAL", err)
+	}
+}
+
+// DeferKill's errors that need no kernel: its argument, a guard gone, and
+// the option that enables EventPreKill, through C and back and refused above
+// its bound. Outside a pre-kill callback of a live guard (ENOENT), inside
+// one (ERANGE, EINVAL, a deferral made) is TestVMPreKillDeferred.
+func TestDeferKillArguments(t *testing.T) {
+	set, err := Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	const path = "/sys/fs/cgroup/w/vm-3"
+	g := &Guard{set: set, path: path}
+	for _, d := range []time.Duration{0, -time.Second, time.Second, NoDeadline} {
+		err := g.DeferKill(d)
+		var e *Error
+		if !errors.As(err, &e) || e.Op != "defer kill" || e.Path != path || e.Err != syscall.EINVAL {
+			t.Errorf("DeferKill(%v) of a guard gone: %#v, want EINVAL", d, err)
+		}
+	}
+
+	o, err := DefaultOptions(256 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.PreKillMaxDefer != 0 {
+		t.Fatalf("PreKillMaxDefer is %v by default, want 0 (off)", o.PreKillMaxDefer)
+	}
+	o.PreKillMaxDefer = 2500 * time.Millisecond
+	c, err := o.toC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.pre_kill_max_defer_usec != 2500000 || optionsFromC(&c).PreKillMaxDefer != o.PreKillMaxDefer {
+		t.Fatalf("PreKillMaxDefer through C: %d us", c.pre_kill_max_defer_usec)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		d    time.Duration
+		want syscall.Errno
+	}{
+		{MaxPreKillDefer, syscall.ENOTSUP}, // accepted: then the plain directory is refused
+		{MaxPreKillDefer + time.Microsecond, syscall.EINVAL},
+		{time.Hour * 2, syscall.EINVAL}, // past uint32 microseconds
+		{-time.Second, syscall.EINVAL},
+	} {
+		o.PreKillMaxDefer = c.d
+		if _, err := set.Add(dir, o); !errors.Is(err, c.want) {
+			t.Errorf("Add with PreKillMaxDefer %v: %v, want %v", c.d, err, c.want)
+		}
 	}
 }

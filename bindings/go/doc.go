@@ -7,8 +7,16 @@
 //
 // A Set runs many guards, one per actor cgroup, from one OS thread. Start runs
 // the set's loop on a goroutine of its own, locked to its OS thread; NewSet
-// gives a set to a caller that runs its own loop (Fd, NextTick, Process) on a
-// goroutine it has locked with runtime.LockOSThread.
+// gives a set to a caller that runs its own loop (Fd, NextTick, Process, or
+// Run) on a goroutine it has locked with runtime.LockOSThread.
+//
+// # Contexts
+//
+// StartContext(ctx, opts) is Start with the set closed when ctx is done (every
+// guard removed, the loop, its thread and its fds released); Set.Done is
+// closed then. Set.Run(ctx) runs a NewSet set's loop on its own thread until
+// ctx is done, closes the set, and returns ctx.Err(). Start and Close work as
+// before.
 //
 //	set, err := cgroupguard.Start(nil)
 //	opt, err := cgroupguard.DefaultOptions(256 << 20) // the actor paid for 256 MiB
@@ -53,15 +61,29 @@
 //   - a program that wants a channel forwards to one from the callback, with
 //     the buffer and the policy it chooses.
 //
+// # Before a kill
+//
+// With Options.PreKillMaxDefer set, a kill the guard has decided is told
+// first as EventPreKill; Guard.DeferKill, called inside that callback, puts
+// it off (at most PreKillMaxDefer, itself at most MaxPreKillDefer) for the
+// actor to save its state. At the deferral's end the guard reads again: the
+// kill is made, or, if the actor has left its limit, EventKillAverted. See
+// mg_guard_defer_kill(3).
+//
 // A callback must return quickly (every guard of the set waits for it), and
 // must not panic: a panic cannot unwind through the C frames of Process and
 // ends the program.
 //
 // # Errors
 //
-// Every error from the library is a syscall.Errno (errors.Is(err,
-// syscall.ENOENT) works): the negative errno of the C call, as listed in
-// <memguard/memguard.h>.
+// Every call that can fail returns an *Error: the operation (Op: "add",
+// "lend end", "defer kill", ...), the path it was about (Path: the cgroup, or
+// a snapshot's name; empty for a set's own calls) and, in Err, the cause: the
+// negative errno of the C call as a syscall.Errno, as listed in
+// <memguard/memguard.h>, or a context's error. errors.Is(err, syscall.ENOENT)
+// and errors.As(err, &e) (e a *Error, or a syscall.Errno) work; compare with
+// errors.Is, not ==. Event.Err and SnapshotStats.ReclaimError, facts rather
+// than failures of a call, are bare syscall.Errno values.
 //
 // # What Go cannot do: confinement
 //
@@ -85,5 +107,33 @@
 // cgo runs pkg-config for memguard: for an installed library nothing is
 // needed; against a meson build tree, set
 // PKG_CONFIG_PATH=BUILD/meson-uninstalled and, at run time,
-// LD_LIBRARY_PATH=BUILD/memguard.
+// LD_LIBRARY_PATH=BUILD/memguard (or build with
+// CGO_LDFLAGS=-Wl,-rpath,BUILD/memguard, as bindings/run-tests does).
+//
+// # Using it from another module
+//
+// The module path memguard/cgroupguard names no host: "go get" cannot fetch
+// it. A program uses it from a checkout of memguard (CHECKOUT below) with a
+// replace directive in the program's go.mod (Go accepts a path without a dot
+// when it is replaced by a directory):
+//
+//	require memguard/cgroupguard v0.0.0
+//	replace memguard/cgroupguard => CHECKOUT/bindings/go
+//
+// "go mod vendor" then copies the package, its shim.c and shim.h included,
+// into vendor/memguard/cgroupguard, and builds go on from there. Or copy the
+// directory's *.go files (not the tests), shim.c and shim.h into a package
+// of the program's own module (without go.mod), and import it by the path it
+// has there.
+//
+// Either way the package has no Go dependencies, and cgo needs the library
+// as above: pkg-config finds memguard.pc (installed, or
+// PKG_CONFIG_PATH=BUILD/meson-uninstalled for a build tree), and the binary
+// finds libmemguard.so.0 at run time (installed, LD_LIBRARY_PATH, or
+// CGO_LDFLAGS=-Wl,-rpath,DIR). Without pkg-config, set CGO_CFLAGS to the
+// include directories of memguard/memguard.h and of the generated
+// memguard/version.h (an install's include directory; for a build tree
+// "-ICHECKOUT/include -IBUILD/include"), CGO_LDFLAGS="-LDIR -lmemguard" (DIR:
+// BUILD/memguard for a build tree), and PKG_CONFIG=true, a command that
+// prints nothing, for the #cgo pkg-config line.
 package cgroupguard

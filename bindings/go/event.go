@@ -15,67 +15,115 @@ import (
 	"unsafe"
 )
 
-// EventType is what an Event is about.
+// EventType is what an Event is about (enum mg_event_type; mg_event(3)).
 type EventType int
 
+// The types of events. A program built against this package ignores a type
+// it does not know, as the library's callers do.
 const (
-	EventKill           EventType = C.MG_EVENT_KILL             // Kill set; the cgroup is empty (or the wait timed out)
-	EventLendBegin      EventType = C.MG_EVENT_LEND_BEGIN       // Lend set
-	EventLendEnd        EventType = C.MG_EVENT_LEND_END         // Lend set; Lend.Restored: memory.high written back
-	EventLendExpired    EventType = C.MG_EVENT_LEND_EXPIRED     // the deadline ended the lend (Lend set, as for LendEnd)
-	EventError          EventType = C.MG_EVENT_ERROR            // Err and What set; the guard keeps going
-	EventGone           EventType = C.MG_EVENT_GONE             // the cgroup vanished; the guard stops
-	EventKernelOOM      EventType = C.MG_EVENT_KERNEL_OOM       // memory.events.local oom_kill rose by Count
-	EventThrottled      EventType = C.MG_EVENT_THROTTLED        // Throttle set: held over memory.high; not a kill
-	EventEmptyOverLimit EventType = C.MG_EVENT_EMPTY_OVER_LIMIT // Report set: over the limit with no process
-	EventUnkillable     EventType = C.MG_EVENT_UNKILLABLE       // Unkillable and Kill set
-	EventKillDryRun     EventType = C.MG_EVENT_KILL_DRY_RUN     // Kill set: the kill a dry run did not make
-	EventPreKill        EventType = C.MG_EVENT_PRE_KILL         // Kill set: a kill about to be made
-	EventKillAverted    EventType = C.MG_EVENT_KILL_AVERTED     // Kill and Report set: a deferred kill not made
+	// EventKill is a kill made: Kill set; the cgroup is empty (or the wait
+	// timed out).
+	EventKill EventType = 1
+	// EventLendBegin is a lend begun: Lend set.
+	EventLendBegin EventType = 2
+	// EventLendEnd is a lend ended: Lend set; Lend.Restored says
+	// memory.high was written back.
+	EventLendEnd EventType = 3
+	// EventLendExpired is a lend its deadline ended: Lend set, as for
+	// EventLendEnd.
+	EventLendExpired EventType = 4
+	// EventError is an error of a tick: Err and What set; the guard keeps
+	// going.
+	EventError EventType = 5
+	// EventGone is the cgroup vanished; the guard stops.
+	EventGone EventType = 6
+	// EventKernelOOM is the kernel's OOM killer acting in the cgroup:
+	// memory.events.local oom_kill rose by Count.
+	EventKernelOOM EventType = 7
+	// EventThrottled is the actor held over memory.high with nothing left
+	// to reclaim: Throttle set; not a kill.
+	EventThrottled EventType = 8
+	// EventEmptyOverLimit is over the limit with no process: Report set;
+	// not a kill.
+	EventEmptyOverLimit EventType = 9
+	// EventUnkillable is members that outlived a kill's wait: Unkillable
+	// and Kill set.
+	EventUnkillable EventType = 10
+	// EventKillDryRun is the kill a dry run (Options.DryRun) did not make:
+	// Kill set.
+	EventKillDryRun EventType = 11
+	// EventPreKill is a kill about to be made (Options.PreKillMaxDefer
+	// set): Kill set, KillUsec 0. The callback may put it off with
+	// Guard.DeferKill.
+	EventPreKill EventType = 12
+	// EventKillAverted is a deferred kill not made, the actor having left
+	// its limit: Kill (the deferred record) and Report (the fresh read)
+	// set.
+	EventKillAverted EventType = 13
 )
 
+// String is the type's name, as mg_event_type_to_string() gives it.
 func (t EventType) String() string {
 	return C.GoString(C.mg_event_type_to_string(uint32(t)))
 }
 
-// Verdict is what a slow-path read concluded.
+// Verdict is what a slow-path read concluded (enum mg_verdict).
 type Verdict int
 
+// The verdicts of a slow-path read.
 const (
-	VerdictOK        Verdict = C.MG_VERDICT_OK        // below limit - margin
-	VerdictNear      Verdict = C.MG_VERDICT_NEAR      // at the limit, nothing to act on
-	VerdictStalling  Verdict = C.MG_VERDICT_STALLING  // stall criteria met for part of the window
-	VerdictOvershoot Verdict = C.MG_VERDICT_OVERSHOOT // kill: used above the limit
-	VerdictStall     Verdict = C.MG_VERDICT_STALL     // kill: stuck at its limit for the window
+	// VerdictOK is below limit - margin: the fast path.
+	VerdictOK Verdict = 0
+	// VerdictNear is at the limit, with nothing to act on.
+	VerdictNear Verdict = 1
+	// VerdictStalling is the stall criteria met for part of the window.
+	VerdictStalling Verdict = 2
+	// VerdictOvershoot is a kill: used above the limit.
+	VerdictOvershoot Verdict = 3
+	// VerdictStall is a kill: stuck at its limit for the window.
+	VerdictStall Verdict = 4
 )
 
+// String is the verdict's name, as mg_verdict_to_string() gives it.
 func (v Verdict) String() string { return C.GoString(C.mg_verdict_to_string(uint32(v))) }
 
 // StallSignal says which share of lost time decided a stall (a bit mask).
 type StallSignal uint
 
+// The bits of a StallSignal.
 const (
-	StallMemory  StallSignal = C.MG_STALL_MEMORY  // memory.pressure some
-	StallIO      StallSignal = C.MG_STALL_IO      // io.pressure some
-	StallRefault StallSignal = C.MG_STALL_REFAULT // re-read its whole cache over, no restores booked
+	// StallMemory is memory.pressure some.
+	StallMemory StallSignal = 1 << 0
+	// StallIO is io.pressure some.
+	StallIO StallSignal = 1 << 1
+	// StallRefault is the refault rule: the actor re-read its whole cache
+	// over, no restores booked.
+	StallRefault StallSignal = 1 << 2
 )
 
-// KillReason is why a guard killed.
+// KillReason is why a guard killed (enum mg_kill_reason).
 type KillReason int
 
+// The reasons of a kill.
 const (
-	KillOvershoot KillReason = C.MG_KILL_OVERSHOOT
-	KillStall     KillReason = C.MG_KILL_STALL
+	// KillOvershoot is used above the limit.
+	KillOvershoot KillReason = 1
+	// KillStall is stuck at the limit for the stall window.
+	KillStall KillReason = 2
 )
 
+// String is the reason's name, as mg_kill_reason_to_string() gives it.
 func (r KillReason) String() string { return C.GoString(C.mg_kill_reason_to_string(uint32(r))) }
 
-// KillMethod is how a guard killed.
+// KillMethod is how a guard killed (enum mg_kill_method).
 type KillMethod int
 
+// The methods of a kill.
 const (
-	KillCgroupKill KillMethod = C.MG_KILL_CGROUP_KILL // cgroup.kill (5.14+)
-	KillPidfd      KillMethod = C.MG_KILL_PIDFD       // pidfd_send_signal per member
+	// KillCgroupKill is a write of cgroup.kill (5.14+).
+	KillCgroupKill KillMethod = 1
+	// KillPidfd is pidfd_send_signal to each member.
+	KillPidfd KillMethod = 2
 )
 
 // PSILine is one line of a pressure file: averages in hundredths of a

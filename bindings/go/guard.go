@@ -30,6 +30,10 @@ type Options struct {
 	RefaultWindow          time.Duration // the refault stall rule's window
 	RefaultMappedWindow    time.Duration // the same, while it faults its pages in (half the cache mapped, or major faults)
 	DryRun                 bool          // decide as usual, kill nothing: each kill is EventKillDryRun
+	// PreKillMaxDefer is the longest deferral Guard.DeferKill may ask for,
+	// at most MaxPreKillDefer; 0 (the default): no EventPreKill, kills
+	// are made at once. Above MaxPreKillDefer, Add is EINVAL.
+	PreKillMaxDefer time.Duration
 
 	// OnEvent is called on the set's thread with the event copied out
 	// (see the package documentation). It may call any method of the set
@@ -45,7 +49,7 @@ type Options struct {
 func DefaultOptions(limitBytes uint64) (Options, error) {
 	var c C.struct_mg_guard_options
 	if err := errno(C.mg_guard_options_init(&c, C.uint64_t(limitBytes))); err != nil {
-		return Options{}, err
+		return Options{}, wrap("default options", "", err)
 	}
 	return optionsFromC(&c), nil
 }
@@ -63,6 +67,7 @@ func optionsFromC(c *C.struct_mg_guard_options) Options {
 		RefaultWindow:          duration(c.refault_window_usec),
 		RefaultMappedWindow:    duration(c.refault_mapped_window_usec),
 		DryRun:                 c.flags&C.MG_GUARD_DRY_RUN != 0,
+		PreKillMaxDefer:        duration(C.uint64_t(c.pre_kill_max_defer_usec)),
 	}
 }
 
@@ -93,6 +98,14 @@ func (o *Options) toC() (C.struct_mg_guard_options, error) {
 		}
 		*f.ret = v
 	}
+	d, err := usec(o.PreKillMaxDefer)
+	if err != nil {
+		return c, err
+	}
+	if d > C.uint64_t(^C.uint32_t(0)) {
+		d = C.uint64_t(^C.uint32_t(0)) // above the bound as well: the library says EINVAL
+	}
+	c.pre_kill_max_defer_usec = C.uint32_t(d)
 	return c, nil
 }
 
@@ -128,8 +141,8 @@ func (g *Guard) Path() string { return g.path }
 func (g *Guard) Set() *Set { return g.set }
 
 // call runs f with the guard's C pointer on the set's terms; EINVAL if the
-// guard was removed.
-func (g *Guard) call(f func(p *C.mg_guard) C.int) error {
+// guard was removed. Its error is op's, on the guard's path.
+func (g *Guard) call(op string, f func(p *C.mg_guard) C.int) error {
 	var r C.int
 	g.set.do(func() {
 		if g.ptr == nil {
@@ -138,14 +151,14 @@ func (g *Guard) call(f func(p *C.mg_guard) C.int) error {
 		}
 		r = f(g.ptr)
 	})
-	return errno(r)
+	return wrap(op, g.path, errno(r))
 }
 
 // Remove takes the guard out of its set at once (no more events or logs from
 // it) and frees it; allowed inside its own callback. A lend it holds is
 // ended through the set's restore worker, untold (see mg_set_remove()).
 func (g *Guard) Remove() error {
-	return g.call(func(p *C.mg_guard) C.int {
+	return g.call("remove", func(p *C.mg_guard) C.int {
 		r := C.mg_set_remove(g.set.ptr, p)
 		if r >= 0 {
 			delete(g.set.guards, g)
@@ -159,7 +172,7 @@ func (g *Guard) Remove() error {
 func (g *Guard) Options() (Options, error) {
 	var c C.struct_mg_guard_options
 	c.size = C.uint64_t(unsafe.Sizeof(c))
-	err := g.call(func(p *C.mg_guard) C.int { return C.mg_guard_get_options(p, &c) })
+	err := g.call("options", func(p *C.mg_guard) C.int { return C.mg_guard_get_options(p, &c) })
 	if err != nil {
 		return Options{}, err
 	}
@@ -194,7 +207,7 @@ func guardStatsFromC(c *C.struct_mg_stats) Stats {
 func (g *Guard) Stats() (Stats, error) {
 	var c C.struct_mg_stats
 	c.size = C.uint64_t(unsafe.Sizeof(c))
-	if err := g.call(func(p *C.mg_guard) C.int { return C.mg_guard_get_stats(p, &c) }); err != nil {
+	if err := g.call("stats", func(p *C.mg_guard) C.int { return C.mg_guard_get_stats(p, &c) }); err != nil {
 		return Stats{}, err
 	}
 	return guardStatsFromC(&c), nil
@@ -205,7 +218,7 @@ func (g *Guard) Stats() (Stats, error) {
 func (g *Guard) Report() (Report, error) {
 	var c C.struct_mg_report
 	c.size = C.uint64_t(unsafe.Sizeof(c))
-	if err := g.call(func(p *C.mg_guard) C.int { return C.mg_guard_report(p, &c) }); err != nil {
+	if err := g.call("report", func(p *C.mg_guard) C.int { return C.mg_guard_report(p, &c) }); err != nil {
 		return Report{}, err
 	}
 	return reportFromC(&c), nil
@@ -214,14 +227,14 @@ func (g *Guard) Report() (Report, error) {
 // IsKilling says the guard killed and waits for the cgroup to empty.
 func (g *Guard) IsKilling() bool {
 	var b bool
-	g.call(func(p *C.mg_guard) C.int { b = bool(C.mg_guard_is_killing(p)); return 0 })
+	g.call("is killing", func(p *C.mg_guard) C.int { b = bool(C.mg_guard_is_killing(p)); return 0 })
 	return b
 }
 
 // IsLent says a lend is open (its restore under way included).
 func (g *Guard) IsLent() bool {
 	var b bool
-	g.call(func(p *C.mg_guard) C.int { b = bool(C.mg_guard_is_lent(p)); return 0 })
+	g.call("is lent", func(p *C.mg_guard) C.int { b = bool(C.mg_guard_is_lent(p)); return 0 })
 	return b
 }
 
@@ -229,8 +242,36 @@ func (g *Guard) IsLent() bool {
 // did not begin (one taken over from a record of a process that died).
 func (g *Guard) OpenLendID() uint64 {
 	var id C.uint64_t
-	g.call(func(p *C.mg_guard) C.int { id = C.mg_guard_get_lend_id(p); return 0 })
+	g.call("lend id", func(p *C.mg_guard) C.int { id = C.mg_guard_get_lend_id(p); return 0 })
 	return uint64(id)
+}
+
+// MaxPreKillDefer is the bound of Options.PreKillMaxDefer
+// (MG_PRE_KILL_MAX_DEFER_USEC): a deferral is for saving state before the
+// kill (a checkpoint, a flush), not for work that needs a lend.
+const MaxPreKillDefer = 60 * time.Second
+
+// DeferKill puts off the kill an EventPreKill tells of, by d (relative, at
+// most Options.PreKillMaxDefer), for the actor to save its state; it is
+// mg_guard_defer_kill(). Call it from inside the OnEvent call of that event,
+// on the goroutine the callback runs on (a call from another goroutine runs
+// after the callback returned, and is ENOENT). Called again in the same
+// callback, the last call counts. If the callback returns without it, the
+// kill follows in the same tick. When the deferral ends the guard reads the
+// cgroup again and kills unless the actor has left its limit
+// (EventKillAverted).
+//
+// Errors (an *Error wrapping the errno): EINVAL for d of 0, less than a
+// microsecond or negative, or a guard removed; ENOENT outside an
+// EventPreKill callback of g; ERANGE for d above Options.PreKillMaxDefer
+// (NoDeadline included); EPERM if the actor is past the hard bound of
+// mg_guard_defer_kill(3): the kill is made when the callback returns.
+func (g *Guard) DeferKill(d time.Duration) error {
+	if d <= 0 {
+		return wrap("defer kill", g.path, syscall.EINVAL)
+	}
+	u, _ := usec(d)
+	return g.call("defer kill", func(p *C.mg_guard) C.int { return C.mg_guard_defer_kill(p, u) })
 }
 
 // Lend is one lend of memory.high, from Guard.LendBegin. Its End ends that
@@ -248,10 +289,10 @@ type Lend struct {
 func (g *Guard) LendBegin(extraBytes uint64, deadline time.Duration) (*Lend, error) {
 	d, err := usec(deadline)
 	if err != nil {
-		return nil, err
+		return nil, wrap("lend begin", g.path, err)
 	}
 	var id C.uint64_t
-	if err := g.call(func(p *C.mg_guard) C.int { return C.mg_guard_lend_begin(p, C.uint64_t(extraBytes), d, &id) }); err != nil {
+	if err := g.call("lend begin", func(p *C.mg_guard) C.int { return C.mg_guard_lend_begin(p, C.uint64_t(extraBytes), d, &id) }); err != nil {
 		return nil, err
 	}
 	return &Lend{guard: g, ID: uint64(id)}, nil
@@ -263,7 +304,7 @@ func (g *Guard) LendBegin(extraBytes uint64, deadline time.Duration) (*Lend, err
 // lend is open (this one expired or ended), ESTALE if another lend is open:
 // that one is left alone.
 func (l *Lend) End() error {
-	return l.guard.call(func(p *C.mg_guard) C.int { return C.mg_guard_lend_end(p, C.uint64_t(l.ID)) })
+	return l.guard.call("lend end", func(p *C.mg_guard) C.int { return C.mg_guard_lend_end(p, C.uint64_t(l.ID)) })
 }
 
 // Recover ends a lend a process that died left on the cgroup (its record),
@@ -278,5 +319,5 @@ func Recover(cgroupPath string, expiredOnly bool) (bool, error) {
 		flags = C.MG_RECOVER_EXPIRED
 	}
 	r := C.mg_guard_recover(cpath, flags)
-	return r == 1, errno(r)
+	return r == 1, wrap("recover", cgroupPath, errno(r))
 }

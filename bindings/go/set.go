@@ -11,6 +11,7 @@ package cgroupguard
 import "C"
 
 import (
+	"context"
 	"runtime"
 	"runtime/cgo"
 	"sync"
@@ -28,22 +29,20 @@ const NoDeadline = time.Duration(1<<63 - 1)
 // "max".
 const Unlimited = ^uint64(0)
 
-// LogLevel is the level of a log line, as syslog's.
+// LogLevel is the level of a log line, as syslog's (enum mg_log_level).
 type LogLevel int
 
+// The levels of log lines, syslog's numbers.
 const (
-	LogErr     LogLevel = C.MG_LOG_ERR
-	LogWarning LogLevel = C.MG_LOG_WARNING
-	LogInfo    LogLevel = C.MG_LOG_INFO
-	LogDebug   LogLevel = C.MG_LOG_DEBUG
+	// LogErr is syslog's LOG_ERR (3).
+	LogErr LogLevel = 3
+	// LogWarning is syslog's LOG_WARNING (4).
+	LogWarning LogLevel = 4
+	// LogInfo is syslog's LOG_INFO (6).
+	LogInfo LogLevel = 6
+	// LogDebug is syslog's LOG_DEBUG (7).
+	LogDebug LogLevel = 7
 )
-
-func errno(r C.int) error {
-	if r < 0 {
-		return syscall.Errno(-r)
-	}
-	return nil
-}
 
 // usec converts a duration to microseconds; a negative one is an error and
 // NoDeadline (or anything past the clock's end) is "none".
@@ -100,6 +99,9 @@ type Set struct {
 
 	guards map[*Guard]struct{}
 	closed bool
+	// exited is closed when the set is closed: for a set of Start's, once
+	// its loop has ended.
+	exited chan struct{}
 
 	// Start's loop: requests from other goroutines, and the pipe that wakes
 	// the loop for them.
@@ -107,7 +109,6 @@ type Set struct {
 	reqs   []func()
 	wakeR  int
 	wakeW  int
-	exited chan struct{}
 	runErr error
 }
 
@@ -143,9 +144,9 @@ func newCSet(s *Set, o *SetOptions) error {
 // SnapshotWrite with one of its guards is the exception: it may run on any
 // goroutine.
 func NewSet(o *SetOptions) (*Set, error) {
-	s := &Set{tid: syscall.Gettid(), token: C.cgg_thread_token()}
+	s := &Set{tid: syscall.Gettid(), token: C.cgg_thread_token(), exited: make(chan struct{})}
 	if err := newCSet(s, o); err != nil {
-		return nil, err
+		return nil, wrap("new set", "", err)
 	}
 	return s, nil
 }
@@ -156,7 +157,7 @@ func NewSet(o *SetOptions) (*Set, error) {
 func Start(o *SetOptions) (*Set, error) {
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
-		return nil, err
+		return nil, wrap("start", "", err)
 	}
 	s := &Set{loop: true, wakeR: p[0], wakeW: p[1], exited: make(chan struct{})}
 	started := make(chan error, 1)
@@ -164,9 +165,93 @@ func Start(o *SetOptions) (*Set, error) {
 	if err := <-started; err != nil {
 		syscall.Close(p[0])
 		syscall.Close(p[1])
-		return nil, err
+		return nil, wrap("start", "", err)
 	}
 	return s, nil
+}
+
+// StartContext is Start with the set's life bound to ctx: when ctx is done
+// the set is closed, as by Close (every guard removed, the set freed, its
+// loop and its thread ended, its fds closed); Done is closed then. Close
+// before that works as for Start. A ctx done already is an error wrapping
+// ctx.Err(), and no set.
+func StartContext(ctx context.Context, o *SetOptions) (*Set, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, wrap("start", "", err)
+	}
+	s, err := Start(o)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.Close()
+		case <-s.exited:
+		}
+	}()
+	return s, nil
+}
+
+// Done is closed once the set is closed (Close, the end of StartContext's
+// ctx or of Run): for a set of Start's, after its loop has ended.
+func (s *Set) Done() <-chan struct{} { return s.exited }
+
+// Run runs the loop of a set of NewSet on the calling goroutine, which must
+// be the set's own (locked) thread: it polls Fd and calls Process until ctx
+// is done, then closes the set (as Close) and returns ctx.Err() as it is
+// (context.Canceled or context.DeadlineExceeded). An error of Process is
+// logged to the set's Log and the loop goes on, as Start's does. Other
+// errors: EINVAL for a set of Start's (its loop runs already), EBADF for a
+// closed set, EDEADLK from inside a callback.
+func (s *Set) Run(ctx context.Context) error {
+	if s.loop {
+		return wrap("run", "", syscall.EINVAL)
+	}
+	tid := syscall.Gettid()
+	if int(atomic.LoadInt32(&s.holder)) == tid {
+		return wrap("run", "", syscall.EDEADLK)
+	}
+	if tid != s.tid {
+		panic("cgroupguard: a Set made by NewSet used from another thread than its own")
+	}
+	if s.closed {
+		return wrap("run", "", syscall.EBADF)
+	}
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
+		return wrap("run", "", err)
+	}
+	defer syscall.Close(p[0])
+	defer syscall.Close(p[1])
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-ctx.Done():
+			syscall.Write(p[1], []byte{1})
+		case <-stop:
+		}
+	}()
+	fds := [2]C.struct_pollfd{
+		{fd: C.int(p[0]), events: C.POLLIN},
+		{fd: C.mg_set_get_fd(s.ptr), events: C.POLLIN},
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			s.Close()
+			return err
+		}
+		fds[0].revents, fds[1].revents = 0, 0
+		if C.poll(&fds[0], 2, -1) < 0 {
+			continue // EINTR
+		}
+		if fds[1].revents != 0 {
+			if _, err := s.Process(); err != nil {
+				s.logLine(LogErr, err.Error())
+			}
+		}
+	}
 }
 
 func (s *Set) run(o *SetOptions, started chan<- error) {
@@ -216,8 +301,8 @@ func (s *Set) run(o *SetOptions, started chan<- error) {
 			r := C.mg_set_process(s.ptr)
 			s.unlock()
 			if r < 0 && s.runErr == nil {
-				s.runErr = syscall.Errno(-r)
-				s.logLine(LogErr, "cgroupguard: mg_set_process: "+s.runErr.Error())
+				s.runErr = wrap("process", "", errno(r))
+				s.logLine(LogErr, s.runErr.Error())
 			}
 		}
 	}
@@ -305,7 +390,7 @@ func (s *Set) post(f func()) {
 // does nothing; calling it from a callback is EDEADLK.
 func (s *Set) Close() error {
 	if int(atomic.LoadInt32(&s.holder)) == syscall.Gettid() {
-		return syscall.EDEADLK // inside a callback, or a snapshot write's lock
+		return wrap("close", "", syscall.EDEADLK) // inside a callback, or a snapshot write's lock
 	}
 	s.do(func() {
 		if s.closed {
@@ -321,6 +406,8 @@ func (s *Set) Close() error {
 		s.handle.Delete()
 		if s.loop {
 			syscall.Write(s.wakeW, []byte{1})
+		} else {
+			close(s.exited)
 		}
 	})
 	if s.loop && syscall.Gettid() != s.tid {
@@ -353,7 +440,7 @@ func (s *Set) NextTick() (usec uint64, ok bool, err error) {
 		err = errno(C.mg_set_get_timeout(s.ptr, &t))
 	})
 	if err != nil {
-		return 0, false, err
+		return 0, false, wrap("next tick", "", err)
 	}
 	return uint64(t), uint64(t) != Unlimited, nil
 }
@@ -378,7 +465,7 @@ func (s *Set) Process() (int, error) {
 		r = C.mg_set_process(s.ptr)
 	})
 	if r < 0 {
-		return 0, syscall.Errno(-r)
+		return 0, wrap("process", "", errno(r))
 	}
 	return int(r), nil
 }
@@ -403,7 +490,7 @@ func (s *Set) processFast() (int, error) {
 		panic("cgroupguard: a Set made by NewSet used from another thread than its own")
 	}
 	if r < 0 {
-		return 0, syscall.Errno(-r)
+		return 0, wrap("process", "", errno(r))
 	}
 	return int(r), nil
 }
@@ -420,7 +507,7 @@ func (s *Set) Stats() (Stats, error) {
 		}
 	})
 	if err := errno(r); err != nil {
-		return Stats{}, err
+		return Stats{}, wrap("stats", "", err)
 	}
 	return guardStatsFromC(&c), nil
 }
@@ -442,7 +529,7 @@ func (s *Set) Len() int {
 func (s *Set) Add(cgroupPath string, o Options) (*Guard, error) {
 	copt, err := o.toC()
 	if err != nil {
-		return nil, err
+		return nil, wrap("add", cgroupPath, err)
 	}
 	g := &Guard{set: s, onEvent: o.OnEvent, log: o.Log, path: cgroupPath}
 	cpath := C.CString(cgroupPath)
@@ -467,7 +554,7 @@ func (s *Set) Add(cgroupPath string, o Options) (*Guard, error) {
 		s.guards[g] = struct{}{}
 	})
 	if err != nil {
-		return nil, err
+		return nil, wrap("add", cgroupPath, err)
 	}
 	return g, nil
 }

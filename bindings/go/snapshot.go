@@ -36,21 +36,28 @@ import (
 // SnapshotMethod is how a snapshot is written or read.
 type SnapshotMethod uint32
 
+// The methods of a snapshot write or restore (MG_SNAPSHOT_*).
 const (
-	SnapshotAuto      SnapshotMethod = C.MG_SNAPSHOT_AUTO      // direct, else dontcache, else windowed
-	SnapshotDirect    SnapshotMethod = C.MG_SNAPSHOT_DIRECT    // O_DIRECT
-	SnapshotDontcache SnapshotMethod = C.MG_SNAPSHOT_DONTCACHE // RWF_DONTCACHE (6.14+)
-	SnapshotWindowed  SnapshotMethod = C.MG_SNAPSHOT_WINDOWED  // buffered, dropped behind each window
-	SnapshotBuffered  SnapshotMethod = C.MG_SNAPSHOT_BUFFERED  // plain write() + fsync
+	// SnapshotAuto is direct, else dontcache, else windowed.
+	SnapshotAuto SnapshotMethod = 0
+	// SnapshotDirect is O_DIRECT: no page cache at all.
+	SnapshotDirect SnapshotMethod = 1
+	// SnapshotDontcache is pwritev2(RWF_DONTCACHE), 6.14+, waited per window.
+	SnapshotDontcache SnapshotMethod = 2
+	// SnapshotWindowed is buffered, written back and dropped behind each window.
+	SnapshotWindowed SnapshotMethod = 3
+	// SnapshotBuffered is plain write() + fsync, the baseline.
+	SnapshotBuffered SnapshotMethod = 4
 )
 
+// String is the method's name, as mg_snapshot_method_to_string() gives it.
 func (m SnapshotMethod) String() string {
 	return C.GoString(C.mg_snapshot_method_to_string(uint32(m)))
 }
 
-// SnapshotNoSync skips the fdatasync of the file and the fsync of the
-// directory.
-const SnapshotNoSync = C.MG_SNAPSHOT_NO_SYNC
+// SnapshotNoSync, in SnapshotOptions.Flags, skips the fdatasync of the file
+// and the fsync of the directory (MG_SNAPSHOT_NO_SYNC).
+const SnapshotNoSync = 1 << 0
 
 // SnapshotImage is guest memory: Memory (mapped guest RAM, its length a
 // multiple of the page size) or, if Memory is nil, Length bytes of the file
@@ -176,7 +183,7 @@ func SnapshotWrite(src SnapshotImage, dirfd int, name string, o *SnapshotOptions
 	var copt C.struct_mg_snapshot_options
 	set, logH, err := snapshotOptions(o, &copt)
 	if err != nil {
-		return SnapshotStats{}, err
+		return SnapshotStats{}, wrap("snapshot write", name, err)
 	}
 	if logH != 0 {
 		defer logH.Delete()
@@ -191,7 +198,7 @@ func SnapshotWrite(src SnapshotImage, dirfd int, name string, o *SnapshotOptions
 	if set == nil {
 		r = C.cgg_snapshot_write(kind, C.int(src.Fd), addr, C.uint64_t(src.Offset), length, C.int(dirfd), cname, &copt, &st)
 		if r < 0 {
-			return SnapshotStats{}, syscall.Errno(-r)
+			return SnapshotStats{}, wrap("snapshot write", name, errno(r))
 		}
 		return statsFromC(&st), nil
 	}
@@ -208,7 +215,7 @@ func SnapshotWrite(src SnapshotImage, dirfd int, name string, o *SnapshotOptions
 	set.lock()
 	if set.closed || o.Guard.ptr == nil {
 		set.unlock()
-		return SnapshotStats{}, syscall.EINVAL
+		return SnapshotStats{}, wrap("snapshot write", name, syscall.EINVAL)
 	}
 	copt.guard = o.Guard.ptr
 	set.releaseAtOne = true
@@ -218,7 +225,7 @@ func SnapshotWrite(src SnapshotImage, dirfd int, name string, o *SnapshotOptions
 		set.unlock()
 	}
 	if r < 0 {
-		return SnapshotStats{}, syscall.Errno(-r)
+		return SnapshotStats{}, wrap("snapshot write", name, errno(r))
 	}
 	return statsFromC(&st), nil
 }
@@ -235,7 +242,7 @@ func SnapshotRestore(dirfd int, name string, dst SnapshotImage, o *SnapshotOptio
 	}
 	_, logH, err := snapshotOptions(o, &copt)
 	if err != nil {
-		return SnapshotStats{}, err
+		return SnapshotStats{}, wrap("snapshot restore", name, err)
 	}
 	if logH != 0 {
 		defer logH.Delete()
@@ -247,7 +254,7 @@ func SnapshotRestore(dirfd int, name string, dst SnapshotImage, o *SnapshotOptio
 	kind, addr, length := image(&dst)
 	r := C.cgg_snapshot_restore(C.int(dirfd), cname, kind, C.int(dst.Fd), addr, C.uint64_t(dst.Offset), length, &copt, &st)
 	if r < 0 {
-		return SnapshotStats{}, syscall.Errno(-r)
+		return SnapshotStats{}, wrap("snapshot restore", name, errno(r))
 	}
 	return statsFromC(&st), nil
 }

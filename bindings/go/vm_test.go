@@ -7,7 +7,7 @@
 // with mg-workload at $CGG_WORKLOAD and a disk at /mnt/disk. A host without
 // a cgroup v2 memory controller fails these tests; they never skip.
 //
-// Tree: /sys/fs/cgroup/cgg-go-PID/{overshoot,lend,snapshot,gone}, each
+// Tree: /sys/fs/cgroup/cgg-go-PID/{overshoot,lend,snapshot,gone,prekill}, each
 // with +memory from the parent.
 //   - overshoot: no memory.max, guard limit 64 MiB, anon grows to 160 MiB:
 //     killed as an overshoot, its record complete, the guard removed from
@@ -20,10 +20,17 @@
 //     67108864, the image restored byte for byte.
 //   - gone: the cgroup removed; the guard removes itself on EventGone and
 //     nothing comes from it after.
+//   - prekill: guard limit 64 MiB with PreKillMaxDefer 2 s, anon held at
+//     68 MiB (over the limit, under the hard bound of limit + limit/8):
+//     DeferKill outside the callback is ENOENT; inside the EventPreKill
+//     callback ERANGE above the option, EINVAL below a microsecond, then a
+//     300 ms deferral; the kill follows it (the actor stays over), counted
+//     in KillsDeferred.
 package cgroupguard
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -169,7 +176,7 @@ func TestVMOvershootKilledWithItsRecord(t *testing.T) {
 	if n := set.Len(); n != 0 {
 		t.Fatalf("Len after the removal = %d", n)
 	}
-	if err := g.Remove(); err != syscall.EINVAL {
+	if err := g.Remove(); !errors.Is(err, syscall.EINVAL) {
 		t.Fatalf("Remove again: %v, want EINVAL", err)
 	}
 	werr := cmd.Wait()
@@ -248,7 +255,7 @@ func TestVMLendRestoresMemoryHighExactly(t *testing.T) {
 	if v := readFile(t, high); v != "52428800" {
 		t.Fatalf("memory.high after the lend = %s, want 52428800", v)
 	}
-	if err := l1.End(); err != syscall.ENOENT {
+	if err := l1.End(); !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("a second end: %v, want ENOENT", err)
 	}
 
@@ -259,7 +266,7 @@ func TestVMLendRestoresMemoryHighExactly(t *testing.T) {
 	if l2.ID <= l1.ID {
 		t.Fatalf("lend ids %d then %d", l1.ID, l2.ID)
 	}
-	if err := l1.End(); err != syscall.ESTALE {
+	if err := l1.End(); !errors.Is(err, syscall.ESTALE) {
 		t.Fatalf("the old lend's end during a new one: %v, want ESTALE", err)
 	}
 	if !g.IsLent() || g.OpenLendID() != l2.ID || readFile(t, high) != "53477376" {
@@ -284,7 +291,7 @@ func TestVMLendRestoresMemoryHighExactly(t *testing.T) {
 	if v := readFile(t, high); v != "52428800" {
 		t.Fatalf("memory.high after the deadline = %s, want 52428800", v)
 	}
-	if err := l3.End(); err != syscall.ENOENT {
+	if err := l3.End(); !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("end after the deadline: %v, want ENOENT", err)
 	}
 }
@@ -391,4 +398,61 @@ func TestVMGuardRemovedInsideItsOwnCallback(t *testing.T) {
 		t.Fatalf("an event after the removal: %+v", ev)
 	case <-time.After(time.Second):
 	}
+}
+
+func TestVMPreKillDeferred(t *testing.T) {
+	cg := mkcg(t, "prekill")
+	set, err := Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	opt, _ := DefaultOptions(64 << 20)
+	opt.PreKillMaxDefer = 2 * time.Second
+	events := make(chan Event, 64)
+	type deferral struct {
+		tooLong, tooShort, ok error
+		at                    time.Time
+	}
+	deferred := make(chan deferral, 1)
+	first := true
+	opt.OnEvent = func(g *Guard, ev Event) {
+		if ev.Type == EventPreKill && first {
+			first = false
+			deferred <- deferral{g.DeferKill(3 * time.Second), g.DeferKill(time.Nanosecond),
+				g.DeferKill(300 * time.Millisecond), time.Now()}
+		}
+		events <- ev
+	}
+	g, err := set.Add(cg, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e *Error
+	if err := g.DeferKill(time.Second); !errors.As(err, &e) || e.Op != "defer kill" || e.Path != cg ||
+		!errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("DeferKill outside a pre-kill callback: %#v, want ENOENT", err)
+	}
+	cmd := startIn(t, cg, "anon", "68", "256", "-1")
+	pre := waitEvent(t, events, EventPreKill, 60*time.Second)
+	if pre.Kill == nil || pre.Kill.KillUsec != 0 || pre.Kill.Reason != KillOvershoot {
+		t.Fatalf("pre-kill record: %+v", pre.Kill)
+	}
+	d := <-deferred
+	if !errors.Is(d.tooLong, syscall.ERANGE) || !errors.Is(d.tooShort, syscall.EINVAL) || d.ok != nil {
+		t.Fatalf("DeferKill in the callback: 3 s %v (want ERANGE), 1 ns %v (want EINVAL), 300 ms %v (want nil)",
+			d.tooLong, d.tooShort, d.ok)
+	}
+	kill := waitEvent(t, events, EventKill, 30*time.Second)
+	if since := time.Since(d.at); since < 300*time.Millisecond {
+		t.Fatalf("killed %v after the deferral of 300 ms", since)
+	}
+	if kill.Kill == nil || kill.Kill.Reason != KillOvershoot {
+		t.Fatalf("kill record: %+v", kill.Kill)
+	}
+	st, err := g.Stats()
+	if err != nil || st.KillsDeferred != 1 || st.KillsOvershoot != 1 {
+		t.Fatalf("stats %+v, %v: want one kill deferred, one made", st, err)
+	}
+	cmd.Wait()
 }

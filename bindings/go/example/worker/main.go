@@ -63,7 +63,7 @@ func main() {
 	}
 	for _, cg := range flag.Args() {
 		if _, err := set.Add(cg, opt); err != nil {
-			log.Fatalf("%s: %v", cg, err) // a syscall.Errno: ENOTSUP, ENOENT ...
+			log.Fatal(err) // "cgroupguard: add CGROUP: ...": errors.Is(err, syscall.ENOTSUP) ...
 		}
 	}
 
