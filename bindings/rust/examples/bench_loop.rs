@@ -48,10 +48,7 @@ fn main() -> std::io::Result<()> {
             let n: usize = n.parse().unwrap();
             let secs: u64 = secs.parse().unwrap();
             let set = Set::new()?;
-            let opt = Options {
-                tick: Duration::from_millis(50),
-                ..Options::new(64 << 20)?
-            };
+            let opt = Options::new(64 << 20)?.with_tick(Duration::from_millis(50));
             let mut dirs = Vec::new();
             for i in 0..n {
                 let d = std::path::Path::new(dir).join(format!("rs-{i}"));

@@ -25,6 +25,7 @@ macro_rules! c_enum {
     ($(#[$m:meta])* $name:ident, $to_string:ident { $($(#[$vm:meta])* $v:ident = $c:path,)* }) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
         pub enum $name {
             $($(#[$vm])* $v,)*
             /// A value this binding does not know (a newer library's).
@@ -79,8 +80,9 @@ c_enum!(
         Unkillable = ffi::MG_EVENT_UNKILLABLE,
         /// `kill` set: the kill a dry run (`Options::dry_run`) did not make.
         KillDryRun = ffi::MG_EVENT_KILL_DRY_RUN,
-        /// `kill` set: a kill about to be made (the C API's deferral is not
-        /// offered here: events reach closures after the tick).
+        /// `kill` set (`kill_usec` 0): a kill about to be made, told only
+        /// with `Options::pre_kill_max_defer` set; the closure may put it
+        /// off with `Set::defer_kill`, else it follows in the same tick.
         PreKill = ffi::MG_EVENT_PRE_KILL,
         /// `kill` and `report` set: a deferred kill not made.
         KillAverted = ffi::MG_EVENT_KILL_AVERTED,
@@ -90,10 +92,15 @@ c_enum!(
 c_enum!(
     /// What a slow-path read concluded.
     Verdict, mg_verdict_to_string {
+        /// Below the fast-path line.
         Ok = ffi::MG_VERDICT_OK,
+        /// Between the fast-path line and the limit.
         Near = ffi::MG_VERDICT_NEAR,
+        /// Stalling, not yet for the whole stall window.
         Stalling = ffi::MG_VERDICT_STALLING,
+        /// Used above the limit: a kill.
         Overshoot = ffi::MG_VERDICT_OVERSHOOT,
+        /// Stalled for the stall window: a kill.
         Stall = ffi::MG_VERDICT_STALL,
     }
 );
@@ -101,13 +108,16 @@ c_enum!(
 c_enum!(
     /// Why a guard killed.
     KillReason, mg_kill_reason_to_string {
+        /// Used above the limit.
         Overshoot = ffi::MG_KILL_OVERSHOOT,
+        /// Stalled on memory (or refaulting) for the stall window.
         Stall = ffi::MG_KILL_STALL,
     }
 );
 
 /// How a guard killed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum KillMethod {
     /// cgroup.kill (5.14+).
     CgroupKill,
@@ -139,26 +149,52 @@ pub(crate) fn usec_to_duration(us: u64) -> Duration {
 }
 
 /// Everything one slow-path read saw.  Times are CLOCK_MONOTONIC usec;
-/// `max_bytes` is `UNLIMITED` for "max".
+/// `max_bytes` is `UNLIMITED` for "max".  Non-exhaustive (the C struct
+/// grows): made with `Report::default()` (every field zero, verdict `Ok`).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Report {
+    /// When it was read.
     pub time_usec: u64,
+    /// The guard's limit.
     pub limit_bytes: u64,
+    /// The guard's margin (the fast-path line is limit - margin).
     pub margin_bytes: u64,
+    /// memory.current.
     pub current_bytes: u64,
+    /// anon + shmem + kernel + sock, one memory.stat read.
     pub used_bytes: u64,
+    /// memory.high.
     pub high_bytes: u64,
+    /// memory.max.
     pub max_bytes: u64,
+    /// memory.stat.
     pub stat: Memstat,
+    /// memory.pressure.
     pub memory_pressure: Psi,
+    /// io.pressure.
     pub io_pressure: Psi,
+    /// memory.events.local.
     pub events: MemEvents,
+    /// How long the stall criteria have held.
     pub stall: Duration,
     /// `ffi::MG_STALL_*` bits.
     pub stall_signals: u32,
+    /// What the read concluded.
     pub verdict: Verdict,
+    /// `MG_STALL_REFAULT`: file pages re-read over `stall`.
     pub stall_refault_bytes: u64,
+    /// `MG_STALL_REFAULT`: what reclaim took (pgsteal) over `stall`.
     pub stall_reclaimed_bytes: u64,
+}
+
+impl Default for Report {
+    fn default() -> Report {
+        Report::from_c(&ffi::mg_report {
+            size: std::mem::size_of::<ffi::mg_report>() as u64,
+            ..Default::default()
+        })
+    }
 }
 
 /// Copies what `c.size` says exists: a record of an older library has fewer
@@ -220,10 +256,16 @@ impl Report {
 /// What a kill hands out: the read that decided and when each step came
 /// (CLOCK_MONOTONIC usec).  `Display` is `mg_kill_record_format()`'s
 /// OOM-style report.
+///
+/// Non-exhaustive (the C record grows): made with [`KillRecord::new`].
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct KillRecord {
+    /// Why.
     pub reason: KillReason,
+    /// How.
     pub method: KillMethod,
+    /// The actor's cgroup.
     pub cgroup: String,
     /// First tick that saw the condition.
     pub detect_usec: u64,
@@ -233,6 +275,7 @@ pub struct KillRecord {
     pub empty_usec: u64,
     /// Gave up waiting for populated 0.
     pub empty_timed_out: bool,
+    /// The read that decided.
     pub report: Report,
 }
 
@@ -245,6 +288,21 @@ unsafe fn string(p: *const c_char) -> String {
 }
 
 impl KillRecord {
+    /// A record with these, its times zero and `empty_timed_out` false (for
+    /// a caller's own tests, or to format a record it keeps).
+    pub fn new(reason: KillReason, method: KillMethod, cgroup: impl Into<String>, report: Report) -> KillRecord {
+        KillRecord {
+            reason,
+            method,
+            cgroup: cgroup.into(),
+            detect_usec: 0,
+            kill_usec: 0,
+            empty_usec: 0,
+            empty_timed_out: false,
+            report,
+        }
+    }
+
     pub(crate) unsafe fn from_c(c: &ffi::mg_kill_record) -> KillRecord {
         KillRecord {
             reason: KillReason::from_c(c.reason),
@@ -295,24 +353,38 @@ impl fmt::Display for KillRecord {
 
 /// Members that outlived a kill's wait: at most 16 pids with their
 /// /proc/PID/stat states (b'D', b'R' ...; b'?' where unread).
-#[derive(Clone, Debug, PartialEq)]
+/// Non-exhaustive: made with `UnkillableInfo::default()`.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct UnkillableInfo {
+    /// When the kill was sent.
     pub kill_usec: u64,
+    /// How long the guard waited.
     pub wait: Duration,
+    /// Members left.
     pub n_members: u32,
+    /// More than `pids` holds.
     pub more_members: bool,
+    /// Their pids, at most 16.
     pub pids: Vec<i32>,
+    /// Their states, one per pid.
     pub states: Vec<u8>,
 }
 
 /// One event of a guard, copied out of the library's callback.
+/// Non-exhaustive (the C event grows): made with [`Event::new`].
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Event {
+    /// What it is about; says which of the rest are set.
     pub kind: EventType,
+    /// The guard's cgroup.
     pub cgroup: String,
     /// CLOCK_MONOTONIC usec.
     pub time_usec: u64,
+    /// `Kill`, `KillDryRun`, `PreKill`, `KillAverted`, `Unkillable`.
     pub kill: Option<KillRecord>,
+    /// `LendBegin`, `LendEnd`, `LendExpired`.
     pub lend: Option<LendInfo>,
     /// `EventType::Error`: the errno, positive.
     pub error: Option<i32>,
@@ -320,13 +392,34 @@ pub struct Event {
     pub what: Option<String>,
     /// `EventType::KernelOom`: kills since the last tick.
     pub count: u64,
+    /// `EventType::Throttled`.
     pub throttle: Option<ThrottleInfo>,
-    /// `EventType::EmptyOverLimit`: the read that saw it.
+    /// `EventType::EmptyOverLimit`: the read that saw it;
+    /// `EventType::KillAverted`: the fresh read that averted the kill.
     pub report: Option<Report>,
+    /// `EventType::Unkillable`.
     pub unkillable: Option<UnkillableInfo>,
 }
 
 impl Event {
+    /// An event of this kind with nothing else set (for a caller's own
+    /// tests of its closures).
+    pub fn new(kind: EventType, cgroup: impl Into<String>) -> Event {
+        Event {
+            kind,
+            cgroup: cgroup.into(),
+            time_usec: 0,
+            kill: None,
+            lend: None,
+            error: None,
+            what: None,
+            count: 0,
+            throttle: None,
+            report: None,
+            unkillable: None,
+        }
+    }
+
     /// Copies everything `ev` points to (valid only during the callback).
     pub(crate) unsafe fn from_c(ev: &ffi::mg_event) -> Event {
         Event {

@@ -63,15 +63,45 @@
 //!
 //! # Confinement
 //!
-//! `mg_confine_thread()` is declared in [`ffi`] but has no safe wrapper: it
+//! `mg_confine_thread()` is declared in [`ffi`] (the memguard-sys crate)
+//! but has no safe wrapper: it
 //! confines the calling thread to the C library's own system calls, which
 //! the Rust standard library and allocator on that thread may exceed (a
 //! denied call fails with EPERM, and an allocator or `std::thread` that
 //! gets EPERM aborts).  A worker that confines its set's thread calls it
 //! itself, after making its sets, knowing what else that thread runs.
+//!
+//! # Deferring a kill
+//!
+//! With [`Options::pre_kill_max_defer`] set, a kill the guard has decided
+//! is told first as [`EventType::PreKill`]; its closure may put the kill off
+//! with [`Set::defer_kill`] (to save the actor's state elsewhere), and the
+//! guard kills when the deferral ends unless the actor has left its limit
+//! ([`EventType::KillAverted`]).
+//!
+//! ```no_run
+//! use cgroupguard::{EventType, Options, Set};
+//! use std::time::Duration;
+//! let set = Set::new()?;
+//! let opt = Options::new(256 << 20)?.with_pre_kill_max_defer(Duration::from_secs(5));
+//! set.add("/sys/fs/cgroup/workers/vm-17", &opt, |set, guard, ev| {
+//!     if ev.kind == EventType::PreKill {
+//!         // EPERM: past the hard bound, the kill is made when this returns.
+//!         let _ = set.defer_kill(guard, Duration::from_secs(2));
+//!         // ... start a checkpoint on another thread
+//!     }
+//! })?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! # Linking
+//!
+//! The raw declarations and the linking are the memguard-sys crate's,
+//! re-exported as [`ffi`]: libmemguard found with pkg-config (or
+//! `MEMGUARD_LIB_DIR`), shared by default, static with this crate's
+//! `static` feature or `MEMGUARD_STATIC=1` (bindings/README.md).
 
 mod event;
-pub mod ffi;
 mod lock;
 mod snapshot;
 
@@ -94,6 +124,11 @@ use std::time::Duration;
 
 use lock::ReLock;
 
+/// The raw declarations of `<memguard/memguard.h>` and
+/// `<memguard/snapshot.h>`: the memguard-sys crate.
+pub use memguard_sys as ffi;
+
+const ENOENT: i32 = 2;
 const EINVAL: i32 = 22;
 const EDEADLK: i32 = 35;
 
@@ -119,9 +154,13 @@ fn usec(d: Duration) -> u64 {
 /// A log line's level, as syslog's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogLevel {
+    /// LOG_ERR.
     Err,
+    /// LOG_WARNING.
     Warning,
+    /// LOG_INFO.
     Info,
+    /// LOG_DEBUG.
     Debug,
 }
 
@@ -137,9 +176,25 @@ impl LogLevel {
 }
 
 /// Options of one guard: [`Options::new`] tunes every threshold to the
-/// limit (`mg_guard_options_init()`, docs/tuning.md); change what you need.
-/// A zero field means the tuned default.
+/// limit (`mg_guard_options_init()`, docs/tuning.md); change what you need,
+/// through the fields or the `with_*` methods.  A zero field means the tuned
+/// default.
+///
+/// Non-exhaustive: a later version adds fields as the C struct grows, so it
+/// is made with [`Options::new`], not a struct expression:
+/// ```
+/// # use cgroupguard::Options;
+/// # use std::time::Duration;
+/// let mut opt = Options::new(64 << 20)?.with_tick(Duration::from_millis(100)).with_dry_run(true);
+/// opt.margin_bytes = 8 << 20;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+/// and not with a struct expression:
+/// ```compile_fail,E0639
+/// let opt = cgroupguard::Options { dry_run: true, ..cgroupguard::Options::new(64 << 20).unwrap() };
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Options {
     /// Required: what the actor paid for.
     pub limit_bytes: u64,
@@ -147,32 +202,74 @@ pub struct Options {
     pub tick: Duration,
     /// Fast path below limit - margin; default limit/16.
     pub margin_bytes: u64,
+    /// How long the stall criteria must hold.
     pub stall_window: Duration,
+    /// The memory `some` stall share over the window (hundredths of a
+    /// percent) that is a stall.
     pub stall_pressure_permyriad: u32,
+    /// The deadline of a lend begun with `Deadline::Default`.
     pub lend_deadline: Duration,
+    /// How long a kill waits for the cgroup to empty; then the record
+    /// (timed out), and `EventType::Unkillable`.
     pub kill_wait: Duration,
+    /// How long lagging counters are ignored after a kill.
     pub post_kill_holdoff: Duration,
+    /// The refault stall rule (docs/design.md): how long an actor at its
+    /// limit must keep losing time while it re-reads what it had.
     pub refault_window: Duration,
+    /// The same while it faults its pages in (half its cache mapped, or a
+    /// major fault every 2 s).
     pub refault_mapped_window: Duration,
     /// Decide as usual, kill nothing: each kill is an `EventType::KillDryRun`.
     pub dry_run: bool,
+    /// The longest deferral [`Set::defer_kill`] may ask for, at most 60 s
+    /// (`ffi::MG_PRE_KILL_MAX_DEFER_USEC`); zero (the default): no
+    /// `EventType::PreKill`, kills are made at once.
+    pub pre_kill_max_defer: Duration,
+}
+
+macro_rules! with {
+    ($($(#[$m:meta])* $f:ident: $t:ty => $name:ident;)*) => {
+        $(
+            $(#[$m])*
+            #[must_use]
+            pub fn $name(mut self, v: $t) -> Self {
+                self.$f = v;
+                self
+            }
+        )*
+    };
 }
 
 /// What a guard, or a set, has counted (`mg_guard_get_stats()`,
-/// `mg_set_get_stats()`).
+/// `mg_set_get_stats()`).  Non-exhaustive (the C struct grows): made with
+/// `Stats::default()`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
+    /// Ticks that read memory.current alone.
     pub fast_ticks: u64,
+    /// Ticks that read everything (near the limit).
     pub slow_ticks: u64,
+    /// Kills of an overshoot.
     pub kills_overshoot: u64,
+    /// Kills of a stall.
     pub kills_stall: u64,
+    /// Kills a dry run did not make.
     pub dry_run_kills: u64,
+    /// Kills by the kernel's OOM killer seen (memory.events.local).
     pub kernel_oom_kills: u64,
+    /// `EventType::Error`s.
     pub errors: u64,
+    /// Lends begun.
     pub lends: u64,
+    /// Lends their deadline ended.
     pub lend_expiries: u64,
+    /// `EventType::Throttled` episodes.
     pub throttles: u64,
+    /// `EventType::PreKill`s deferred by [`Set::defer_kill`].
     pub kills_deferred: u64,
+    /// Deferred kills not made (`EventType::KillAverted`).
     pub kills_averted: u64,
 }
 
@@ -196,6 +293,33 @@ impl Stats {
 }
 
 impl Options {
+    with! {
+        /// Sets `limit_bytes` (the other fields keep their values).
+        limit_bytes: u64 => with_limit_bytes;
+        /// Sets `tick`.
+        tick: Duration => with_tick;
+        /// Sets `margin_bytes`.
+        margin_bytes: u64 => with_margin_bytes;
+        /// Sets `stall_window`.
+        stall_window: Duration => with_stall_window;
+        /// Sets `stall_pressure_permyriad`.
+        stall_pressure_permyriad: u32 => with_stall_pressure_permyriad;
+        /// Sets `lend_deadline`.
+        lend_deadline: Duration => with_lend_deadline;
+        /// Sets `kill_wait`.
+        kill_wait: Duration => with_kill_wait;
+        /// Sets `post_kill_holdoff`.
+        post_kill_holdoff: Duration => with_post_kill_holdoff;
+        /// Sets `refault_window`.
+        refault_window: Duration => with_refault_window;
+        /// Sets `refault_mapped_window`.
+        refault_mapped_window: Duration => with_refault_mapped_window;
+        /// Sets `dry_run`.
+        dry_run: bool => with_dry_run;
+        /// Sets `pre_kill_max_defer`.
+        pre_kill_max_defer: Duration => with_pre_kill_max_defer;
+    }
+
     /// The defaults tuned to `limit_bytes`; EINVAL for 0 or `UNLIMITED`.
     pub fn new(limit_bytes: u64) -> io::Result<Options> {
         let mut c = std::mem::MaybeUninit::<ffi::mg_guard_options>::zeroed();
@@ -218,6 +342,7 @@ impl Options {
             refault_window: usec_to_duration(c.refault_window_usec),
             refault_mapped_window: usec_to_duration(c.refault_mapped_window_usec),
             dry_run: c.flags & ffi::MG_GUARD_DRY_RUN != 0,
+            pre_kill_max_defer: usec_to_duration(c.pre_kill_max_defer_usec.into()),
         }
     }
 
@@ -239,7 +364,8 @@ impl Options {
             refault_window_usec: usec(self.refault_window),
             refault_mapped_window_usec: usec(self.refault_mapped_window),
             flags: if self.dry_run { ffi::MG_GUARD_DRY_RUN } else { 0 },
-            pre_kill_max_defer_usec: 0,
+            // Above the bound: EINVAL from mg_set_add().
+            pre_kill_max_defer_usec: u32::try_from(usec(self.pre_kill_max_defer)).unwrap_or(u32::MAX),
         }
     }
 }
@@ -253,6 +379,7 @@ pub struct Guard(u64);
 /// no other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lend {
+    /// The guard lent.
     pub guard: Guard,
     /// Never 0; told in the lend's events (`LendInfo::id`).
     pub id: u64,
@@ -281,6 +408,9 @@ struct GuardState {
     on_event: Option<EventFn>,
     log: Option<LogFn>,
     running: bool,
+    /// Its closure runs for an `EventType::PreKill` inside the library's
+    /// callback: [`Set::defer_kill`] may be called.
+    pre_kill: bool,
     removed: bool,
 }
 
@@ -338,6 +468,9 @@ unsafe extern "C" fn on_event(_g: *mut ffi::mg_guard, ev: *const ffi::mg_event, 
         set.shared.push(Pending::Event((*st).id, Box::new(e)));
         return;
     }
+    // Told inside the library's callback, so the closure may defer it
+    // (deliver() clears it when the closure returns).
+    (*st).pre_kill = e.kind == EventType::PreKill;
     set.deliver(st, &e);
 }
 
@@ -421,10 +554,14 @@ impl Set {
 
     /// Calls the guard's closure; frees its state if it removed itself.
     unsafe fn deliver(&self, st: *mut GuardState, e: &Event) {
-        let Some(mut f) = (*st).on_event.take() else { return };
+        let Some(mut f) = (*st).on_event.take() else {
+            (*st).pre_kill = false;
+            return;
+        };
         (*st).running = true;
         f(self, Guard((*st).id), e);
         (*st).running = false;
+        (*st).pre_kill = false;
         if (*st).removed {
             drop(Box::from_raw(st));
         } else {
@@ -500,6 +637,7 @@ impl Set {
             on_event: Some(f),
             log,
             running: false,
+            pre_kill: false,
             removed: false,
         }));
         let mut c = opt.to_c();
@@ -682,6 +820,32 @@ impl Set {
         // SAFETY: a live guard.
         check(self.with_guard(lend.guard, |p| unsafe { ffi::mg_guard_lend_end(p, lend.id) })?)?;
         self.deliver_pending_outside_process();
+        Ok(())
+    }
+
+    /// Puts off the kill an [`EventType::PreKill`] is telling, by `by`
+    /// (`mg_guard_defer_kill()`); only from that event's closure, for its
+    /// own guard.  The guard kills when the deferral ends unless a fresh
+    /// read shows the actor has left its limit (`EventType::KillAverted`);
+    /// called again in the same closure, the last call counts.
+    ///
+    /// Errors: EINVAL for a guard not in the set or a deferral under a
+    /// microsecond; ENOENT outside a `PreKill` closure of `g`; ERANGE above
+    /// the guard's [`Options::pre_kill_max_defer`]; EPERM if the actor is
+    /// past the hard bound (anon + shmem above limit + limit/8, or within
+    /// limit/32 of memory.max): the kill is made when the closure returns.
+    pub fn defer_kill(&self, g: Guard, by: Duration) -> io::Result<()> {
+        let st = self.state(g)?;
+        let us = usec(by);
+        if us == 0 {
+            return Err(io::Error::from_raw_os_error(EINVAL));
+        }
+        // SAFETY: st is alive while in the map; the set's thread.
+        if !unsafe { (*st).pre_kill } {
+            return Err(io::Error::from_raw_os_error(ENOENT));
+        }
+        // SAFETY: a live guard, inside its PRE_KILL callback.
+        check(self.with_guard(g, |p| unsafe { ffi::mg_guard_defer_kill(p, us) })?)?;
         Ok(())
     }
 

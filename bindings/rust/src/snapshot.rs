@@ -12,6 +12,7 @@ use crate::{check, cpath, ffi, LogLevel, Shared};
 
 /// How a snapshot is written or read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum SnapshotMethod {
     /// Direct, else dontcache, else windowed.
     #[default]
@@ -65,24 +66,87 @@ pub struct SnapshotGuard {
 }
 
 /// Options of a write or restore; zero fields mean the defaults.
+///
+/// Non-exhaustive (the C struct grows): made with
+/// `SnapshotOptions::default()` and the `with_*` methods (or its fields
+/// set one by one).
 #[derive(Default)]
+#[non_exhaustive]
 pub struct SnapshotOptions<'a> {
     /// `ffi::MG_SNAPSHOT_NO_SYNC`.
     pub flags: u32,
+    /// How to write or read.
     pub method: SnapshotMethod,
     /// The write runs in a lend of this guard; restore ignores it.
     pub guard: Option<&'a SnapshotGuard>,
     /// `UNLIMITED` removes memory.high for the write.
     pub lend_bytes: u64,
+    /// The lend's deadline, relative.
     pub lend_deadline: Duration,
+    /// Bound on the dirty + writeback page cache the write makes.
     pub window_bytes: u64,
+    /// Written to the guard's memory.reclaim once after the write and its
+    /// sync, before memory.high comes back (5.19+).
     pub reclaim_bytes: u64,
+    /// Checksum granularity, a power of two; default 1 MiB.
     pub chunk_bytes: u32,
     /// Of the published file; default 0600.
     pub mode: u32,
+    /// Zero runs shorter than this are written rather than left as holes;
+    /// default 64 KiB.
     pub min_hole_bytes: u64,
     /// The write's own log lines (on the calling thread).
     pub log: Option<LogRef<'a>>,
+}
+
+macro_rules! with {
+    ($($(#[$m:meta])* $f:ident: $t:ty => $name:ident;)*) => {
+        $(
+            $(#[$m])*
+            #[must_use]
+            pub fn $name(mut self, v: $t) -> Self {
+                self.$f = v;
+                self
+            }
+        )*
+    };
+}
+
+impl<'a> SnapshotOptions<'a> {
+    with! {
+        /// Sets `flags`.
+        flags: u32 => with_flags;
+        /// Sets `method`.
+        method: SnapshotMethod => with_method;
+        /// Sets `lend_bytes`.
+        lend_bytes: u64 => with_lend_bytes;
+        /// Sets `lend_deadline`.
+        lend_deadline: Duration => with_lend_deadline;
+        /// Sets `window_bytes`.
+        window_bytes: u64 => with_window_bytes;
+        /// Sets `reclaim_bytes`.
+        reclaim_bytes: u64 => with_reclaim_bytes;
+        /// Sets `chunk_bytes`.
+        chunk_bytes: u32 => with_chunk_bytes;
+        /// Sets `mode`.
+        mode: u32 => with_mode;
+        /// Sets `min_hole_bytes`.
+        min_hole_bytes: u64 => with_min_hole_bytes;
+    }
+
+    /// Writes in a lend of this guard (a restore ignores it).
+    #[must_use]
+    pub fn with_guard(mut self, g: &'a SnapshotGuard) -> Self {
+        self.guard = Some(g);
+        self
+    }
+
+    /// The call's own log lines (on the calling thread).
+    #[must_use]
+    pub fn with_log(mut self, log: LogRef<'a>) -> Self {
+        self.log = Some(log);
+        self
+    }
 }
 
 /// A log callback borrowed for one call.
@@ -92,9 +156,15 @@ pub type LogRef<'a> = &'a mut dyn FnMut(LogLevel, &str);
 /// took (memguard/snapshot.h).
 pub type SnapshotStats = ffi::mg_snapshot_stats;
 
-impl ffi::mg_snapshot_stats {
+/// [`SnapshotStats`]'s method as a [`SnapshotMethod`] (the struct is
+/// memguard-sys's, so this is a trait: `use cgroupguard::SnapshotStatsExt`).
+pub trait SnapshotStatsExt {
     /// The method actually used.
-    pub fn method_used(&self) -> SnapshotMethod {
+    fn method_used(&self) -> SnapshotMethod;
+}
+
+impl SnapshotStatsExt for SnapshotStats {
+    fn method_used(&self) -> SnapshotMethod {
         SnapshotMethod::from_c(self.method)
     }
 }
@@ -104,13 +174,29 @@ pub enum Image<'a> {
     /// Mapped guest RAM; its length a multiple of the page size.
     Memory(&'a [u8]),
     /// `length` bytes of a file (memfd, shmem) from `offset`.
-    Fd { fd: RawFd, offset: u64, length: u64 },
+    Fd {
+        /// The file.
+        fd: RawFd,
+        /// Where the image starts in it.
+        offset: u64,
+        /// Its length, a multiple of the page size.
+        length: u64,
+    },
 }
 
 /// Where to restore.
 pub enum Target<'a> {
+    /// Mapped guest RAM, as long as the image.
     Memory(&'a mut [u8]),
-    Fd { fd: RawFd, offset: u64, length: u64 },
+    /// `length` bytes of a file from `offset`, as for [`Image::Fd`].
+    Fd {
+        /// The file.
+        fd: RawFd,
+        /// Where the image goes in it.
+        offset: u64,
+        /// The image's length.
+        length: u64,
+    },
 }
 
 unsafe extern "C" fn on_log(level: c_int, msg: *const c_char, ud: *mut c_void) {

@@ -4,6 +4,7 @@
 //! a real kernel.
 
 use super::*;
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::Write;
 use std::rc::Rc;
@@ -31,6 +32,7 @@ fn default_options_are_the_librarys_tuning() {
             refault_window: ms(20000),
             refault_mapped_window: ms(12000),
             dry_run: false,
+            pre_kill_max_defer: Duration::ZERO,
         }
     );
     let dry = Options {
@@ -42,6 +44,140 @@ fn default_options_are_the_librarys_tuning() {
     for bad in [0, UNLIMITED] {
         assert_eq!(errno(&Options::new(bad).unwrap_err()), 22);
     }
+}
+
+#[test]
+fn options_builders_set_their_field_and_reach_c() {
+    let s = Duration::from_secs;
+    let o = Options::new(256 << 20)
+        .unwrap()
+        .with_limit_bytes(128 << 20)
+        .with_tick(s(1))
+        .with_margin_bytes(1 << 20)
+        .with_stall_window(s(2))
+        .with_stall_pressure_permyriad(500)
+        .with_lend_deadline(s(3))
+        .with_kill_wait(s(4))
+        .with_post_kill_holdoff(s(5))
+        .with_refault_window(s(6))
+        .with_refault_mapped_window(s(7))
+        .with_dry_run(true)
+        .with_pre_kill_max_defer(s(8));
+    let c = o.to_c();
+    assert_eq!(
+        (
+            c.limit_bytes,
+            c.tick_usec,
+            c.margin_bytes,
+            c.stall_window_usec,
+            c.stall_pressure_permyriad
+        ),
+        (128 << 20, 1_000_000, 1 << 20, 2_000_000, 500)
+    );
+    assert_eq!(
+        (c.lend_deadline_usec, c.kill_wait_usec, c.post_kill_holdoff_usec),
+        (3_000_000, 4_000_000, 5_000_000)
+    );
+    assert_eq!(
+        (
+            c.refault_window_usec,
+            c.refault_mapped_window_usec,
+            c.flags,
+            c.pre_kill_max_defer_usec
+        ),
+        (6_000_000, 7_000_000, ffi::MG_GUARD_DRY_RUN, 8_000_000)
+    );
+    assert_eq!(Options::from_c(&c), o);
+    // Past u32: saturated, which mg_set_add() refuses (EINVAL) as it does
+    // anything above MG_PRE_KILL_MAX_DEFER_USEC.
+    assert_eq!(
+        o.with_pre_kill_max_defer(s(1 << 20)).to_c().pre_kill_max_defer_usec,
+        u32::MAX
+    );
+}
+
+/// A guard state the library knows nothing of (a null guard: every C call
+/// with it is EINVAL), to drive the binding's side of a callback.
+fn detached(set: &Set, f: impl FnMut(&Set, Guard, &Event) + 'static) -> (Guard, *mut GuardState) {
+    let id = set.next_id.get();
+    set.next_id.set(id + 1);
+    let st = Box::into_raw(Box::new(GuardState {
+        id,
+        ptr: std::ptr::null_mut(),
+        set,
+        path: "/detached".into(),
+        on_event: Some(Box::new(f)),
+        log: None,
+        running: false,
+        pre_kill: false,
+        removed: false,
+    }));
+    set.guards.borrow_mut().insert(id, st);
+    (Guard(id), st)
+}
+
+#[test]
+fn defer_kill_only_inside_a_pre_kill_closure() {
+    let set = Set::new().unwrap();
+    let sec = Duration::from_secs(1);
+    // Not a guard of the set.
+    assert_eq!(errno(&set.defer_kill(Guard(1), sec).unwrap_err()), 22);
+    let got = Rc::new(RefCell::new(Vec::new()));
+    let g2 = got.clone();
+    let (g, st) = detached(&set, move |set, g, ev| {
+        g2.borrow_mut().push((
+            ev.kind,
+            // Zero and under a microsecond: EINVAL, before anything else.
+            set.defer_kill(g, Duration::ZERO).map_err(|e| errno(&e)),
+            set.defer_kill(g, Duration::from_nanos(999)).map_err(|e| errno(&e)),
+            // Reaches mg_guard_defer_kill() only inside a PreKill told by
+            // the library's callback: there the null guard is C's EINVAL.
+            set.defer_kill(g, sec).map_err(|e| errno(&e)),
+        ));
+    });
+    assert_eq!(errno(&set.defer_kill(g, Duration::ZERO).unwrap_err()), 22);
+    // Outside a PreKill closure: ENOENT, as the library says.
+    assert_eq!(errno(&set.defer_kill(g, sec).unwrap_err()), 2);
+
+    let k = fill_record();
+    let cg = CString::new(k.cgroup.clone()).unwrap();
+    let rec = k.to_c(&cg);
+    let ev = |type_| ffi::mg_event {
+        type_,
+        cgroup: cg.as_ptr(),
+        time_usec: 1,
+        kill: &rec,
+        lend: std::ptr::null(),
+        error: 0,
+        what: std::ptr::null(),
+        count: 0,
+        throttle: std::ptr::null(),
+        report: std::ptr::null(),
+        unkillable: std::ptr::null(),
+    };
+    // SAFETY: the events and what they point to live through the calls; st
+    // is in the set's map (freed by the set's Drop).
+    unsafe {
+        on_event(std::ptr::null_mut(), &ev(ffi::MG_EVENT_PRE_KILL), st as *mut c_void);
+        on_event(std::ptr::null_mut(), &ev(ffi::MG_EVENT_KILL), st as *mut c_void);
+        // A PreKill delivered from the queue (as for an event of a guard
+        // whose closure runs): the library's callback has returned.
+        set.shared.push(Pending::Event(
+            g.0,
+            Box::new(Event::from_c(&ev(ffi::MG_EVENT_PRE_KILL))),
+        ));
+    }
+    set.deliver_pending();
+    assert_eq!(
+        *got.borrow(),
+        [
+            (EventType::PreKill, Err(22), Err(22), Err(22)),
+            (EventType::Kill, Err(22), Err(22), Err(2)),
+            (EventType::PreKill, Err(22), Err(22), Err(2)),
+        ]
+    );
+    // After the closure: ENOENT again.
+    assert_eq!(errno(&set.defer_kill(g, sec).unwrap_err()), 2);
 }
 
 #[test]
@@ -232,10 +368,7 @@ fn snapshot_write_and_restore_on_a_plain_directory() {
         &d,
         "vm.snap",
         Target::Memory(&mut back),
-        SnapshotOptions {
-            log: Some(&mut log),
-            ..Default::default()
-        },
+        SnapshotOptions::default().with_log(&mut log),
     )
     .unwrap_err();
     assert_eq!(errno(&e), 74); // EBADMSG

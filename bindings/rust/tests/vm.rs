@@ -6,11 +6,16 @@
 //! never skip.  One test at a time (`--test-threads=1`): each makes its own
 //! set on its own thread anyway.
 //!
-//! Tree: /sys/fs/cgroup/cgg-rs-PID/{overshoot,lend,snapshot,gone}, +memory
+//! Tree: /sys/fs/cgroup/cgg-rs-PID/{overshoot,prekill,lend,snapshot,gone}, +memory
 //! from the parent.
 //!   - overshoot: no memory.max, guard limit 64 MiB, anon grows to 160 MiB:
 //!     killed as an overshoot with its full record; the guard removes itself
 //!     inside its kill callback.
+//!   - prekill: the same with pre_kill_max_defer 2 s and anon held at 68 MiB
+//!     (over the limit, under the hard bound of limit + limit/8): in the
+//!     PreKill closure a deferral of 0 is EINVAL, of 3 s ERANGE, of 1 s
+//!     done; the kill comes at least 1 s after it was decided, counted in
+//!     kills_deferred; outside the closure ENOENT.
 //!   - lend: memory.high 50 MiB; lends to max, +1 MiB and with a 300 ms
 //!     deadline: each end writes back exactly 52428800; a stale end is ESTALE
 //!     and changes nothing; a lend begun inside the closure has its event
@@ -160,6 +165,52 @@ fn vm_overshoot_killed_with_its_record() {
 }
 
 #[test]
+fn vm_pre_kill_deferred_then_killed() {
+    let cg = mkcg("prekill");
+    let set = Set::new().unwrap();
+    let log: Log = Rc::default();
+    let deferred = Rc::new(RefCell::new(Vec::new()));
+    let (l, d) = (log.clone(), deferred.clone());
+    let opt = Options::new(64 << 20)
+        .unwrap()
+        .with_pre_kill_max_defer(Duration::from_secs(2));
+    let g = set
+        .add(&cg.0, &opt, move |set, g, ev| {
+            if ev.kind == EventType::PreKill {
+                let e = |r: std::io::Result<()>| r.map_err(|e| e.raw_os_error().unwrap_or(-1));
+                d.borrow_mut().push((
+                    e(set.defer_kill(g, Duration::ZERO)),
+                    e(set.defer_kill(g, Duration::from_secs(3))),
+                    e(set.defer_kill(g, Duration::from_secs(1))),
+                ));
+            }
+            l.borrow_mut().push(ev.clone());
+        })
+        .unwrap();
+    let mut child = start_in(&cg.0, &["anon", "68", "256", "-1"]);
+    pump(&set, Duration::from_secs(60), || last_is(&log, EventType::Kill));
+    assert_eq!(
+        set.defer_kill(g, Duration::from_secs(1)).unwrap_err().raw_os_error(),
+        Some(2)
+    );
+    let ev = log.borrow();
+    let pre = ev.iter().find(|e| e.kind == EventType::PreKill).expect("no PreKill");
+    let p = pre.kill.as_ref().expect("a PreKill without its record");
+    assert_eq!((p.reason, p.kill_usec), (KillReason::Overshoot, 0));
+    assert_eq!(*deferred.borrow(), [(Err(22), Err(34), Ok(()))], "EINVAL, ERANGE, done");
+    let k = ev.last().unwrap().kill.as_ref().unwrap();
+    assert!(
+        k.kill_usec >= pre.time_usec + 1_000_000,
+        "killed {} us after the PreKill",
+        k.kill_usec - pre.time_usec
+    );
+    assert_eq!(set.guard_stats(g).unwrap().kills_deferred, 1);
+    set.remove(g).unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.signal(), Some(9), "workload: {st:?}");
+}
+
+#[test]
 fn vm_lend_restores_memory_high_exactly() {
     let cg = mkcg("lend");
     let high = cg.0.join("memory.high");
@@ -279,10 +330,7 @@ fn vm_snapshot_written_in_a_lend_and_restored() {
             Image::Memory(&im),
             &dir,
             "vm.snap",
-            SnapshotOptions {
-                guard: Some(&sg),
-                ..Default::default()
-            },
+            SnapshotOptions::default().with_guard(&sg),
         )
     });
     // The set's thread goes on ticking while the write runs.
@@ -333,10 +381,7 @@ fn vm_guard_removed_inside_its_own_callback() {
     let log: Log = Rc::default();
     let removed = Rc::new(RefCell::new(None));
     let (l, rm) = (log.clone(), removed.clone());
-    let opt = Options {
-        tick: Duration::from_millis(50),
-        ..Options::new(64 << 20).unwrap()
-    };
+    let opt = Options::new(64 << 20).unwrap().with_tick(Duration::from_millis(50));
     set.add(&cg.0, &opt, move |set, g, ev| {
         l.borrow_mut().push(ev.clone());
         if ev.kind == EventType::Gone {

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Hand-written declarations of <memguard/memguard.h> and
-//! <memguard/snapshot.h>.  tests/layout.rs compiles a C program against the
-//! headers and compares every struct's size and field offsets, and every
-//! enum value, with these.
+//! Raw FFI of libmemguard, the cgroup v2 memory guard: hand-written
+//! declarations of <memguard/memguard.h> and <memguard/snapshot.h>, and the
+//! linking (build.rs: pkg-config, or `MEMGUARD_LIB_DIR`; the shared library,
+//! or with the `static` feature or `MEMGUARD_STATIC=1` libmemguard.a and its
+//! dependencies).  The safe binding is the `cgroupguard` crate.
+//!
+//! tests/layout.rs compiles a C program against the headers and compares
+//! every struct's size and field offsets, and every enum value, with these.
+//! The comments of the header are the documentation of every item here.
 #![allow(non_camel_case_types, missing_docs)]
 
 use std::ffi::{c_char, c_int, c_uint, c_void};

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The hand-written declarations of src/ffi.rs against the C headers: a C
+//! The hand-written declarations of src/lib.rs against the C headers: a C
 //! program, generated from the list below and compiled with the system cc
 //! and pkg-config's flags for memguard, prints every struct's size and
 //! alignment, every listed field's offset and size, and every constant;
 //! Rust's size_of/align_of/offset_of must agree on each.  A field the header
 //! adds and this list lacks changes the struct's size, which fails too.
 
-use cgroupguard::ffi::*;
+use memguard_sys::*;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::mem::{align_of, offset_of, size_of};
@@ -110,7 +110,7 @@ fn ffi_declarations_match_the_header() {
     std::fs::write(&src, &c).unwrap();
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let st = Command::new(&cc)
-        .args(env!("CGROUPGUARD_CFLAGS").split_whitespace())
+        .args(env!("MEMGUARD_SYS_CFLAGS").split_whitespace())
         .args(["-std=c11", "-o"])
         .arg(&exe)
         .arg(&src)
@@ -138,7 +138,11 @@ fn ffi_declarations_match_the_header() {
             None => bad.push(format!("{key}: not in the Rust list")),
         }
     }
-    assert!(bad.is_empty(), "ffi.rs differs from the header:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "memguard-sys differs from the header:\n{}",
+        bad.join("\n")
+    );
     assert_eq!(checked, r.len() + 1, "every Rust entry was printed by C");
     eprintln!("layout: {checked} sizes, offsets and constants agree");
 }
