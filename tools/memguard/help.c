@@ -90,30 +90,30 @@ static const struct command_help {
                                                    "limit)" },
                         { "--stall-window DURATION",
                           "How long the stall criteria must hold before a stall is a kill.\n"
-                          "(default: tuned to the limit, docs/tuning.md: 2 s at 64 MiB, 3 s at\n"
+                          "(default: tuned to the limit, watch.conf(5): 2 s at 64 MiB, 3 s at\n"
                           "256 MiB, +0.5 s per doubling, up to 8 s)" },
                         { "--stall-pressure PERCENT",
                           "The share of time lost to memory or io stalls, in each half of the\n"
                           "stall window, that a stall needs; above 0, at most 100%.  (default: 10%)" },
                         { "--lend-deadline DURATION",
                           "The deadline of a memory.high lend that asks for none; kills are paused\n"
-                          "while it lasts.  (default: tuned to the limit, docs/tuning.md: 10 s +\n"
+                          "while it lasts.  (default: tuned to the limit, watch.conf(5): 10 s +\n"
                           "the limit at 50 MiB/s)" },
                         { "--kill-wait DURATION",
                           "How long to wait for a killed cgroup to empty before its record goes\n"
                           "out and it is reported unkillable.  (default: tuned to the limit,\n"
-                          "docs/tuning.md: 2 s + 1 s per GiB, up to 30 s)" },
+                          "watch.conf(5): 2 s + 1 s per GiB, up to 30 s)" },
                         { "--post-kill-holdoff DURATION",
                           "How long after a kill the guard ignores counters that lag (PSI, the\n"
                           "memory.stat flush).  (default: 2.25s: 2 s and a tick)" },
                         { "--refault-window DURATION",
                           "The refault rule for an actor that re-reads through read(2): how long\n"
                           "it must keep losing time at its limit while it re-reads to be killed.\n"
-                          "(default: tuned to the limit, docs/tuning.md: 20 s up to 256 MiB, +2 s\n"
+                          "(default: tuned to the limit, watch.conf(5): 20 s up to 256 MiB, +2 s\n"
                           "per doubling, up to 30 s)" },
                         { "--refault-mapped-window DURATION",
                           "The same for an actor that faults its pages in (mapped data, program\n"
-                          "text).  (default: tuned to the limit, docs/tuning.md: 4 stall windows,\n"
+                          "text).  (default: tuned to the limit, watch.conf(5): 4 stall windows,\n"
                           "8 s to 20 s)" },
                         { "-h, --help", "This text." },
                 },

@@ -99,7 +99,7 @@ done
 "$mg" watch --help >"$tmp/help"
 for flag in stall-window lend-deadline kill-wait refault-window refault-mapped-window; do
     awk -v f="  --$flag " 'index($0, f) == 1 { on = 1; next } on && /^        / { print; next } { on = 0 }' "$tmp/help" |
-        tr '\n' ' ' | tr -s ' ' | grep -q 'default: tuned to the limit, docs/tuning.md' &&
+        tr '\n' ' ' | tr -s ' ' | grep -q 'default: tuned to the limit, watch.conf(5)' &&
         ok "watch --help: --$flag's default is tuned to the limit" ||
         not_ok "watch --help: --$flag's default is tuned to the limit"
 done
