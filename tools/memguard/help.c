@@ -19,6 +19,18 @@ struct flag {
 
 #define MAX_FLAGS 24
 
+/* What run and watch both take: how events are written, and how a kill is
+ * made. */
+#define FLAGS_EVENTS                                                                                    \
+        { "--json", "Events on stderr as JSON objects, one a line (events.schema.json).\n"              \
+                    "(default: text lines)" },                                                          \
+        { "--dry-run", "Decide as usual, kill nothing: each kill is a kill-dry-run event.\n"             \
+                       "(default: off)" },                                                              \
+        { "--pre-kill-defer DURATION",                                                                  \
+          "Tell each kill first (a pre-kill event) and put it off by DURATION,\n"                       \
+          "1 ms to 60 s; it is not made if the actor leaves its limit meanwhile\n"                      \
+          "(kill-averted).  (default: off: kills are made at once)" }
+
 static const struct command_help {
         const char *name;
         const char *usage;      /* the synopses without "memguard ", one a line */
@@ -42,14 +54,7 @@ static const struct command_help {
                         { "--max SIZE", "Write memory.max of the new cgroup, as --high.  (default: not written)" },
                         { "--parent CGROUP", "Create the cgroup below CGROUP.  (default: the parent of memguard's own\n"
                                              "cgroup)" },
-                        { "--json", "Events on stderr as JSON objects, one a line (events.schema.json).\n"
-                                    "(default: text lines)" },
-                        { "--dry-run", "Decide as usual, kill nothing: each kill is a kill-dry-run event.\n"
-                                       "(default: off)" },
-                        { "--pre-kill-defer DURATION",
-                          "Tell each kill first (a pre-kill event) and put it off by DURATION,\n"
-                          "1 ms to 60 s; it is not made if the actor leaves its limit meanwhile\n"
-                          "(kill-averted).  (default: off: kills are made at once)" },
+                        FLAGS_EVENTS,
                         { "-h, --help", "This text." },
                 },
         },
@@ -75,14 +80,7 @@ static const struct command_help {
                         { "--metrics-interval DURATION", "How often --metrics is written; at least 1 s.  (default: 15s)" },
                         { "--mlock", "Lock memguard's memory (mlockall), so reclaim of its own pages does not\n"
                                      "slow it while the host thrashes.  (default: off)" },
-                        { "--json", "Events on stderr as JSON objects, one a line (events.schema.json).\n"
-                                    "(default: text lines)" },
-                        { "--dry-run", "Decide as usual, kill nothing: each kill is a kill-dry-run event.\n"
-                                       "(default: off)" },
-                        { "--pre-kill-defer DURATION",
-                          "Tell each kill first (a pre-kill event) and put it off by DURATION,\n"
-                          "1 ms to 60 s; it is not made if the actor leaves its limit meanwhile\n"
-                          "(kill-averted).  (default: off: kills are made at once)" },
+                        FLAGS_EVENTS,
                         { "--tick DURATION", "How often the fast path reads memory.current; 10 ms to 1 h.\n"
                                              "(default: 250ms)" },
                         { "--margin SIZE|PERCENT", "The fast path runs below the limit minus the margin; a percentage is\n"
