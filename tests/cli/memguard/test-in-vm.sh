@@ -393,7 +393,7 @@ dline=$(grep -m 1 "\"event\":\"kill-dry-run\"" "$tmp/dry.err")
 kline=$(head -n 1 "$tmp/json") # run --json's kill, above
 check "watch --dry-run: the record has the fields of a kill's, in its order" [ "$(keys_of "$dline")" = "$(keys_of "$kline")" ]
 check "watch --dry-run: ... says dry_run, the method it would use, used above the limit" sh -c "
-    echo '$dline' | grep -q '\"method\":\"cgroup.kill\",' && echo '$dline' | grep -q '\"dry_run\":true}\$' &&
+    echo '$dline' | grep -q '\"method\":\"cgroup.kill\",' && echo '$dline' | grep -q '\"dry_run\":true,\"kill_id\":[0-9]*}\$' &&
     [ \$(echo '$dline' | sed -n 's/.*\"used_bytes\":\([0-9]*\).*/\1/p') -gt 67108864 ]"
 check "watch --dry-run --metrics: dry_run_kills_total of d1 is the kill-dry-run events ($ndry)" \
     wait_metric "$tmp/dry.prom" "memguard_dry_run_kills_total{cgroup=\"$rel/d1\"}" "$ndry"
