@@ -101,6 +101,22 @@
 //! `MEMGUARD_LIB_DIR`), shared by default, static with this crate's
 //! `static` feature or `MEMGUARD_STATIC=1` (bindings/README.md).
 
+/// `with_*` setters for a `#[non_exhaustive]` struct: one `fn name(self, v) -> Self` per
+/// field, for `Options` here and `SnapshotOptions` in snapshot.rs (defined before the
+/// modules, so they see it).
+macro_rules! with {
+    ($($(#[$m:meta])* $f:ident: $t:ty => $name:ident;)*) => {
+        $(
+            $(#[$m])*
+            #[must_use]
+            pub fn $name(mut self, v: $t) -> Self {
+                self.$f = v;
+                self
+            }
+        )*
+    };
+}
+
 mod event;
 mod lock;
 mod snapshot;
@@ -226,19 +242,6 @@ pub struct Options {
     /// (`ffi::MG_PRE_KILL_MAX_DEFER_USEC`); zero (the default): no
     /// `EventType::PreKill`, kills are made at once.
     pub pre_kill_max_defer: Duration,
-}
-
-macro_rules! with {
-    ($($(#[$m:meta])* $f:ident: $t:ty => $name:ident;)*) => {
-        $(
-            $(#[$m])*
-            #[must_use]
-            pub fn $name(mut self, v: $t) -> Self {
-                self.$f = v;
-                self
-            }
-        )*
-    };
 }
 
 /// What a guard, or a set, has counted (`mg_guard_get_stats()`,

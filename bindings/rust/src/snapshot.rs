@@ -99,19 +99,6 @@ pub struct SnapshotOptions<'a> {
     pub log: Option<LogRef<'a>>,
 }
 
-macro_rules! with {
-    ($($(#[$m:meta])* $f:ident: $t:ty => $name:ident;)*) => {
-        $(
-            $(#[$m])*
-            #[must_use]
-            pub fn $name(mut self, v: $t) -> Self {
-                self.$f = v;
-                self
-            }
-        )*
-    };
-}
-
 impl<'a> SnapshotOptions<'a> {
     with! {
         /// Sets `flags`.
