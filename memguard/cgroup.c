@@ -8,8 +8,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -369,7 +371,7 @@ MG_HOT int mg_cgroup_read_u64(struct mg_cgroup *cg, enum mg_cgfile f, uint64_t *
         return mg_parse_u64_value(buf, (size_t) n, ret);
 }
 
-static int write_fd(struct mg_cgroup *cg, int fd, const char *s) {
+int mg_cgroup_write_fd(struct mg_cgroup *cg, int fd, const char *s) {
         size_t len = strlen(s);
         ssize_t n;
 
@@ -390,7 +392,7 @@ int mg_cgroup_write(struct mg_cgroup *cg, enum mg_cgfile f, const char *s) {
                 return -EINVAL;
         if ((r = mg_cgroup_need(cg, f)) < 0)
                 return r;
-        return write_fd(cg, cg->fd[f], s);
+        return mg_cgroup_write_fd(cg, cg->fd[f], s);
 }
 
 int mg_cgroup_write_file(struct mg_cgroup *cg, const char *name, const char *s) {
@@ -398,8 +400,23 @@ int mg_cgroup_write_file(struct mg_cgroup *cg, const char *name, const char *s) 
 
         if (fd < 0)
                 return fd;
-        r = write_fd(cg, fd, s);
+        r = mg_cgroup_write_fd(cg, fd, s);
         close(fd);
+        return r;
+}
+
+int mg_cgroup_reclaim(struct mg_cgroup *cg, int fd, uint64_t bytes, bool cache_only) {
+        char buf[64];
+        int r = -EINVAL;
+
+        if (cache_only) {
+                snprintf(buf, sizeof(buf), "%" PRIu64 " swappiness=0", bytes);
+                r = fd >= 0 ? mg_cgroup_write_fd(cg, fd, buf) : mg_cgroup_write_file(cg, "memory.reclaim", buf);
+        }
+        if (r == -EINVAL) {
+                snprintf(buf, sizeof(buf), "%" PRIu64, bytes);
+                r = fd >= 0 ? mg_cgroup_write_fd(cg, fd, buf) : mg_cgroup_write_file(cg, "memory.reclaim", buf);
+        }
         return r;
 }
 

@@ -167,6 +167,15 @@ int mg_cgroup_write(struct mg_cgroup *cg, enum mg_cgfile f, const char *s);
  * The open's errno too (-ENOENT: a kernel without the file). */
 int mg_cgroup_write_file(struct mg_cgroup *cg, const char *name, const char *s);
 
+/* Writes s to an open file of the cgroup (one mg_cgroup_open_file() gave). */
+int mg_cgroup_write_fd(struct mg_cgroup *cg, int fd, const char *s);
+/* Writes a dose of bytes to memory.reclaim, through fd (-1: opened for this
+ * write).  cache_only asks for file pages alone ("swappiness=0", 6.11+); a
+ * kernel that refuses the key (EINVAL) gets the bytes alone.  Returns 0,
+ * -EAGAIN (the kernel took less than asked), -ENOENT (no memory.reclaim:
+ * before 5.19), or the write's errno. */
+int mg_cgroup_reclaim(struct mg_cgroup *cg, int fd, uint64_t bytes, bool cache_only);
+
 /* Extended attributes of the actor's directory, through the seam.
  * get returns the length (-ENODATA if absent, -ERANGE if it does not fit);
  * set and remove return 0; all return a negative errno on failure. */

@@ -69,6 +69,10 @@ static void count_event(struct mg_guard_counts *c, const struct mg_event *ev) {
         case MG_EVENT_LEND_EXPIRED: c->lend_expiries++; break;
         case MG_EVENT_THROTTLED: c->throttles++; break;
         case MG_EVENT_KILL_AVERTED: c->kills_averted++; break;
+        case MG_EVENT_RECLAIM:
+                c->reclaims++;
+                c->reclaimed_bytes += ev->reclaim->achieved_bytes;
+                break;
         default: break;
         }
 }
@@ -303,6 +307,8 @@ void mg_guard_stats_add(const mg_guard *g, struct mg_stats *sum) {
         sum->throttles += c->throttles;
         sum->kills_deferred += c->kills_deferred;
         sum->kills_averted += c->kills_averted;
+        sum->reclaims += c->reclaims;
+        sum->reclaimed_bytes += c->reclaimed_bytes;
 }
 
 int mg_guard_get_stats(const mg_guard *g, struct mg_stats *ret) {

@@ -5,8 +5,9 @@
  * A guard as its units see it: the struct and what guard.c offers the
  * others.  The units, bottom up: read.c (reads, as data and errnos),
  * guard.c (the guard's clock, voice and judged reads), decide.c (the kill
- * decision and the kill), lend.c (lends), tick.c (its life: new, attach,
- * the tick, reports, free); set.c hosts many.  Each uses only those below it.
+ * decision and the kill), lend.c (lends), reclaim.c (the reclaim
+ * actuator), tick.c (its life: new, attach, the tick, reports, free);
+ * set.c hosts many.  Each uses only those below it.
  */
 
 #include <errno.h>
@@ -57,11 +58,23 @@ enum {
  * restored value while the write still runs.
  * One per guard (mg_guard_lend.restore): at most one restore in flight.
  */
-enum mg_restore_state {
-        MG_RESTORE_IDLE = 0,
-        MG_RESTORE_QUEUED,      /* the set's worker has it: waiting, or writing */
-        MG_RESTORE_CALLER,      /* a caller's thread runs it (mg_guard_lend_end_serialised()) */
-        MG_RESTORE_DONE,        /* the worker is done; mg_set_process() finishes it */
+enum mg_job_state {
+        MG_JOB_IDLE = 0,
+        MG_JOB_QUEUED,          /* the set's worker has it: waiting, or writing */
+        MG_JOB_CALLER,          /* a caller's thread runs it (mg_guard_lend_end_serialised()) */
+        MG_JOB_DONE,            /* the worker is done; mg_set_process() finishes it */
+};
+
+/* What the set's worker runs: a guard's blocking write, a restore or a
+ * reclaim dose, embedded in what it needs.  state is read without the
+ * set's lock (a snapshot write waiting for the worker); the rest is the
+ * guard's thread's, or the worker's while it has the job. */
+enum mg_job_kind { MG_JOB_RESTORE, MG_JOB_RECLAIM };
+struct mg_job {
+        enum mg_job_kind kind;
+        atomic_int state;               /* enum mg_job_state */
+        struct mg_guard *guard;
+        struct mg_job *next;            /* the worker's queues */
 };
 
 enum mg_restore_outcome {
@@ -87,13 +100,8 @@ struct mg_restore {
         bool read_ok;
         enum mg_restore_outcome outcome;
         uint64_t found_high_bytes;
-        /* Bookkeeping: state is read without the set's lock (a snapshot
-         * write waiting for the worker), everything else on the guard's
-         * thread, or the worker's while it has the job. */
-        atomic_int state;               /* enum mg_restore_state */
         enum mg_event_type why;         /* MG_EVENT_LEND_END or MG_EVENT_LEND_EXPIRED */
-        struct mg_guard *guard;
-        struct mg_restore *next;        /* the worker's queues */
+        struct mg_job job;              /* kind MG_JOB_RESTORE */
 };
 
 
@@ -111,7 +119,7 @@ struct mg_guard_lend {
         bool high_unknown;              /* taken over, memory.high unread: what the lend wrote is unknown */
         bool ending;                    /* the caller ended it, the restore is not done: ticks retry it */
         uint64_t last_id;               /* the id of the last lend begun or taken over; 0: none yet */
-        struct mg_restore restore;      /* the restore in flight, if restore.state is not IDLE */
+        struct mg_restore restore;      /* the restore in flight, if its job.state is not IDLE */
 };
 
 /* What a guard counts besides its fast ticks (mg_guard_get_stats()): the
@@ -120,7 +128,8 @@ struct mg_guard_lend {
 struct mg_guard_counts {
         uint64_t slow_ticks;
         uint32_t kills_overshoot, kills_stall, dry_run_kills, kernel_oom_kills, errors;
-        uint32_t lends, lend_expiries, throttles, kills_deferred, kills_averted;
+        uint32_t lends, lend_expiries, throttles, kills_deferred, kills_averted, reclaims;
+        uint64_t reclaimed_bytes;
 };
 
 struct mg_guard {
@@ -164,6 +173,7 @@ struct mg_guard {
         uint64_t holdoff_until_usec;
 
         struct mg_guard_lend lend;      /* lend.c's */
+        struct mg_reclaim *reclaim;     /* reclaim.c's; NULL unless armed (its checks are on the tick) */
 
         struct mg_mem_events last_events;
         bool have_last_events;
@@ -342,9 +352,10 @@ struct mg_guard_host {
         int (*watch)(struct mg_guard_host *h, mg_guard *g, int fd, enum mg_watch what, bool on);
         /* The guard's next tick is due at when_usec. */
         void (*reschedule)(struct mg_guard_host *h, mg_guard *g, uint64_t when_usec);
-        /* Runs the filled job (mg_restore_run()) on another thread and
-         * hands it back: mg_guard_restore_done() on the host's thread. */
-        void (*queue_restore)(struct mg_guard_host *h, struct mg_restore *j);
+        /* Runs the filled job (mg_restore_run(), mg_reclaim_run()) on
+         * another thread and hands it back: mg_guard_restore_done() or
+         * mg_reclaim_done() on the host's thread. */
+        void (*queue_job)(struct mg_guard_host *h, struct mg_job *j);
         /* Speaks for a guard that left it and is silent (a removed
          * guard's last restore failed). */
         void (*log)(struct mg_guard_host *h, int level, const char *msg);

@@ -244,7 +244,7 @@ static int lend_told(mg_guard *g, enum mg_event_type why, int r, bool report) {
 }
 
 static bool restore_busy(const mg_guard *g) {
-        return atomic_load(&g->lend.restore.state) != MG_RESTORE_IDLE;
+        return atomic_load(&g->lend.restore.job.state) != MG_JOB_IDLE;
 }
 
 /* Fills g->lend.restore for the end of the open lend, through a memory.high fd
@@ -252,16 +252,17 @@ static bool restore_busy(const mg_guard *g) {
  * goes on reading memory.high through its own fd (kernfs would make those
  * reads wait for the write: mg_cgroup_reopen()).  Returns 0, -ENODEV once
  * the cgroup is gone, or the errno of the open. */
-static int restore_prepare(mg_guard *g, enum mg_event_type why, enum mg_restore_state state) {
+static int restore_prepare(mg_guard *g, enum mg_event_type why, enum mg_job_state state) {
         int fd = mg_cgroup_reopen(&g->cg, MG_CG_HIGH);
 
         if (fd < 0)
                 return mg_gone_errno(fd) && mg_read_removed(&g->cg) ? mg_guard_gone(g, "memory.high") : fd;
         restore_fill(g, &g->lend.restore, fd, true);
         g->lend.restore.why = why;
-        g->lend.restore.guard = g;
-        g->lend.restore.next = NULL;
-        atomic_store(&g->lend.restore.state, state);
+        g->lend.restore.job.kind = MG_JOB_RESTORE;
+        g->lend.restore.job.guard = g;
+        g->lend.restore.job.next = NULL;
+        atomic_store(&g->lend.restore.job.state, state);
         return 0;
 }
 
@@ -269,12 +270,12 @@ static int restore_prepare(mg_guard *g, enum mg_event_type why, enum mg_restore_
  * holds the guard until mg_set_process() finishes it.  Returns 0, or
  * restore_prepare()'s errno (nothing queued, the lend stays open). */
 static int restore_queue(mg_guard *g, enum mg_event_type why) {
-        int r = restore_prepare(g, why, MG_RESTORE_QUEUED);
+        int r = restore_prepare(g, why, MG_JOB_QUEUED);
 
         if (r < 0)
                 return r;
         mg_guard_hold(g);
-        g->host->queue_restore(g->host, &g->lend.restore);
+        g->host->queue_job(g->host, &g->lend.restore.job);
         return 0;
 }
 
@@ -286,7 +287,7 @@ static void restore_clear(mg_guard *g) {
                 close(j->cg.fd[MG_CG_HIGH]);
         j->cg.fd[MG_CG_HIGH] = -1;
         j->own_fd = false;
-        atomic_store(&j->state, MG_RESTORE_IDLE);
+        atomic_store(&j->job.state, MG_JOB_IDLE);
 }
 
 /* A job that has run (on the worker, or on a caller's thread): its
@@ -495,14 +496,14 @@ int mg_guard_lend_end_serialised(mg_guard *g, uint64_t lend_id, void (*lock)(voi
                 take_lock(lock, lock_userdata, true);
                 r = lend_end_check(g, lend_id);
                 if (r >= 0) {
-                        switch (atomic_load(&g->lend.restore.state)) {
-                        case MG_RESTORE_IDLE:
-                                r = restore_prepare(g, MG_EVENT_LEND_END, MG_RESTORE_CALLER);
+                        switch (atomic_load(&g->lend.restore.job.state)) {
+                        case MG_JOB_IDLE:
+                                r = restore_prepare(g, MG_EVENT_LEND_END, MG_JOB_CALLER);
                                 break;
-                        case MG_RESTORE_QUEUED:
+                        case MG_JOB_QUEUED:
                                 r = -EINPROGRESS;
                                 break;
-                        case MG_RESTORE_DONE:
+                        case MG_JOB_DONE:
                                 /* The worker wrote (the deadline's restore):
                                  * the lend is over but for the telling,
                                  * which the set's thread does. */
@@ -519,7 +520,7 @@ int mg_guard_lend_end_serialised(mg_guard *g, uint64_t lend_id, void (*lock)(voi
                  * worker: wait for its write, which goes on without the
                  * set's thread (the guard is held: it stays).  The state is
                  * the one field read without the lock. */
-                while (atomic_load(&g->lend.restore.state) == MG_RESTORE_QUEUED)
+                while (atomic_load(&g->lend.restore.job.state) == MG_JOB_QUEUED)
                         (void) nanosleep(&poll_gap, NULL);
         }
         if (r < 0)
@@ -753,16 +754,7 @@ int mg_lend_tick(mg_guard *g, uint64_t now) {
 }
 
 int mg_guard_reclaim(mg_guard *g, uint64_t bytes) {
-        char buf[64];
-        int r;
-
         if (g->state == MG_GUARD_GONE)
                 return -ENODEV;
-        snprintf(buf, sizeof(buf), "%" PRIu64 " swappiness=0", bytes);
-        r = mg_cgroup_write_file(&g->cg, "memory.reclaim", buf);
-        if (r == -EINVAL) {
-                snprintf(buf, sizeof(buf), "%" PRIu64, bytes);
-                r = mg_cgroup_write_file(&g->cg, "memory.reclaim", buf);
-        }
-        return r;
+        return mg_cgroup_reclaim(&g->cg, -1, bytes, true);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "util.h"
 
 uint64_t mg_used_bytes(const struct mg_memstat *st) {
         return st->anon + st->shmem + st->kernel + st->sock;
@@ -412,4 +413,51 @@ bool mg_policy_throttled(const struct mg_policy_params *p, const struct mg_polic
                         .cpu_permyriad = (uint32_t) (cpu * 10000 / span),
                 };
         return true;
+}
+
+bool mg_policy_reclaim_window(const struct mg_reclaim_rule *r, struct mg_reclaim_windows *w, uint64_t some_total,
+                              uint64_t full_total, bool has_full, bool ready) {
+        uint64_t some, full;
+        bool counted;
+        unsigned n = r->windows < 1 ? 1 : r->windows > MG_RECLAIM_WINDOWS_MAX ? MG_RECLAIM_WINDOWS_MAX : r->windows;
+
+        if (!w->have_totals || some_total < w->some_total || (has_full && full_total < w->full_total)) {
+                *w = (struct mg_reclaim_windows) { .some_total = some_total, .full_total = full_total,
+                                                   .have_totals = true };
+                return false;
+        }
+        some = some_total - w->some_total;
+        full = has_full ? full_total - w->full_total : 0;
+        w->some_total = some_total;
+        w->full_total = full_total;
+        counted = some >= r->some_usec && (r->full_usec == 0 || (has_full && full >= r->full_usec));
+        if (!counted) {
+                w->streak = 0;
+                w->fired = false;
+                return false;
+        }
+        memmove(w->some_usec, w->some_usec + 1, (n - 1) * sizeof(w->some_usec[0]));
+        memmove(w->full_usec, w->full_usec + 1, (n - 1) * sizeof(w->full_usec[0]));
+        w->some_usec[n - 1] = some;
+        w->full_usec[n - 1] = full;
+        if (w->streak < n)
+                w->streak++;
+        if (w->streak < n || w->fired || !ready)
+                return false;
+        w->fired = true;
+        return true;
+}
+
+uint64_t mg_policy_reclaim_headroom(uint64_t limit_bytes, uint64_t headroom_bytes, uint64_t current_bytes,
+                                    uint64_t file_bytes, uint64_t dose_max) {
+        uint64_t line = limit_bytes > headroom_bytes ? limit_bytes - headroom_bytes : 0, dose;
+
+        if (current_bytes <= line)
+                return 0;
+        dose = current_bytes - line;
+        if (dose > dose_max)
+                dose = dose_max;
+        if (dose > file_bytes)
+                dose = file_bytes;
+        return dose < MG_MIB ? 0 : dose;
 }

@@ -227,3 +227,46 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
  * reclaims it before it OOM-kills.
  */
 bool mg_policy_may_defer(const struct mg_policy_params *p, uint64_t anon_shmem_bytes, uint64_t max_bytes);
+
+/*
+ * The reclaim actuator's decisions (reclaim.c acts on them).
+ *
+ * Pressure (seed 002): the target's memory.pressure totals are read at the
+ * end of each one-second window; a window counts when "some" rose by at
+ * least some_usec and, if full_usec is set, "full" by at least full_usec.
+ * The predicate holds after `windows` counted windows in a row; it fires
+ * once per episode (a run of counted windows) and only when ready (no
+ * lend, no dose in flight, the cool-down over): a predicate that holds
+ * while not ready fires at the first window it is.
+ */
+struct mg_reclaim_rule {
+        uint64_t some_usec, full_usec;
+        unsigned windows;               /* 1 to MG_RECLAIM_WINDOWS_MAX */
+};
+
+struct mg_reclaim_windows {
+        uint64_t some_total, full_total;        /* at the last window's end */
+        bool have_totals;
+        bool fired;                     /* this episode's dose was written */
+        unsigned streak;                /* counted windows in a row */
+        /* the last `windows` windows' stall, oldest first, for the event */
+        uint64_t some_usec[MG_RECLAIM_WINDOWS_MAX], full_usec[MG_RECLAIM_WINDOWS_MAX];
+};
+
+/* A window ends with these totals (has_full: the file had a full line).
+ * Returns true when the dose is to be written now.  A total that went
+ * backwards (a counter the kernel reset: a cgroup made again) starts over. */
+bool mg_policy_reclaim_window(const struct mg_reclaim_rule *r, struct mg_reclaim_windows *w, uint64_t some_total,
+                              uint64_t full_total, bool has_full, bool ready);
+
+/*
+ * Headroom (seed 003: no kswapd works per memory cgroup, so an actor at its
+ * limit reclaims inside its own allocations, tens to hundreds of ms each):
+ * the dose that brings memory.current back to limit - headroom, at most
+ * dose_max and at most the file cache (file_bytes: memory.stat file, less
+ * what is dirty or under writeback, which reclaim does not take from a
+ * cgroup's own reclaim).  0 while current is below that line, or when less
+ * than a MiB would go (not worth a write).
+ */
+uint64_t mg_policy_reclaim_headroom(uint64_t limit_bytes, uint64_t headroom_bytes, uint64_t current_bytes,
+                                    uint64_t file_bytes, uint64_t dose_max);

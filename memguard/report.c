@@ -48,6 +48,7 @@ const char *mg_event_type_to_string(enum mg_event_type t) {
         case MG_EVENT_KILL_DRY_RUN: return "kill-dry-run";
         case MG_EVENT_PRE_KILL: return "pre-kill";
         case MG_EVENT_KILL_AVERTED: return "kill-averted";
+        case MG_EVENT_RECLAIM: return "reclaim";
         }
         return "?";
 }

@@ -2,7 +2,7 @@
 /*
  * Guard sets: many guards on one thread, driven through one epoll fd
  * (mg_set_get_fd) and mg_set_process(), their ticks on the schedule's slots,
- * their lends' restores on the set's worker thread, the calls made from
+ * their lends' restores and reclaim doses on the set's worker thread, the calls made from
  * their callbacks deferred to the end of the call that runs them.  It reaches
  * a guard through tick.h's and lend.h's entry points and the host hooks it
  * gives it.
@@ -22,6 +22,7 @@
 #include "set.h"
 #include "sized.h"
 #include "tick.h"
+#include "reclaim.h"
 #include "worker.h"
 
 /*
@@ -33,10 +34,10 @@
  * cgroup to empty.
  * Thousands of actors cost one wakeup per slot their ticks fall on
  * (mg_set_slot_usec()), not one timer each.
- * The one thing no guard may do on that thread is the write that restores
- * memory.high at the end of a lend (it reclaims, for seconds on 6.1 and
- * 6.12): a restore worker makes it (memguard/worker.c), whose eventfd is in
- * the same epoll fd.  The set reaches its guards only through functions.
+ * The one thing no guard may do on that thread is a write that reclaims:
+ * memory.high restored at the end of a lend (for seconds on 6.1 and 6.12)
+ * or a dose to memory.reclaim.  A worker makes them (memguard/worker.c),
+ * whose eventfd is in the same epoll fd.  The set reaches its guards only through functions.
  */
 struct mg_set {
         struct mg_guard_host host; /* first: a guard's host is its set */
@@ -160,7 +161,7 @@ static int host_watch_cb(struct mg_guard_host *h, mg_guard *g, int fd, enum mg_w
         return r < 0 ? -errno : 0;
 }
 
-static void host_queue_restore_cb(struct mg_guard_host *h, struct mg_restore *j) {
+static void host_queue_job_cb(struct mg_guard_host *h, struct mg_job *j) {
         mg_worker_queue(&set_of(h)->worker, j);
 }
 
@@ -213,7 +214,7 @@ int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
         s->host = (struct mg_guard_host) {
                 .watch = host_watch_cb,
                 .reschedule = host_reschedule_cb,
-                .queue_restore = host_queue_restore_cb,
+                .queue_job = host_queue_job_cb,
                 .log = host_log_cb,
                 .slow_get = host_slow_get_cb,
                 .slow_put = host_slow_put_cb,
@@ -245,7 +246,7 @@ int mg_set_new(const struct mg_set_options *o, mg_set **ret) {
         if (r < 0)
                 goto fail;
         if (s->worker.confine_result < 0 && s->worker.confine_result != -EOPNOTSUPP)
-                slog(s, MG_LOG_INFO, "the set's restore worker runs unconfined: %s",
+                slog(s, MG_LOG_INFO, "the set's worker runs unconfined: %s",
                      strerror(-s->worker.confine_result));
         ev.data.ptr = &s->worker;
         if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->worker.efd, &ev) < 0)
@@ -259,12 +260,12 @@ fail:
         return r;
 }
 
-/* Restores the worker wrote: each finished on the set's thread (the
- * lend's end told, unless its guard was removed meanwhile), and the job's
+/* Jobs the worker did: each finished on the set's thread (the lend's end
+ * or the dose told, unless its guard was removed meanwhile), and the job's
  * hold dropped, which frees a removed guard.  Counts the lends that ended
  * into *acted (may be NULL). */
-static void finish_restores(mg_set *s, int *acted) {
-        struct mg_restore *j, *next;
+static void finish_jobs(mg_set *s, int *acted) {
+        struct mg_job *j, *next;
         uint64_t count;
 
         /* First: a job done after the take below writes it again. */
@@ -277,7 +278,7 @@ static void finish_restores(mg_set *s, int *acted) {
                 next = j->next;
                 /* The job's hold keeps g: entered for its callbacks only. */
                 h = mg_guard_enter(g);
-                r = mg_guard_restore_done(g, &s->host);
+                r = j->kind == MG_JOB_RESTORE ? mg_guard_restore_done(g, &s->host) : mg_reclaim_done(g);
                 if (r > 0 && mg_guard_get_host(g) == &s->host && acted)
                         (*acted)++;
                 mg_guard_leave(g, h);
@@ -299,11 +300,11 @@ mg_set *mg_set_free(mg_set *s) {
 }
 
 static void set_destroy(mg_set *s) {
-        /* The end of the set: every restore still to make is made, and
+        /* The end of the set: every job still queued is made, and
          * waited for (their guards are removed: told to no one). */
         if (s->worker.started) {
                 mg_worker_stop(&s->worker);
-                finish_restores(s, NULL);
+                finish_jobs(s, NULL);
         }
         mg_worker_close(&s->worker);
         mg_sched_free(&s->sched);
@@ -469,7 +470,7 @@ static void dispatch(mg_set *s, uint64_t data, int *acted) {
 MG_HOT int mg_set_process(mg_set *s) {
         struct epoll_event evs[64];
         uint64_t expirations;
-        bool restores = false;
+        bool jobs = false;
         int acted = 0, n, r = 0;
 
         if (!s)
@@ -485,15 +486,15 @@ MG_HOT int mg_set_process(mg_set *s) {
                 r = -errno;
         for (int i = 0; i < n; i++) {
                 if (evs[i].data.ptr == &s->worker)
-                        restores = true;
+                        jobs = true;
                 else if (evs[i].data.ptr != s)
                         dispatch(s, evs[i].data.u64, &acted);
         }
         (void) read(s->tfd, &expirations, sizeof(expirations));
         /* After the batch: finishing may free a removed guard, and the batch
          * may name it. */
-        if (restores)
-                finish_restores(s, &acted);
+        if (jobs)
+                finish_jobs(s, &acted);
 
         for (const struct mg_sched_entry *e; (e = mg_sched_peek(&s->sched));) {
                 mg_guard *g = e->g, *soon[2];

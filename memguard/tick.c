@@ -19,6 +19,7 @@
 
 #include "decide.h"
 #include "lend.h"
+#include "reclaim.h"
 #include "sized.h"
 #include "tick.h"
 #include "tune.h"
@@ -39,7 +40,7 @@ static void files_trim(mg_guard *g) {
          * test, on the line it reads anyway). */
         if (g->cg.dirfd < 0 || g->slow_state || g->lent || g->lend.ending || g->holds > 0 ||
             g->state != MG_GUARD_WATCHING ||
-            atomic_load_explicit(&g->lend.restore.state, memory_order_relaxed) != MG_RESTORE_IDLE)
+            atomic_load_explicit(&g->lend.restore.job.state, memory_order_relaxed) != MG_JOB_IDLE)
                 return;
         mg_cgroup_trim(&g->cg, keep);
 }
@@ -59,7 +60,7 @@ int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsi
                 g->cg.fd[i] = -1;
         /* before anything can fail: mg_guard_free() closes them */
         g->trigger_fd[0] = g->trigger_fd[1] = -1;
-        atomic_init(&g->lend.restore.state, MG_RESTORE_IDLE);
+        atomic_init(&g->lend.restore.job.state, MG_JOB_IDLE);
         r = mg_options_resolve(o, &g->opt);
         if (r < 0)
                 goto fail;
@@ -101,6 +102,9 @@ int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsi
          * short at a line boundary is told from a kernel without them. */
         (void) mg_guard_read_parsed(g, MG_CG_STAT, &(struct mg_memstat) {});
         g->last_high_events = UINT64_MAX; /* unknown until the first slow tick */
+        r = mg_reclaim_new(g, cg_flags, io);
+        if (r < 0)
+                goto fail;
         mg_lend_adopt(g);
         if (!host)
                 files_trim(g); /* a set's guard: mg_guard_attach() */
@@ -240,6 +244,7 @@ mg_guard *mg_guard_free(mg_guard *g) {
         mg_guard_release_lend(g, false);
         g->busy--;
         mg_guard_triggers_close(g);
+        mg_reclaim_free(g);
         mg_cgroup_close(&g->cg);
         free(g->path);
         slow_put(g);
@@ -415,6 +420,8 @@ MG_HOT int mg_guard_tick_at(mg_guard *g, uint64_t now) {
         r = mg_guard_read_current(g, &current);
         if (r < 0)
                 return r;
+        if (g->reclaim)
+                mg_reclaim_tick(g, now, current);
         if (g->slow_state && g->slow_state->defer_until_usec) {
                 if (g->lent) {
                         mg_guard_defer_drop(g, "a lend began (kills are paused)");

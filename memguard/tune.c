@@ -74,6 +74,32 @@ int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes) {
         return 0;
 }
 
+/* The reclaim actuator's options: all zero when it is off (no dose); the
+ * pressure predicate seed 002's unless asked otherwise, or headroom alone
+ * was asked. */
+static int reclaim_resolve(struct mg_guard_options *r) {
+        bool pressure = r->reclaim_some_usec || r->reclaim_full_usec;
+
+        if (r->reclaim_dose_bytes == 0)
+                return pressure || r->reclaim_cgroup || r->reclaim_windows || r->reclaim_cooldown_usec ||
+                                       r->reclaim_headroom_bytes
+                               ? -EINVAL
+                               : 0;
+        if (!pressure && r->reclaim_headroom_bytes == 0) {
+                r->reclaim_some_usec = 1000;
+                pressure = true;
+        }
+        if (pressure && r->reclaim_windows == 0)
+                r->reclaim_windows = 3;
+        if (pressure && r->reclaim_cooldown_usec == 0)
+                r->reclaim_cooldown_usec = 10 * MG_USEC_PER_SEC;
+        if (r->reclaim_windows > MG_RECLAIM_WINDOWS_MAX || (!pressure && r->reclaim_windows) ||
+            r->reclaim_headroom_bytes >= r->limit_bytes || (r->reclaim_headroom_bytes && r->reclaim_cgroup) ||
+            (r->reclaim_cgroup && !r->reclaim_cgroup[0]))
+                return -EINVAL;
+        return 0;
+}
+
 int mg_options_resolve(const struct mg_guard_options *o, struct mg_guard_options *ret) {
         struct mg_guard_options r, d = {};
         int e;
@@ -106,6 +132,9 @@ int mg_options_resolve(const struct mg_guard_options *o, struct mg_guard_options
             r.stall_window_usec / r.tick_usec >= MG_POLICY_RING - 1 ||
             (r.flags & ~(uint32_t) MG_GUARD_DRY_RUN) || r.pre_kill_max_defer_usec > MG_PRE_KILL_MAX_DEFER_USEC)
                 return -EINVAL;
+        e = reclaim_resolve(&r);
+        if (e < 0)
+                return e;
         *ret = r;
         return 0;
 }

@@ -9,6 +9,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -36,6 +37,9 @@ static inline uint64_t mg_mono_usec(void) {
 /* A function of the fast tick: gcc and clang place these together
  * (.text.hot), so that a tick's code spans few cache lines and pages. */
 #define MG_HOT __attribute__((hot))
+
+/* The struct a member pointer p of type's member is in. */
+#define mg_container_of(p, type, member) ((type *) (void *) ((char *) (p) - offsetof(type, member)))
 
 static inline uint64_t mg_clamp_u64(uint64_t v, uint64_t lo, uint64_t hi) {
         return v < lo ? lo : v > hi ? hi : v;

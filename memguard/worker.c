@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The restore worker of a guard set (worker.h).  Why a thread: writing
- * memory.high below memory.current reclaims the difference in the writer's
- * write(2) (mm/memcontrol.c memory_high_write(), with retries); 6.1 and 6.12
- * ignore O_NONBLOCK on that file, and the kernel suite measured 661 ms and
- * 3.3 s for one restore.  Made on the set's thread, every other guard's
- * tick and kill waited that long.
+ * The worker of a guard set (worker.h).  Why a thread: writing memory.high
+ * below memory.current reclaims the difference in the writer's write(2)
+ * (mm/memcontrol.c memory_high_write(), with retries), as a write to
+ * memory.reclaim does (memory_reclaim()); 6.1 and 6.12 ignore O_NONBLOCK
+ * there, and the kernel suite measured 661 ms and 3.3 s for one restore.
+ * Made on the set's thread, every other guard's tick and kill waited that
+ * long.
  */
 #include <errno.h>
 #include <signal.h>
@@ -14,10 +15,11 @@
 #include <unistd.h>
 
 #include "lend.h"
+#include "reclaim.h"
 #include "worker.h"
 
 /* What runs on the thread once it is confined: pread64 and pwrite64 (the
- * restore), futex (the mutex and the condition), write (the eventfd),
+ * restore, the dose: clock_gettime is the vDSO's), futex (the mutex and the condition), write (the eventfd),
  * and, at its end, what libc's thread exit makes (madvise, munmap,
  * rt_sigprocmask, exit): all in mg_confine_thread()'s list. */
 static void *worker_main(void *userdata) {
@@ -29,7 +31,7 @@ static void *worker_main(void *userdata) {
         w->ready = true;
         pthread_cond_broadcast(&w->cond);
         for (;;) {
-                struct mg_restore *j = w->head;
+                struct mg_job *j = w->head;
                 uint64_t one = 1;
 
                 if (!j) {
@@ -43,7 +45,10 @@ static void *worker_main(void *userdata) {
                         w->tail = NULL;
                 pthread_mutex_unlock(&w->mu);
 
-                mg_restore_run(j);
+                if (j->kind == MG_JOB_RESTORE)
+                        mg_restore_run(mg_container_of(j, struct mg_restore, job));
+                else
+                        mg_reclaim_run(mg_container_of(j, struct mg_reclaim_job, job));
 
                 pthread_mutex_lock(&w->mu);
                 j->next = NULL;
@@ -54,7 +59,7 @@ static void *worker_main(void *userdata) {
                 w->done_tail = j;
                 /* Under the mutex, last: from here on the set's thread may
                  * finish the job and free its guard. */
-                atomic_store(&j->state, MG_RESTORE_DONE);
+                atomic_store(&j->state, MG_JOB_DONE);
                 pthread_mutex_unlock(&w->mu);
                 /* EAGAIN only when the counter is full (2^64 - 2): then it is
                  * readable anyway. */
@@ -115,7 +120,7 @@ void mg_worker_close(struct mg_worker *w) {
         pthread_mutex_destroy(&w->mu);
 }
 
-void mg_worker_queue(struct mg_worker *w, struct mg_restore *j) {
+void mg_worker_queue(struct mg_worker *w, struct mg_job *j) {
         pthread_mutex_lock(&w->mu);
         j->next = NULL;
         if (w->tail)
@@ -127,8 +132,8 @@ void mg_worker_queue(struct mg_worker *w, struct mg_restore *j) {
         pthread_mutex_unlock(&w->mu);
 }
 
-struct mg_restore *mg_worker_take_done(struct mg_worker *w) {
-        struct mg_restore *j;
+struct mg_job *mg_worker_take_done(struct mg_worker *w) {
+        struct mg_job *j;
 
         pthread_mutex_lock(&w->mu);
         j = w->done;

@@ -2,11 +2,12 @@
 #pragma once
 
 /*
- * A guard set's restore worker: one thread that makes the blocking part of
- * its guards' lend restores (mg_restore_run()), so that no guard of the set
- * waits for another guard's restore.  Jobs go in on the set's thread, come
- * back done through an eventfd in the set's epoll, and are finished there
- * (mg_guard_restore_done()).  Loop-free: set.c owns it and its fd.
+ * A guard set's worker: one thread that makes its guards' blocking writes,
+ * the lend restores (mg_restore_run()) and the reclaim doses
+ * (mg_reclaim_run()), so that no guard of the set waits for another's.
+ * Jobs go in on the set's thread, come back done through an eventfd in the
+ * set's epoll, and are finished there (mg_guard_restore_done(),
+ * mg_reclaim_done()).  Loop-free: set.c owns it and its fd.
  */
 
 #include <pthread.h>
@@ -18,8 +19,8 @@ struct mg_worker {
         pthread_t thread;
         pthread_mutex_t mu;             /* the queues, stop, ready */
         pthread_cond_t cond;
-        struct mg_restore *head, *tail; /* queued, oldest first */
-        struct mg_restore *done, *done_tail; /* written, for the set's thread */
+        struct mg_job *head, *tail;     /* queued, oldest first */
+        struct mg_job *done, *done_tail; /* written, for the set's thread */
         bool stop, ready, started;
         int efd;                        /* eventfd: counts jobs done; -1 until started */
         int confine_result;             /* of mg_confine_thread() on the worker */
@@ -44,8 +45,8 @@ void mg_worker_stop(struct mg_worker *w);
 /* mg_worker_stop(), then closes the eventfd.  Accepts one whose start
  * failed, and one never started whose efd is -1. */
 void mg_worker_close(struct mg_worker *w);
-void mg_worker_queue(struct mg_worker *w, struct mg_restore *j);
+void mg_worker_queue(struct mg_worker *w, struct mg_job *j);
 /* The jobs done since the last call, oldest first (linked by ->next), their
  * state MG_RESTORE_DONE; NULL if none.  Read the eventfd first: a job done
  * after this call writes it again. */
-struct mg_restore *mg_worker_take_done(struct mg_worker *w);
+struct mg_job *mg_worker_take_done(struct mg_worker *w);

@@ -161,6 +161,8 @@ enum mg_event_type {
         MG_EVENT_KILL_DRY_RUN,  /* .kill valid: a kill MG_GUARD_DRY_RUN did not make */
         MG_EVENT_PRE_KILL,      /* .kill valid: a kill about to be made; see mg_guard_defer_kill() */
         MG_EVENT_KILL_AVERTED,  /* .kill and .report valid: a deferred kill not made, the actor left its limit */
+        /* Added in 0.2 too. */
+        MG_EVENT_RECLAIM,       /* .reclaim valid: a dose of the reclaim actuator, done; not a kill */
 };
 
 /*
@@ -280,6 +282,49 @@ struct mg_lend_info {
         bool restored;
 };
 
+/* Why the reclaim actuator wrote a dose (mg_reclaim_info.why). */
+enum mg_reclaim_why {
+        MG_RECLAIM_PRESSURE = 1,        /* the pressure predicate held for reclaim_windows windows */
+        MG_RECLAIM_HEADROOM = 2,        /* memory.current came within reclaim_headroom_bytes of the limit */
+};
+
+/* The most pressure windows a predicate spans (reclaim_windows). */
+#define MG_RECLAIM_WINDOWS_MAX 8
+
+/*
+ * What MG_EVENT_RECLAIM tells: one dose written to memory.reclaim of
+ * target, what the kernel reclaimed meanwhile (the target's pgsteal, which
+ * counts every page reclaim took from it, the dose's and any other), how
+ * long the write took, and what fired it.  The library owns it; fields are
+ * added at the end.
+ */
+struct mg_reclaim_info {
+        const char *target;             /* the cgroup dosed */
+        enum mg_reclaim_why why;
+        uint64_t asked_bytes;
+        uint64_t achieved_bytes;        /* pgsteal's rise over the write, in bytes */
+        uint64_t duration_usec;         /* the write(2), start to end */
+        /* 0, or the write's negative errno: -EAGAIN, the kernel took less
+         * than asked (memory.reclaim gives up after a few rounds);
+         * -ENODEV, the target went (the actuator stops). */
+        int error;
+        /* A dose that counts (seed 002's eligibility): no error, done
+         * within MG_RECLAIM_DOSE_MAX_USEC, at least 80 % achieved. */
+        bool counted;
+        /* MG_RECLAIM_PRESSURE: the memory stall in each window the
+         * predicate saw, oldest first (some, and full if asked). */
+        uint32_t windows;
+        uint64_t some_usec[MG_RECLAIM_WINDOWS_MAX];
+        uint64_t full_usec[MG_RECLAIM_WINDOWS_MAX];
+        /* MG_RECLAIM_HEADROOM: memory.current and the file cache (memory.stat
+         * file) that fired it. */
+        uint64_t current_bytes;
+        uint64_t file_bytes;
+};
+
+/* A dose that takes longer than this does not count (seed 002's rule). */
+#define MG_RECLAIM_DOSE_MAX_USEC UINT64_C(1000000)
+
 struct mg_event {
         enum mg_event_type type;
         const char *cgroup;
@@ -292,6 +337,8 @@ struct mg_event {
         const struct mg_throttle_info *throttle;
         const struct mg_report *report; /* MG_EVENT_EMPTY_OVER_LIMIT: the read that saw it */
         const struct mg_unkillable_info *unkillable;
+        /* Added in 0.2 too. */
+        const struct mg_reclaim_info *reclaim;
 };
 
 typedef void (*mg_event_fn)(mg_guard *g, const struct mg_event *ev, void *userdata);
@@ -358,6 +405,33 @@ struct mg_guard_options {
          * MG_PRE_KILL_MAX_DEFER_USEC; 0 (the default): no MG_EVENT_PRE_KILL,
          * kills are made at once. */
         uint32_t pre_kill_max_defer_usec;
+        /* Added in 0.2 too: the reclaim actuator (docs/design.md, "Reclaim
+         * before pressure"), off unless reclaim_dose_bytes is set.  It
+         * writes one dose of reclaim_dose_bytes to memory.reclaim (5.19+;
+         * mg_guard_new() returns -EOPNOTSUPP without it) of the target
+         * cgroup, on a set's worker thread (a guard alone writes it in its
+         * tick), and tells MG_EVENT_RECLAIM with what it achieved.  Never
+         * while a lend is open.  Two triggers, either or both:
+         *  - pressure: the target's memory stall (memory.pressure totals)
+         *    rose by at least reclaim_some_usec (and reclaim_full_usec, if
+         *    set) in each of reclaim_windows consecutive one-second windows
+         *    (seed 002: 1 ms, 3 windows, the defaults when both are 0 and no
+         *    headroom is set); once per episode (the windows must break
+         *    before it fires again) and at most once per
+         *    reclaim_cooldown_usec (default 10 s);
+         *  - headroom: memory.current came within reclaim_headroom_bytes of
+         *    the limit while the actor holds file cache: a dose of what
+         *    brings it back (at most reclaim_dose_bytes and its cache), at
+         *    most once a second.  Only on the actor's own cgroup. */
+        uint64_t reclaim_dose_bytes;
+        /* The cgroup dosed and watched: NULL, the actor's own; else a path
+         * (seed 002's background sibling), opened at mg_guard_new(). */
+        const char *reclaim_cgroup;
+        uint32_t reclaim_some_usec;
+        uint32_t reclaim_full_usec;
+        uint32_t reclaim_windows;       /* 1 to MG_RECLAIM_WINDOWS_MAX */
+        uint64_t reclaim_cooldown_usec;
+        uint64_t reclaim_headroom_bytes;
 };
 
 enum {
@@ -487,6 +561,9 @@ struct mg_stats {
         uint64_t throttles;             /* MG_EVENT_THROTTLED */
         uint64_t kills_deferred;        /* MG_EVENT_PRE_KILLs deferred by mg_guard_defer_kill() */
         uint64_t kills_averted;         /* MG_EVENT_KILL_AVERTED */
+        /* Added in 0.2 too. */
+        uint64_t reclaims;              /* MG_EVENT_RECLAIM */
+        uint64_t reclaimed_bytes;       /* their achieved_bytes */
 };
 
 /* g's counts since it was made.  Returns 0, or -EINVAL (g or ret NULL, a

@@ -300,12 +300,12 @@ static int step(mg_set *s) {
 /* Runs the set, without moving its clock, until the worker has handed
  * g's restore back and the set has finished it (5 s at most, real time). */
 static void settle(mg_set *s, mg_guard *g) {
-        for (int i = 0; i < 5000 && atomic_load(&g->lend.restore.state) != MG_RESTORE_IDLE; i++) {
+        for (int i = 0; i < 5000 && atomic_load(&g->lend.restore.job.state) != MG_JOB_IDLE; i++) {
                 (void) mg_set_process(s);
-                if (atomic_load(&g->lend.restore.state) != MG_RESTORE_IDLE)
+                if (atomic_load(&g->lend.restore.job.state) != MG_JOB_IDLE)
                         (void) poll(NULL, 0, 1);
         }
-        cr_assert_eq(atomic_load(&g->lend.restore.state), MG_RESTORE_IDLE, "the restore never came back");
+        cr_assert_eq(atomic_load(&g->lend.restore.job.state), MG_JOB_IDLE, "the restore never came back");
 }
 
 /* The actor of f overshoots: 300 of 256 MiB, all anon. */
