@@ -18,6 +18,7 @@ void mg_policy_reset(struct mg_policy_state *s) {
         s->head = 0;
         s->count = 0;
         s->stalling_since_usec = 0;
+        s->limit_since_usec = 0;
         s->seg.set = s->seg_prev.set = s->streak.set = s->streak_faulting.set = false;
         s->stall_refault_bytes = s->stall_reclaimed_bytes = 0;
 }
@@ -317,6 +318,11 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
         xr = &s->ring[s->head];
         if (s->count < MG_POLICY_RING)
                 s->count++;
+        if (s->count > 1 && s->limit_since_usec == 0) {
+                const struct mg_ring_sample *prev = &s->ring[(s->head + MG_POLICY_RING - 1) % MG_POLICY_RING];
+                if (prev->have_events && xr->have_events && delta(xr->limit_events, prev->limit_events) > 0)
+                        s->limit_since_usec = prev->time_usec;
+        }
 
         if (mg_policy_overshoot(p, x->current_bytes, x->used_bytes)) {
                 v = MG_VERDICT_OVERSHOOT;
@@ -330,7 +336,15 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
                         /* "Across the whole window": time is lost in each half
                          * of it, not in one burst. */
                         m = sample_older_than(s, p->stall_window_usec / 2);
-                        if (o && m && lost_time(p, o, m) && lost_time(p, m, xr) && ring_faulting(o, m) &&
+                        /* And only once it has been at its limit for a
+                         * whole window: when a cgroup first reaches its
+                         * limit, MGLRU (6.12) evicts what was faulted in
+                         * first, a mapped hot set included (its young bits
+                         * not yet scanned), which the actor restores in a
+                         * burst of a second or two; io lost before the limit
+                         * (a `cat` beside it) would fill the first half. */
+                        if (o && m && s->limit_since_usec && xr->time_usec - s->limit_since_usec >= p->stall_window_usec &&
+                            lost_time(p, o, m) && lost_time(p, m, xr) && ring_faulting(o, m) &&
                             ring_faulting(m, xr)) {
                                 v = MG_VERDICT_STALL;
                                 sig = lost_time(p, o, xr);

@@ -107,6 +107,7 @@ struct mg_policy_mark {
 struct mg_policy_state {
         unsigned head, count;           /* ring[head] is the newest */
         uint64_t stalling_since_usec;   /* 0: criteria do not hold */
+        uint64_t limit_since_usec;      /* the sample before limit events first rose in the ring; 0: not yet */
         /* The refault rule: the segment under way, and where the present
          * streaks of qualifying segments began (read through read(), and
          * faulting: see mg_policy_decide()). */

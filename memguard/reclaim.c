@@ -124,7 +124,9 @@ void mg_reclaim_run(struct mg_reclaim_job *j) {
         j->duration_usec = mg_mono_usec() - t0;
         r = read_pgsteal(j, &after);
         if (r < 0) {
-                if (j->r >= 0) {
+                /* The target gone says more than the write's errno (it
+                 * took less: the cgroup was emptied under it). */
+                if (j->r >= 0 || mg_gone_errno(r)) {
                         j->r = r;
                         j->read_failed = true;
                 }
@@ -196,8 +198,10 @@ static bool busy(const struct mg_reclaim *rc) {
 
 void mg_reclaim_tick(mg_guard *g, uint64_t now, uint64_t current) {
         struct mg_reclaim *rc = g->reclaim;
-        bool ready = !g->lent && !busy(rc) && !rc->stopped && g->state == MG_GUARD_WATCHING;
+        bool ready = !g->lent && !busy(rc) && g->state == MG_GUARD_WATCHING;
 
+        if (rc->stopped)
+                return;
         if (rc->pressure && now >= rc->window_due_usec) {
                 struct mg_psi psi;
                 int r = busy(rc) ? -EBUSY : mg_read_parsed(&rc->rd, &rc->cg, MG_CG_PRESSURE, &psi);

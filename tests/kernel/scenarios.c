@@ -813,6 +813,10 @@ static const struct {
         { "confined-guard", t_confined_guard },
         { "restore-beside-overshoot", t_restore_beside_overshoot },
         { "empty-over-limit", t_empty_over_limit },
+        { "reclaim-dose", t_reclaim_dose },
+        { "reclaim-lend", t_reclaim_lend },
+        { "reclaim-pressure", t_reclaim_pressure },
+        { "reclaim-vanish", t_reclaim_vanish },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 

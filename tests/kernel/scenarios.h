@@ -53,3 +53,9 @@ int t_restore_beside_overshoot(void);
 
 /* kill.c: what a kill cannot reach */
 int t_empty_over_limit(void);
+
+/* reclaim.c: the reclaim actuator */
+int t_reclaim_dose(void);
+int t_reclaim_lend(void);
+int t_reclaim_pressure(void);
+int t_reclaim_vanish(void);

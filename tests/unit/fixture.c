@@ -103,6 +103,11 @@ static ssize_t fx_pwrite(void *ud, int fd, const void *buf, size_t len, off_t of
         int t;
 
         bump(&f->writes);
+        t = __atomic_load_n(&f->fail_write_errno, __ATOMIC_RELAXED);
+        if (t) {
+                errno = t;
+                return -1;
+        }
         if (f->gate_ino && is_high(f, fd)) {
                 int err = __atomic_load_n(&f->fail_high_write_errno, __ATOMIC_RELAXED);
                 if (f->gate[0] >= 0)
@@ -388,6 +393,7 @@ void fixture_record(struct fixture_seen *s, const struct mg_event *ev) {
                 break;
         case MG_EVENT_KERNEL_OOM: s->oom_count += ev->count; break;
         case MG_EVENT_EMPTY_OVER_LIMIT: s->empty = *ev->report; break;
+        case MG_EVENT_RECLAIM: s->reclaim = *ev->reclaim; break;
         case MG_EVENT_UNKILLABLE:
                 s->unkillable = *ev->unkillable;
                 s->unkillable_kill = *ev->kill;

@@ -42,6 +42,7 @@ struct fixture {
         int gate_timeouts;
         int fail_high_write_errno;  /* injected into every write of memory.high while non-zero */
         int high_writes;            /* writes of memory.high that reached the file */
+        int fail_write_errno;       /* injected into every write while non-zero */
 };
 
 /*
@@ -120,6 +121,7 @@ struct fixture_seen {
         struct mg_report empty;         /* the last MG_EVENT_EMPTY_OVER_LIMIT */
         struct mg_unkillable_info unkillable; /* the last MG_EVENT_UNKILLABLE */
         struct mg_kill_record unkillable_kill; /* and its .kill */
+        struct mg_reclaim_info reclaim; /* the last MG_EVENT_RECLAIM */
         int kills_before_unkillable;    /* MG_EVENT_KILLs told before it */
         char log[4096];                 /* every log line, one a line */
         int warnings;                   /* the MG_LOG_WARNING lines */

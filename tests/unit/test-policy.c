@@ -86,6 +86,32 @@ Test(policy, stall_after_full_window) {
         cr_expect_eq(t - t0, 3000 * MG_USEC_PER_MSEC);
 }
 
+/* Time lost before the actor reached its limit (a `cat` beside it, io
+ * bound) fills no part of the window: on 6.12 MGLRU evicts a mapped hot
+ * set when the cgroup first reaches its limit, and its restore burst came
+ * with io already lost in the first half. */
+Test(policy, restores_need_a_whole_window_at_the_limit) {
+        struct mg_policy_state s = {};
+        uint64_t t0 = 1000 * MG_USEC_PER_MSEC, kill_t = 0;
+        for (int i = 0; i < 40 && !kill_t; i++) {
+                struct mg_sample x = {
+                        .time_usec = t0 + (uint64_t) i * 250 * MG_USEC_PER_MSEC,
+                        .current_bytes = 255 * MG_MIB,
+                        .used_bytes = 200 * MG_MIB,
+                        .limit_events = i < 8 ? 0 : (uint64_t) (i - 7) * 2, /* first at 2 s */
+                        .mem_some_usec = (uint64_t) i * 100 * MG_USEC_PER_MSEC,
+                        .restores = (uint64_t) i * 100,
+                        .have_events = true,
+                        .have_pressure = true,
+                };
+                if (mg_policy_decide(&P, &s, &x, NULL, NULL) == MG_VERDICT_STALL)
+                        kill_t = x.time_usec;
+        }
+        cr_expect_eq(kill_t - t0, (7 * 250 + 3000) * MG_USEC_PER_MSEC,
+                     "a stall 3 s after the sample before the first limit event, not at 3 s: %" PRIu64 " ms",
+                     (kill_t - t0) / 1000);
+}
+
 Test(policy, stalling_before_window) {
         struct mg_policy_state s = {};
         uint64_t stall;
@@ -631,4 +657,72 @@ Test(policy, may_defer_up_to_the_hard_bound) {
         struct mg_policy_params huge = P;
         huge.limit_bytes = UINT64_MAX - 1;
         cr_expect(mg_policy_may_defer(&huge, UINT64_MAX - 1, MG_UNLIMITED), "no overflow near UINT64_MAX");
+}
+
+/* Seed 002's predicate: the some total rising by at least 1 ms in each of
+ * three one-second windows. */
+Test(reclaim_policy, three_counted_windows_fire_once_per_episode) {
+        const struct mg_reclaim_rule r = { .some_usec = 1000, .windows = 3 };
+        struct mg_reclaim_windows w = {};
+        uint64_t t = 1000000;
+
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, t, 0, true, true), "the first read is the baseline");
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, t += 1000, 0, true, true));
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, t += 5000, 0, true, true));
+        cr_expect(mg_policy_reclaim_window(&r, &w, t += 1000, 0, true, true));
+        cr_expect_eq(w.some_usec[0], 1000);
+        cr_expect_eq(w.some_usec[1], 5000);
+        cr_expect_eq(w.some_usec[2], 1000);
+        for (int i = 0; i < 10; i++)
+                cr_expect_not(mg_policy_reclaim_window(&r, &w, t += 9000, 0, true, true), "the same episode");
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, t += 999, 0, true, true), "999 usec: the episode ends");
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, t += 1000, 0, true, true));
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, t += 1000, 0, true, true));
+        cr_expect(mg_policy_reclaim_window(&r, &w, t += 1000, 0, true, true), "a new episode");
+}
+
+Test(reclaim_policy, held_while_not_ready_it_fires_when_ready) {
+        const struct mg_reclaim_rule r = { .some_usec = 1000, .windows = 3 };
+        struct mg_reclaim_windows w = {};
+        uint64_t t = 0;
+
+        mg_policy_reclaim_window(&r, &w, t, 0, true, true);
+        for (int i = 0; i < 5; i++)
+                cr_expect_not(mg_policy_reclaim_window(&r, &w, t += 2000, 0, true, false));
+        cr_expect(mg_policy_reclaim_window(&r, &w, t += 2000, 0, true, true));
+}
+
+Test(reclaim_policy, full_asked_needs_full_and_a_reset_counter_starts_over) {
+        const struct mg_reclaim_rule r = { .some_usec = 1000, .full_usec = 500, .windows = 2 };
+        struct mg_reclaim_windows w = {};
+
+        mg_policy_reclaim_window(&r, &w, 0, 0, true, true);
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, 2000, 400, true, true));
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, 4000, 900, true, true));
+        cr_expect(mg_policy_reclaim_window(&r, &w, 6000, 1400, true, true));
+        /* a file without a full line never meets a full threshold */
+        w = (struct mg_reclaim_windows) {};
+        mg_policy_reclaim_window(&r, &w, 0, 0, false, true);
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, 5000, 0, false, true));
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, 10000, 0, false, true));
+        /* totals that went back (the cgroup made again): a new baseline */
+        w = (struct mg_reclaim_windows) {};
+        mg_policy_reclaim_window(&r, &w, 100000, 50000, true, true);
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, 101000, 50500, true, true));
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, 10, 5, true, true));
+        cr_expect_eq(w.streak, 0);
+        cr_expect_not(mg_policy_reclaim_window(&r, &w, 2010, 1005, true, true));
+        cr_expect(mg_policy_reclaim_window(&r, &w, 4010, 2005, true, true));
+}
+
+Test(reclaim_policy, headroom_dose_is_bounded) {
+        const uint64_t L = 256 * MG_MIB, H = 32 * MG_MIB;
+
+        cr_expect_eq(mg_policy_reclaim_headroom(L, H, 224 * MG_MIB, 100 * MG_MIB, 64 * MG_MIB), 0, "at the line");
+        cr_expect_eq(mg_policy_reclaim_headroom(L, H, 240 * MG_MIB, 100 * MG_MIB, 64 * MG_MIB), 16 * MG_MIB);
+        cr_expect_eq(mg_policy_reclaim_headroom(L, H, 256 * MG_MIB, 100 * MG_MIB, 8 * MG_MIB), 8 * MG_MIB);
+        cr_expect_eq(mg_policy_reclaim_headroom(L, H, 256 * MG_MIB, 5 * MG_MIB, 64 * MG_MIB), 5 * MG_MIB);
+        cr_expect_eq(mg_policy_reclaim_headroom(L, H, 224 * MG_MIB + 4096, 100 * MG_MIB, 64 * MG_MIB), 0,
+                     "a page is not worth a write");
+        cr_expect_eq(mg_policy_reclaim_headroom(L, H, 256 * MG_MIB, MG_MIB / 2, 64 * MG_MIB), 0);
 }

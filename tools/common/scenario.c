@@ -34,6 +34,13 @@ void mgt_events_record(struct mgt_events *e, const struct mg_event *ev) {
                 e->empty = *ev->report;
         if (ev->type == MG_EVENT_THROTTLED)
                 e->throttle = *ev->throttle;
+        if (ev->type == MG_EVENT_RECLAIM) {
+                if (e->n[MG_EVENT_RECLAIM] == 1) {
+                        e->reclaim = *ev->reclaim;
+                        e->reclaim_time = ev->time_usec;
+                }
+                e->reclaim_last = *ev->reclaim;
+        }
 }
 
 bool mgt_events_killed(void *ud) {

@@ -31,6 +31,9 @@ struct mgt_events {
         struct mg_lend_info lend;       /* the last event with a lend */
         int gone;
         struct mg_report empty;         /* the last MG_EVENT_EMPTY_OVER_LIMIT */
+        struct mg_reclaim_info reclaim; /* the first MG_EVENT_RECLAIM (its target string is the guard's) */
+        struct mg_reclaim_info reclaim_last; /* and the last */
+        uint64_t reclaim_time;          /* the first one's time_usec */
 };
 
 /* Counts ev and keeps what it carries. */
