@@ -390,8 +390,11 @@ func TestConstantsAreTheLibrarys(t *testing.T) {
 		"EventKernelOOM": int64(EventKernelOOM), "EventThrottled": int64(EventThrottled),
 		"EventEmptyOverLimit": int64(EventEmptyOverLimit), "EventUnkillable": int64(EventUnkillable),
 		"EventKillDryRun": int64(EventKillDryRun), "EventPreKill": int64(EventPreKill),
-		"EventKillAverted": int64(EventKillAverted),
-		"VerdictOK":        int64(VerdictOK), "VerdictNear": int64(VerdictNear),
+		"EventKillAverted": int64(EventKillAverted), "EventReclaim": int64(EventReclaim),
+		"ReclaimPressure": int64(ReclaimPressure), "ReclaimHeadroom": int64(ReclaimHeadroom),
+		"MaxReclaimWindows":      MaxReclaimWindows,
+		"MaxReclaimDoseDuration": int64(MaxReclaimDoseDuration / time.Microsecond),
+		"VerdictOK":              int64(VerdictOK), "VerdictNear": int64(VerdictNear),
 		"VerdictStalling": int64(VerdictStalling), "VerdictOvershoot": int64(VerdictOvershoot),
 		"VerdictStall": int64(VerdictStall),
 		"StallMemory":  int64(StallMemory), "StallIO": int64(StallIO), "StallRefault": int64(StallRefault),
@@ -421,6 +424,9 @@ func TestConstantsAreTheLibrarys(t *testing.T) {
 	// The library's names follow the values.
 	if s := EventPreKill.String(); s != "pre-kill" {
 		t.Errorf("EventPreKill.String() = %q, want pre-kill", s)
+	}
+	if s := EventReclaim.String(); s != "reclaim" {
+		t.Errorf("EventReclaim.String() = %q, want reclaim", s)
 	}
 }
 
@@ -594,5 +600,121 @@ func TestDeferKillArguments(t *testing.T) {
 		if _, err := set.Add(dir, o); !errors.Is(err, c.want) {
 			t.Errorf("Add with PreKillMaxDefer %v: %v, want %v", c.d, err, c.want)
 		}
+	}
+}
+
+// The reclaim options: off by default, every field through C and back (the
+// target's path as a C string, freed after), saturated or refused where C
+// cannot hold them; then the library's own checks, which come before it
+// opens the cgroup (a plain directory: ENOTSUP for options it takes, EINVAL
+// for those it refuses), so what reaches it shows.
+func TestReclaimOptions(t *testing.T) {
+	o, err := DefaultOptions(256 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ReclaimDoseBytes != 0 || o.ReclaimCgroup != "" || o.ReclaimSome != 0 || o.ReclaimFull != 0 ||
+		o.ReclaimWindows != 0 || o.ReclaimCooldown != 0 || o.ReclaimHeadroomBytes != 0 {
+		t.Fatalf("the reclaim actuator is on by default: %+v", o)
+	}
+	o.ReclaimDoseBytes = 16 << 20
+	o.ReclaimCgroup = "/sys/fs/cgroup/w/background"
+	o.ReclaimSome = 2 * time.Millisecond
+	o.ReclaimFull = time.Millisecond
+	o.ReclaimWindows = 5
+	o.ReclaimCooldown = 30 * time.Second
+	o.ReclaimHeadroomBytes = 8 << 20
+	c, err := o.toC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.reclaim_dose_bytes != 16<<20 || c.reclaim_some_usec != 2000 || c.reclaim_full_usec != 1000 ||
+		c.reclaim_windows != 5 || c.reclaim_cooldown_usec != 30000000 || c.reclaim_headroom_bytes != 8<<20 {
+		t.Errorf("reclaim options in C: %+v", c)
+	}
+	if back := optionsFromC(&c); !reflect.DeepEqual(back, o) {
+		t.Errorf("options through C = %+v, want %+v", back, o)
+	}
+	freeOptionsC(&c)
+	if c.reclaim_cgroup != nil {
+		t.Error("freeOptionsC left the pointer")
+	}
+	o.ReclaimSome = 2 * time.Hour // past uint32 microseconds
+	if c, err := o.toC(); err != nil || c.reclaim_some_usec != 1<<32-1 {
+		t.Errorf("ReclaimSome of 2 h: %d us, %v; want saturated", c.reclaim_some_usec, err)
+	} else {
+		freeOptionsC(&c)
+	}
+	o.ReclaimSome = -time.Millisecond
+	if _, err := o.toC(); err != syscall.EINVAL {
+		t.Errorf("a negative ReclaimSome: %v, want EINVAL", err)
+	}
+	o.ReclaimSome = 0
+	o.ReclaimCgroup = "/sys/fs/cgroup/w\x00/background"
+	if _, err := o.toC(); err != syscall.EINVAL {
+		t.Errorf("a NUL in ReclaimCgroup: %v, want EINVAL", err)
+	}
+
+	set, err := Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	dir := t.TempDir()
+	off, _ := DefaultOptions(64 << 20)
+	const bg = "/sys/fs/cgroup/w/background"
+	for _, c := range []struct {
+		what string
+		set  func(o *Options)
+		want syscall.Errno
+	}{
+		{"off", func(o *Options) {}, syscall.ENOTSUP},
+		{"seed 002's defaults", func(o *Options) { o.ReclaimDoseBytes = 4 << 20 }, syscall.ENOTSUP},
+		{"a target", func(o *Options) { o.ReclaimDoseBytes, o.ReclaimCgroup = 4<<20, bg }, syscall.ENOTSUP},
+		{"headroom alone", func(o *Options) { o.ReclaimDoseBytes, o.ReclaimHeadroomBytes = 4<<20, 8<<20 }, syscall.ENOTSUP},
+		{"a target without a dose", func(o *Options) { o.ReclaimCgroup = bg }, syscall.EINVAL},
+		{"a target with headroom", func(o *Options) {
+			o.ReclaimDoseBytes, o.ReclaimCgroup, o.ReclaimHeadroomBytes = 4<<20, bg, 8<<20
+		}, syscall.EINVAL},
+		{"windows past the most", func(o *Options) {
+			o.ReclaimDoseBytes, o.ReclaimWindows = 4<<20, MaxReclaimWindows+1
+		}, syscall.EINVAL},
+		{"headroom at the limit", func(o *Options) { o.ReclaimDoseBytes, o.ReclaimHeadroomBytes = 4<<20, 64<<20 }, syscall.EINVAL},
+		{"a cooldown without a dose", func(o *Options) { o.ReclaimCooldown = time.Second }, syscall.EINVAL},
+	} {
+		o := off
+		c.set(&o)
+		if _, err := set.Add(dir, o); !errors.Is(err, c.want) {
+			t.Errorf("Add with %s: %v, want %v", c.what, err, c.want)
+		}
+	}
+}
+
+// A reclaim event's info, copied out of C: every field, the windows as many
+// as it says (cut to MaxReclaimWindows), the error as a syscall.Errno.
+func TestReclaimEventKeepsEveryField(t *testing.T) {
+	var r ReclaimInfo
+	var n uint64
+	fill(reflect.ValueOf(&r).Elem(), &n)
+	us := time.Microsecond
+	r.Target, r.Why, r.Err = "/sys/fs/cgroup/w/background", ReclaimPressure, syscall.EAGAIN
+	r.SomeStall = []time.Duration{10 * us, 11 * us, 12 * us}
+	r.FullStall = []time.Duration{20 * us, 21 * us, 22 * us}
+	ev := reclaimEventThroughC(&r, 3, -int(syscall.EAGAIN))
+	if ev.Type != EventReclaim || ev.Cgroup != "/sys/fs/cgroup/w/vm-7" || ev.Kill != nil {
+		t.Fatalf("event %+v", ev)
+	}
+	if ev.Reclaim == nil || !reflect.DeepEqual(*ev.Reclaim, r) {
+		t.Fatalf("through C:\n%+v\nwant\n%+v", ev.Reclaim, r)
+	}
+	// A headroom dose: no windows, no error.
+	r.Why, r.Err, r.SomeStall, r.FullStall = ReclaimHeadroom, nil, []time.Duration{}, []time.Duration{}
+	if ev := reclaimEventThroughC(&r, 0, 0); !reflect.DeepEqual(*ev.Reclaim, r) {
+		t.Fatalf("headroom through C:\n%+v\nwant\n%+v", ev.Reclaim, r)
+	}
+	if ev := reclaimEventThroughC(&r, 100, 0); len(ev.Reclaim.SomeStall) != MaxReclaimWindows ||
+		len(ev.Reclaim.FullStall) != MaxReclaimWindows {
+		t.Fatalf("100 windows: %d and %d kept, want %d", len(ev.Reclaim.SomeStall), len(ev.Reclaim.FullStall),
+			MaxReclaimWindows)
 	}
 }

@@ -82,8 +82,8 @@
 // negative errno of the C call as a syscall.Errno, as listed in
 // <memguard/memguard.h>, or a context's error. errors.Is(err, syscall.ENOENT)
 // and errors.As(err, &e) (e a *Error, or a syscall.Errno) work; compare with
-// errors.Is, not ==. Event.Err and SnapshotStats.ReclaimError, facts rather
-// than failures of a call, are bare syscall.Errno values.
+// errors.Is, not ==. Event.Err, ReclaimInfo.Err and SnapshotStats.ReclaimError,
+// facts rather than failures of a call, are bare syscall.Errno values.
 //
 // # What Go cannot do: confinement
 //

@@ -60,6 +60,9 @@ const (
 	// its limit: Kill (the deferred record) and Report (the fresh read)
 	// set.
 	EventKillAverted EventType = 13
+	// EventReclaim is a dose of the reclaim actuator
+	// (Options.ReclaimDoseBytes), done: Reclaim set; not a kill.
+	EventReclaim EventType = 14
 )
 
 // String is the type's name, as mg_event_type_to_string() gives it.
@@ -212,6 +215,52 @@ type UnkillableInfo struct {
 	States      []byte
 }
 
+// ReclaimWhy is what fired a dose of the reclaim actuator (enum
+// mg_reclaim_why).
+type ReclaimWhy int
+
+// What fires a dose.
+const (
+	// ReclaimPressure is the pressure trigger, held for
+	// Options.ReclaimWindows windows.
+	ReclaimPressure ReclaimWhy = 1
+	// ReclaimHeadroom is memory.current within
+	// Options.ReclaimHeadroomBytes of the limit.
+	ReclaimHeadroom ReclaimWhy = 2
+)
+
+// MaxReclaimWindows is the most windows the pressure trigger spans
+// (MG_RECLAIM_WINDOWS_MAX), the bound of Options.ReclaimWindows.
+const MaxReclaimWindows = 8
+
+// MaxReclaimDoseDuration is the longest a dose may take and still count
+// (MG_RECLAIM_DOSE_MAX_USEC; ReclaimInfo.Counted).
+const MaxReclaimDoseDuration = time.Second
+
+// ReclaimInfo is one dose written to memory.reclaim of Target, and what the
+// kernel reclaimed from it meanwhile (its pgsteal: the dose's and any other
+// reclaim's).
+type ReclaimInfo struct {
+	Target        string // the cgroup dosed
+	Why           ReclaimWhy
+	AskedBytes    uint64
+	AchievedBytes uint64        // pgsteal's rise over the write, in bytes
+	Duration      time.Duration // the write(2), start to end
+	// Err is nil, or the write's syscall.Errno: EAGAIN, the kernel took
+	// less than asked; ENODEV, the target went (no more doses).
+	Err error
+	// Counted: no error, done within MaxReclaimDoseDuration, at least 80 %
+	// achieved.
+	Counted bool
+	// ReclaimPressure: the memory stall, some and full (zeros unless
+	// Options.ReclaimFull is set), of each window the trigger saw, oldest
+	// first.
+	SomeStall, FullStall []time.Duration
+	// ReclaimHeadroom: memory.current and the file cache (memory.stat
+	// file) that fired it.
+	CurrentBytes, FileBytes uint64
+}
+
 // Event is one event of a guard, copied out of the library's callback.
 type Event struct {
 	Type       EventType
@@ -225,6 +274,7 @@ type Event struct {
 	Throttle   *ThrottleInfo
 	Report     *Report // EventEmptyOverLimit
 	Unkillable *UnkillableInfo
+	Reclaim    *ReclaimInfo // EventReclaim: the dose
 }
 
 func psiLineFromC(c *C.struct_mg_psi_line) PSILine {
@@ -304,6 +354,26 @@ func unkillableFromC(c *C.struct_mg_unkillable_info) *UnkillableInfo {
 	return u
 }
 
+func reclaimFromC(c *C.struct_mg_reclaim_info) *ReclaimInfo {
+	n := int(c.windows)
+	if n > C.MG_RECLAIM_WINDOWS_MAX {
+		n = C.MG_RECLAIM_WINDOWS_MAX
+	}
+	r := &ReclaimInfo{Target: C.GoString(c.target), Why: ReclaimWhy(c.why),
+		AskedBytes: uint64(c.asked_bytes), AchievedBytes: uint64(c.achieved_bytes),
+		Duration: duration(c.duration_usec), Counted: bool(c.counted),
+		SomeStall: make([]time.Duration, n), FullStall: make([]time.Duration, n),
+		CurrentBytes: uint64(c.current_bytes), FileBytes: uint64(c.file_bytes)}
+	if c.error < 0 {
+		r.Err = syscall.Errno(-c.error)
+	}
+	for i := 0; i < n; i++ {
+		r.SomeStall[i] = duration(c.some_usec[i])
+		r.FullStall[i] = duration(c.full_usec[i])
+	}
+	return r
+}
+
 // eventFromC copies everything ev points to: the library's memory is valid
 // only during the callback.
 func eventFromC(ev *C.struct_mg_event) Event {
@@ -334,6 +404,9 @@ func eventFromC(ev *C.struct_mg_event) Event {
 	}
 	if ev.unkillable != nil {
 		e.Unkillable = unkillableFromC(ev.unkillable)
+	}
+	if ev.reclaim != nil {
+		e.Reclaim = reclaimFromC(ev.reclaim)
 	}
 	return e
 }
@@ -511,6 +584,37 @@ func (m *Memstat) toC(c *C.struct_mg_memstat) {
 	c.pgfault = C.uint64_t(m.Pgfault)
 	c.pgmajfault = C.uint64_t(m.Pgmajfault)
 	c.kernel_derived = C.bool(m.KernelDerived)
+}
+
+// reclaimEventThroughC hands eventFromC an MG_EVENT_RECLAIM made from r, with
+// windows and err as given (the window arrays hold r's stalls, then zeros),
+// for the tests: a field the copy forgets comes back zero.
+func reclaimEventThroughC(r *ReclaimInfo, windows uint32, err int) Event {
+	var c C.struct_mg_reclaim_info
+	c.target = C.CString(r.Target)
+	defer C.free(unsafe.Pointer(c.target))
+	c.why = uint32(r.Why)
+	c.asked_bytes = C.uint64_t(r.AskedBytes)
+	c.achieved_bytes = C.uint64_t(r.AchievedBytes)
+	c.duration_usec = C.uint64_t(r.Duration / time.Microsecond)
+	c.error = C.int(err)
+	c.counted = C.bool(r.Counted)
+	c.windows = C.uint32_t(windows)
+	for i := 0; i < len(r.SomeStall) && i < C.MG_RECLAIM_WINDOWS_MAX; i++ {
+		c.some_usec[i] = C.uint64_t(r.SomeStall[i] / time.Microsecond)
+	}
+	for i := 0; i < len(r.FullStall) && i < C.MG_RECLAIM_WINDOWS_MAX; i++ {
+		c.full_usec[i] = C.uint64_t(r.FullStall[i] / time.Microsecond)
+	}
+	c.current_bytes = C.uint64_t(r.CurrentBytes)
+	c.file_bytes = C.uint64_t(r.FileBytes)
+	cg := C.CString("/sys/fs/cgroup/w/vm-7")
+	defer C.free(unsafe.Pointer(cg))
+	var ev C.struct_mg_event
+	ev._type = C.MG_EVENT_RECLAIM
+	ev.cgroup = cg
+	ev.reclaim = &c
+	return eventFromC(&ev)
 }
 
 // roundTripKillRecord passes k through the C record and back, for the tests:

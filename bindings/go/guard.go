@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"runtime/cgo"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -34,6 +35,31 @@ type Options struct {
 	// at most MaxPreKillDefer; 0 (the default): no EventPreKill, kills
 	// are made at once. Above MaxPreKillDefer, Add is EINVAL.
 	PreKillMaxDefer time.Duration
+
+	// ReclaimDoseBytes turns the reclaim actuator on: a dose of this many
+	// bytes written to memory.reclaim of the target (5.19+; Add is
+	// EOPNOTSUPP without it), never while a lend is open, told as
+	// EventReclaim. 0 (the default) is off, and then every other Reclaim
+	// field must be unset (Add is EINVAL).
+	ReclaimDoseBytes uint64
+	// ReclaimCgroup is the cgroup dosed and watched: "" for the actor's
+	// own, else a path (a background sibling), opened by Add.
+	ReclaimCgroup string
+	// ReclaimSome and ReclaimFull are the pressure trigger: the target's
+	// memory stall, some (and full, if set), must rise by at least this in
+	// each of ReclaimWindows consecutive one-second windows; it fires once
+	// per episode, at most once per ReclaimCooldown. With neither set and
+	// no ReclaimHeadroomBytes: 1 ms some over 3 windows. Past uint32
+	// microseconds a threshold can never be reached, and is saturated.
+	ReclaimSome, ReclaimFull time.Duration
+	ReclaimWindows           uint32        // 1 to MaxReclaimWindows; default 3
+	ReclaimCooldown          time.Duration // default 10 s
+	// ReclaimHeadroomBytes is the headroom trigger, less than LimitBytes
+	// and only on the actor's own cgroup: memory.current within this of
+	// the limit while the actor holds file cache gets a dose of what
+	// brings it back (at most ReclaimDoseBytes and its cache), at most once
+	// a second.
+	ReclaimHeadroomBytes uint64
 
 	// OnEvent is called on the set's thread with the event copied out
 	// (see the package documentation). It may call any method of the set
@@ -68,15 +94,45 @@ func optionsFromC(c *C.struct_mg_guard_options) Options {
 		RefaultMappedWindow:    duration(c.refault_mapped_window_usec),
 		DryRun:                 c.flags&C.MG_GUARD_DRY_RUN != 0,
 		PreKillMaxDefer:        duration(C.uint64_t(c.pre_kill_max_defer_usec)),
+		ReclaimDoseBytes:       uint64(c.reclaim_dose_bytes),
+		ReclaimCgroup:          C.GoString(c.reclaim_cgroup),
+		ReclaimSome:            duration(C.uint64_t(c.reclaim_some_usec)),
+		ReclaimFull:            duration(C.uint64_t(c.reclaim_full_usec)),
+		ReclaimWindows:         uint32(c.reclaim_windows),
+		ReclaimCooldown:        duration(c.reclaim_cooldown_usec),
+		ReclaimHeadroomBytes:   uint64(c.reclaim_headroom_bytes),
 	}
 }
 
+// usec32 is usec for the options the library keeps as 32-bit microseconds:
+// a value past them saturates.
+func usec32(d time.Duration) (C.uint32_t, error) {
+	v, err := usec(d)
+	if err != nil {
+		return 0, err
+	}
+	if v > C.uint64_t(^C.uint32_t(0)) {
+		return ^C.uint32_t(0), nil
+	}
+	return C.uint32_t(v), nil
+}
+
+// toC fills the C options from o. A ReclaimCgroup is C memory, which the
+// caller frees with freeOptionsC once the library has made the guard (it
+// keeps a copy); on error nothing is allocated.
 func (o *Options) toC() (C.struct_mg_guard_options, error) {
 	var c C.struct_mg_guard_options
+	if strings.IndexByte(o.ReclaimCgroup, 0) >= 0 {
+		// C would read the path up to the NUL: another cgroup.
+		return c, syscall.EINVAL
+	}
 	c.size = C.uint64_t(unsafe.Sizeof(c))
 	c.limit_bytes = C.uint64_t(o.LimitBytes)
 	c.margin_bytes = C.uint64_t(o.MarginBytes)
 	c.stall_pressure_permyriad = C.uint32_t(o.StallPressurePermyriad)
+	c.reclaim_dose_bytes = C.uint64_t(o.ReclaimDoseBytes)
+	c.reclaim_windows = C.uint32_t(o.ReclaimWindows)
+	c.reclaim_headroom_bytes = C.uint64_t(o.ReclaimHeadroomBytes)
 	if o.DryRun {
 		c.flags = C.MG_GUARD_DRY_RUN
 	}
@@ -91,6 +147,7 @@ func (o *Options) toC() (C.struct_mg_guard_options, error) {
 		{o.PostKillHoldoff, &c.post_kill_holdoff_usec},
 		{o.RefaultWindow, &c.refault_window_usec},
 		{o.RefaultMappedWindow, &c.refault_mapped_window_usec},
+		{o.ReclaimCooldown, &c.reclaim_cooldown_usec},
 	} {
 		v, err := usec(f.d)
 		if err != nil {
@@ -98,15 +155,34 @@ func (o *Options) toC() (C.struct_mg_guard_options, error) {
 		}
 		*f.ret = v
 	}
-	d, err := usec(o.PreKillMaxDefer)
-	if err != nil {
-		return c, err
+	for _, f := range []struct {
+		d   time.Duration
+		ret *C.uint32_t
+	}{
+		// Past 32 bits they saturate: PreKillMaxDefer is then above its
+		// bound as well (the library says EINVAL), and a stall threshold
+		// of 2^32-1 us is no more reached in a one-second window than a
+		// longer one.
+		{o.PreKillMaxDefer, &c.pre_kill_max_defer_usec},
+		{o.ReclaimSome, &c.reclaim_some_usec},
+		{o.ReclaimFull, &c.reclaim_full_usec},
+	} {
+		v, err := usec32(f.d)
+		if err != nil {
+			return c, err
+		}
+		*f.ret = v
 	}
-	if d > C.uint64_t(^C.uint32_t(0)) {
-		d = C.uint64_t(^C.uint32_t(0)) // above the bound as well: the library says EINVAL
+	if o.ReclaimCgroup != "" {
+		c.reclaim_cgroup = C.CString(o.ReclaimCgroup)
 	}
-	c.pre_kill_max_defer_usec = C.uint32_t(d)
 	return c, nil
+}
+
+// freeOptionsC frees what toC allocated in c.
+func freeOptionsC(c *C.struct_mg_guard_options) {
+	C.free(unsafe.Pointer(c.reclaim_cgroup))
+	c.reclaim_cgroup = nil
 }
 
 // Guard guards one actor's cgroup, in a Set. Its methods may be called from
@@ -190,6 +266,8 @@ type Stats struct {
 	Errors, Lends, LendExpiries uint64
 	Throttles                   uint64
 	KillsDeferred, KillsAverted uint64
+	Reclaims                    uint64 // EventReclaim
+	ReclaimedBytes              uint64 // their ReclaimInfo.AchievedBytes
 }
 
 func guardStatsFromC(c *C.struct_mg_stats) Stats {
@@ -200,6 +278,7 @@ func guardStatsFromC(c *C.struct_mg_stats) Stats {
 		Errors: uint64(c.errors), Lends: uint64(c.lends), LendExpiries: uint64(c.lend_expiries),
 		Throttles: uint64(c.throttles), KillsDeferred: uint64(c.kills_deferred),
 		KillsAverted: uint64(c.kills_averted),
+		Reclaims:     uint64(c.reclaims), ReclaimedBytes: uint64(c.reclaimed_bytes),
 	}
 }
 

@@ -531,6 +531,7 @@ func (s *Set) Add(cgroupPath string, o Options) (*Guard, error) {
 	if err != nil {
 		return nil, wrap("add", cgroupPath, err)
 	}
+	defer freeOptionsC(&copt)
 	g := &Guard{set: s, onEvent: o.OnEvent, log: o.Log, path: cgroupPath}
 	cpath := C.CString(cgroupPath)
 	defer C.free(unsafe.Pointer(cpath))

@@ -86,6 +86,9 @@ c_enum!(
         PreKill = ffi::MG_EVENT_PRE_KILL,
         /// `kill` and `report` set: a deferred kill not made.
         KillAverted = ffi::MG_EVENT_KILL_AVERTED,
+        /// `reclaim` set: a dose of the reclaim actuator
+        /// (`Options::reclaim_dose_bytes`), done; not a kill.
+        Reclaim = ffi::MG_EVENT_RECLAIM,
     }
 );
 
@@ -140,6 +143,29 @@ impl KillMethod {
             KillMethod::CgroupKill => ffi::MG_KILL_CGROUP_KILL,
             KillMethod::Pidfd => ffi::MG_KILL_PIDFD,
             KillMethod::Other(o) => o,
+        }
+    }
+}
+
+/// What fired a dose of the reclaim actuator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ReclaimWhy {
+    /// The pressure trigger held for `Options::reclaim_windows` windows.
+    Pressure,
+    /// memory.current came within `Options::reclaim_headroom_bytes` of the
+    /// limit.
+    Headroom,
+    /// A value this binding does not know.
+    Other(u32),
+}
+
+impl ReclaimWhy {
+    fn from_c(v: u32) -> Self {
+        match v {
+            ffi::MG_RECLAIM_PRESSURE => ReclaimWhy::Pressure,
+            ffi::MG_RECLAIM_HEADROOM => ReclaimWhy::Headroom,
+            o => ReclaimWhy::Other(o),
         }
     }
 }
@@ -371,6 +397,77 @@ pub struct UnkillableInfo {
     pub states: Vec<u8>,
 }
 
+/// One dose of the reclaim actuator written to memory.reclaim, and what the
+/// kernel reclaimed from the target meanwhile (its pgsteal: the dose's and
+/// any other reclaim's).  Non-exhaustive: made with `ReclaimInfo::default()`
+/// (every field zero or empty, `why` `Other(0)`).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ReclaimInfo {
+    /// The cgroup dosed.
+    pub target: String,
+    /// What fired it.
+    pub why: ReclaimWhy,
+    /// The dose.
+    pub asked_bytes: u64,
+    /// pgsteal's rise over the write, in bytes.
+    pub achieved_bytes: u64,
+    /// The write(2), start to end.
+    pub duration: Duration,
+    /// The write's errno, positive: EAGAIN, the kernel took less than
+    /// asked; ENODEV, the target went (no more doses).
+    pub error: Option<i32>,
+    /// A dose that counts: no error, done within
+    /// `ffi::MG_RECLAIM_DOSE_MAX_USEC`, at least 80 % achieved.
+    pub counted: bool,
+    /// `ReclaimWhy::Pressure`: the memory `some` stall of each window the
+    /// trigger saw, oldest first.
+    pub some_stall: Vec<Duration>,
+    /// The same for `full` (zeros unless `Options::reclaim_full` is set).
+    pub full_stall: Vec<Duration>,
+    /// `ReclaimWhy::Headroom`: the memory.current that fired it.
+    pub current_bytes: u64,
+    /// `ReclaimWhy::Headroom`: the file cache (memory.stat file) then.
+    pub file_bytes: u64,
+}
+
+impl Default for ReclaimInfo {
+    fn default() -> ReclaimInfo {
+        ReclaimInfo {
+            target: String::new(),
+            why: ReclaimWhy::Other(0),
+            asked_bytes: 0,
+            achieved_bytes: 0,
+            duration: Duration::ZERO,
+            error: None,
+            counted: false,
+            some_stall: Vec::new(),
+            full_stall: Vec::new(),
+            current_bytes: 0,
+            file_bytes: 0,
+        }
+    }
+}
+
+impl ReclaimInfo {
+    pub(crate) unsafe fn from_c(c: &ffi::mg_reclaim_info) -> ReclaimInfo {
+        let n = (c.windows as usize).min(ffi::MG_RECLAIM_WINDOWS_MAX);
+        ReclaimInfo {
+            target: string(c.target),
+            why: ReclaimWhy::from_c(c.why),
+            asked_bytes: c.asked_bytes,
+            achieved_bytes: c.achieved_bytes,
+            duration: usec_to_duration(c.duration_usec),
+            error: if c.error < 0 { Some(-c.error) } else { None },
+            counted: c.counted,
+            some_stall: c.some_usec[..n].iter().map(|&us| usec_to_duration(us)).collect(),
+            full_stall: c.full_usec[..n].iter().map(|&us| usec_to_duration(us)).collect(),
+            current_bytes: c.current_bytes,
+            file_bytes: c.file_bytes,
+        }
+    }
+}
+
 /// One event of a guard, copied out of the library's callback.
 /// Non-exhaustive (the C event grows): made with [`Event::new`].
 #[derive(Clone, Debug)]
@@ -399,6 +496,8 @@ pub struct Event {
     pub report: Option<Report>,
     /// `EventType::Unkillable`.
     pub unkillable: Option<UnkillableInfo>,
+    /// `EventType::Reclaim`: the dose.
+    pub reclaim: Option<ReclaimInfo>,
 }
 
 impl Event {
@@ -417,6 +516,7 @@ impl Event {
             throttle: None,
             report: None,
             unkillable: None,
+            reclaim: None,
         }
     }
 
@@ -444,6 +544,7 @@ impl Event {
                     states: u.states[..n].iter().map(|&c| c as u8).collect(),
                 }
             }),
+            reclaim: ev.reclaim.as_ref().map(|r| ReclaimInfo::from_c(r)),
         }
     }
 }

@@ -126,12 +126,12 @@ pub use snapshot::*;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString, OsStr};
 use std::io;
 use std::marker::{PhantomData, PhantomPinned};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -242,6 +242,33 @@ pub struct Options {
     /// (`ffi::MG_PRE_KILL_MAX_DEFER_USEC`); zero (the default): no
     /// `EventType::PreKill`, kills are made at once.
     pub pre_kill_max_defer: Duration,
+    /// The reclaim actuator's dose, written to memory.reclaim (5.19+; the
+    /// add is EOPNOTSUPP without it) and told as `EventType::Reclaim`; zero
+    /// (the default) is off, and then every other `reclaim_*` field must be
+    /// unset (EINVAL).  Never while a lend is open.
+    pub reclaim_dose_bytes: u64,
+    /// The cgroup dosed and watched: `None`, the actor's own; else a path
+    /// (a background sibling), opened when the guard is added.  Not with
+    /// `reclaim_headroom_bytes`.
+    pub reclaim_cgroup: Option<PathBuf>,
+    /// The pressure trigger: the target's memory `some` stall must rise by
+    /// at least this in each of `reclaim_windows` one-second windows.  With
+    /// neither this, `reclaim_full` nor `reclaim_headroom_bytes` set, 1 ms
+    /// over 3 windows.  Past `u32` microseconds it can never fire, and is
+    /// saturated.
+    pub reclaim_some: Duration,
+    /// The same for the `full` stall (zero: not looked at).
+    pub reclaim_full: Duration,
+    /// How many consecutive windows the pressure trigger spans, 1 to
+    /// `ffi::MG_RECLAIM_WINDOWS_MAX`; default 3.
+    pub reclaim_windows: u32,
+    /// The least time between two pressure doses; default 10 s.
+    pub reclaim_cooldown: Duration,
+    /// The headroom trigger (the actor's own cgroup only), less than the
+    /// limit: memory.current within this of the limit while the actor holds
+    /// file cache gets a dose of what brings it back (at most
+    /// `reclaim_dose_bytes` and its cache), at most once a second.
+    pub reclaim_headroom_bytes: u64,
 }
 
 /// What a guard, or a set, has counted (`mg_guard_get_stats()`,
@@ -274,6 +301,10 @@ pub struct Stats {
     pub kills_deferred: u64,
     /// Deferred kills not made (`EventType::KillAverted`).
     pub kills_averted: u64,
+    /// Doses of the reclaim actuator (`EventType::Reclaim`).
+    pub reclaims: u64,
+    /// What they achieved (`ReclaimInfo::achieved_bytes`, summed).
+    pub reclaimed_bytes: u64,
 }
 
 impl Stats {
@@ -291,6 +322,8 @@ impl Stats {
             throttles: c.throttles,
             kills_deferred: c.kills_deferred,
             kills_averted: c.kills_averted,
+            reclaims: c.reclaims,
+            reclaimed_bytes: c.reclaimed_bytes,
         }
     }
 }
@@ -321,6 +354,20 @@ impl Options {
         dry_run: bool => with_dry_run;
         /// Sets `pre_kill_max_defer`.
         pre_kill_max_defer: Duration => with_pre_kill_max_defer;
+        /// Sets `reclaim_dose_bytes`.
+        reclaim_dose_bytes: u64 => with_reclaim_dose_bytes;
+        /// Sets `reclaim_cgroup`.
+        reclaim_cgroup: Option<PathBuf> => with_reclaim_cgroup;
+        /// Sets `reclaim_some`.
+        reclaim_some: Duration => with_reclaim_some;
+        /// Sets `reclaim_full`.
+        reclaim_full: Duration => with_reclaim_full;
+        /// Sets `reclaim_windows`.
+        reclaim_windows: u32 => with_reclaim_windows;
+        /// Sets `reclaim_cooldown`.
+        reclaim_cooldown: Duration => with_reclaim_cooldown;
+        /// Sets `reclaim_headroom_bytes`.
+        reclaim_headroom_bytes: u64 => with_reclaim_headroom_bytes;
     }
 
     /// The defaults tuned to `limit_bytes`; EINVAL for 0 or `UNLIMITED`.
@@ -328,11 +375,16 @@ impl Options {
         let mut c = std::mem::MaybeUninit::<ffi::mg_guard_options>::zeroed();
         // SAFETY: c is a writable struct of the library's layout.
         check(unsafe { ffi::mg_guard_options_init(c.as_mut_ptr(), limit_bytes) })?;
-        // SAFETY: initialised by the call (and zeroed before it).
-        Ok(Options::from_c(unsafe { &c.assume_init() }))
+        // SAFETY: initialised by the call (and zeroed before it), which
+        // leaves reclaim_cgroup null.
+        Ok(unsafe { Options::from_c(&c.assume_init()) })
     }
 
-    pub(crate) fn from_c(c: &ffi::mg_guard_options) -> Options {
+    /// Copies `c`, its reclaim cgroup included.
+    ///
+    /// # Safety
+    /// `c.reclaim_cgroup` is null or a C string, valid for the call.
+    pub(crate) unsafe fn from_c(c: &ffi::mg_guard_options) -> Options {
         Options {
             limit_bytes: c.limit_bytes,
             tick: usec_to_duration(c.tick_usec),
@@ -346,11 +398,26 @@ impl Options {
             refault_mapped_window: usec_to_duration(c.refault_mapped_window_usec),
             dry_run: c.flags & ffi::MG_GUARD_DRY_RUN != 0,
             pre_kill_max_defer: usec_to_duration(c.pre_kill_max_defer_usec.into()),
+            reclaim_dose_bytes: c.reclaim_dose_bytes,
+            reclaim_cgroup: if c.reclaim_cgroup.is_null() {
+                None
+            } else {
+                Some(PathBuf::from(OsStr::from_bytes(
+                    CStr::from_ptr(c.reclaim_cgroup).to_bytes(),
+                )))
+            },
+            reclaim_some: usec_to_duration(c.reclaim_some_usec.into()),
+            reclaim_full: usec_to_duration(c.reclaim_full_usec.into()),
+            reclaim_windows: c.reclaim_windows,
+            reclaim_cooldown: usec_to_duration(c.reclaim_cooldown_usec),
+            reclaim_headroom_bytes: c.reclaim_headroom_bytes,
         }
     }
 
-    pub(crate) fn to_c(&self) -> ffi::mg_guard_options {
-        ffi::mg_guard_options {
+    /// The C options; EINVAL for a reclaim cgroup with a NUL byte.
+    pub(crate) fn to_c(&self) -> io::Result<COptions> {
+        let reclaim_cgroup = self.reclaim_cgroup.as_deref().map(cpath).transpose()?;
+        let c = ffi::mg_guard_options {
             size: std::mem::size_of::<ffi::mg_guard_options>() as u64,
             limit_bytes: self.limit_bytes,
             tick_usec: usec(self.tick),
@@ -369,8 +436,29 @@ impl Options {
             flags: if self.dry_run { ffi::MG_GUARD_DRY_RUN } else { 0 },
             // Above the bound: EINVAL from mg_set_add().
             pre_kill_max_defer_usec: u32::try_from(usec(self.pre_kill_max_defer)).unwrap_or(u32::MAX),
-        }
+            reclaim_dose_bytes: self.reclaim_dose_bytes,
+            reclaim_cgroup: reclaim_cgroup.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
+            // A stall of u32::MAX microseconds in a one-second window never
+            // comes: saturating keeps what a longer one means.
+            reclaim_some_usec: u32::try_from(usec(self.reclaim_some)).unwrap_or(u32::MAX),
+            reclaim_full_usec: u32::try_from(usec(self.reclaim_full)).unwrap_or(u32::MAX),
+            reclaim_windows: self.reclaim_windows,
+            reclaim_cooldown_usec: usec(self.reclaim_cooldown),
+            reclaim_headroom_bytes: self.reclaim_headroom_bytes,
+        };
+        Ok(COptions {
+            c,
+            _reclaim_cgroup: reclaim_cgroup,
+        })
     }
+}
+
+/// Options for the library, and the string their `reclaim_cgroup` points
+/// to: `c` is valid as long as this lives (a move keeps the string where it
+/// is).  The library copies the string when it makes the guard.
+pub(crate) struct COptions {
+    pub(crate) c: ffi::mg_guard_options,
+    _reclaim_cgroup: Option<CString>,
 }
 
 /// A guard of a [`Set`]: a handle, valid until the guard is removed (then
@@ -630,6 +718,7 @@ impl Set {
 
     fn add_inner(&self, cgroup: &Path, opt: &Options, f: EventFn, log: Option<LogFn>) -> io::Result<Guard> {
         let path = cpath(cgroup)?;
+        let mut copt = opt.to_c()?;
         let id = self.next_id.get();
         let has_log = log.is_some();
         let st = Box::into_raw(Box::new(GuardState {
@@ -643,7 +732,7 @@ impl Set {
             pre_kill: false,
             removed: false,
         }));
-        let mut c = opt.to_c();
+        let c = &mut copt.c;
         c.on_event = Some(on_event);
         c.userdata = st as *mut c_void;
         if has_log {
@@ -652,8 +741,9 @@ impl Set {
         }
         let _l = self.lock();
         let mut p = std::ptr::null_mut();
-        // SAFETY: c and path are valid for the call; st lives until removed.
-        let r = unsafe { ffi::mg_set_add(self.ptr.get(), path.as_ptr(), &c, &mut p) };
+        // SAFETY: c (with what copt keeps) and path are valid for the call;
+        // st lives until removed.
+        let r = unsafe { ffi::mg_set_add(self.ptr.get(), path.as_ptr(), c, &mut p) };
         if let Err(e) = check(r) {
             // SAFETY: the library did not keep st.
             drop(unsafe { Box::from_raw(st) });
@@ -775,10 +865,16 @@ impl Set {
 
     /// The options in force, every default filled in.
     pub fn options(&self, g: Guard) -> io::Result<Options> {
-        let mut c = Options::new(1)?.to_c();
-        // SAFETY: c is options of our size.
-        check(self.with_guard(g, |p| unsafe { ffi::mg_guard_get_options(p, &mut c) })?)?;
-        Ok(Options::from_c(&c))
+        // SAFETY: all zero is valid options (null pointers, no callbacks).
+        let mut c: ffi::mg_guard_options = unsafe { std::mem::zeroed() };
+        c.size = std::mem::size_of::<ffi::mg_guard_options>() as u64;
+        // SAFETY: c is options of our size; the reclaim cgroup it gets is the
+        // guard's copy, alive while the guard is, and copied here under the
+        // set's lock.
+        self.with_guard(g, |p| unsafe {
+            check(ffi::mg_guard_get_options(p, &mut c))?;
+            Ok(Options::from_c(&c))
+        })?
     }
 
     /// Killed, and waiting for the cgroup to empty.

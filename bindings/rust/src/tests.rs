@@ -13,6 +13,13 @@ fn errno(e: &io::Error) -> i32 {
     e.raw_os_error().unwrap_or(-1)
 }
 
+/// `o` to the C options and back.
+fn through_c(o: &Options) -> Options {
+    let c = o.to_c().unwrap();
+    // SAFETY: c's reclaim cgroup is null or c's own string, alive here.
+    unsafe { Options::from_c(&c.c) }
+}
+
 #[test]
 fn default_options_are_the_librarys_tuning() {
     // docs/tuning.md's row for 256 MiB.
@@ -33,14 +40,21 @@ fn default_options_are_the_librarys_tuning() {
             refault_mapped_window: ms(12000),
             dry_run: false,
             pre_kill_max_defer: Duration::ZERO,
+            reclaim_dose_bytes: 0,
+            reclaim_cgroup: None,
+            reclaim_some: Duration::ZERO,
+            reclaim_full: Duration::ZERO,
+            reclaim_windows: 0,
+            reclaim_cooldown: Duration::ZERO,
+            reclaim_headroom_bytes: 0,
         }
     );
     let dry = Options {
         dry_run: true,
         ..o.clone()
     };
-    assert_eq!(Options::from_c(&dry.to_c()), dry);
-    assert_eq!(Options::from_c(&o.to_c()), o);
+    assert_eq!(through_c(&dry), dry);
+    assert_eq!(through_c(&o), o);
     for bad in [0, UNLIMITED] {
         assert_eq!(errno(&Options::new(bad).unwrap_err()), 22);
     }
@@ -63,7 +77,8 @@ fn options_builders_set_their_field_and_reach_c() {
         .with_refault_mapped_window(s(7))
         .with_dry_run(true)
         .with_pre_kill_max_defer(s(8));
-    let c = o.to_c();
+    let copt = o.to_c().unwrap();
+    let c = &copt.c;
     assert_eq!(
         (
             c.limit_bytes,
@@ -87,13 +102,187 @@ fn options_builders_set_their_field_and_reach_c() {
         ),
         (6_000_000, 7_000_000, ffi::MG_GUARD_DRY_RUN, 8_000_000)
     );
-    assert_eq!(Options::from_c(&c), o);
+    assert_eq!(through_c(&o), o);
     // Past u32: saturated, which mg_set_add() refuses (EINVAL) as it does
     // anything above MG_PRE_KILL_MAX_DEFER_USEC.
     assert_eq!(
-        o.with_pre_kill_max_defer(s(1 << 20)).to_c().pre_kill_max_defer_usec,
+        o.with_pre_kill_max_defer(s(1 << 20))
+            .to_c()
+            .unwrap()
+            .c
+            .pre_kill_max_defer_usec,
         u32::MAX
     );
+}
+
+#[test]
+fn reclaim_options_reach_c_and_come_back() {
+    let ms = Duration::from_millis;
+    let o = Options::new(256 << 20)
+        .unwrap()
+        .with_reclaim_dose_bytes(16 << 20)
+        .with_reclaim_cgroup(Some("/sys/fs/cgroup/w/background".into()))
+        .with_reclaim_some(ms(2))
+        .with_reclaim_full(ms(1))
+        .with_reclaim_windows(5)
+        .with_reclaim_cooldown(ms(30_000))
+        .with_reclaim_headroom_bytes(8 << 20);
+    let copt = o.to_c().unwrap();
+    let c = &copt.c;
+    assert_eq!(
+        (
+            c.reclaim_dose_bytes,
+            c.reclaim_some_usec,
+            c.reclaim_full_usec,
+            c.reclaim_windows
+        ),
+        (16 << 20, 2000, 1000, 5)
+    );
+    assert_eq!(
+        (c.reclaim_cooldown_usec, c.reclaim_headroom_bytes),
+        (30_000_000, 8 << 20)
+    );
+    assert!(!c.reclaim_cgroup.is_null());
+    // SAFETY: copt keeps the string alive.
+    let cg = unsafe { CStr::from_ptr(c.reclaim_cgroup) };
+    assert_eq!(cg.to_bytes(), b"/sys/fs/cgroup/w/background");
+    assert_eq!(through_c(&o), o);
+    // Off: no string, a null pointer.
+    assert!(Options::new(256 << 20)
+        .unwrap()
+        .to_c()
+        .unwrap()
+        .c
+        .reclaim_cgroup
+        .is_null());
+    // Past u32 microseconds: saturated (never reached in a one-second window).
+    assert_eq!(
+        o.clone()
+            .with_reclaim_some(Duration::from_secs(1 << 20))
+            .to_c()
+            .unwrap()
+            .c
+            .reclaim_some_usec,
+        u32::MAX
+    );
+    // A NUL in the path: EINVAL before the library.
+    let nul = o.clone().with_reclaim_cgroup(Some("/sys/fs/cgroup/a\0b".into()));
+    assert_eq!(errno(&nul.to_c().err().unwrap()), 22);
+}
+
+/// The library checks the reclaim options before it opens the cgroup: a
+/// plain directory is ENOTSUP for options it takes, EINVAL for those it
+/// refuses, so what the binding hands it, the cgroup string included, shows.
+#[test]
+fn reclaim_options_are_checked_by_the_library() {
+    let set = Set::new().unwrap();
+    let dir = std::env::temp_dir().join(format!("cgg-rs-reclaim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = Options::new(64 << 20).unwrap();
+    let on = o.clone().with_reclaim_dose_bytes(4 << 20);
+    let bg = Some(PathBuf::from("/sys/fs/cgroup/w/background"));
+    for (what, opt, want) in [
+        ("off", o.clone(), 95 /* ENOTSUP */),
+        ("seed 002's defaults", on.clone(), 95),
+        ("a target", on.clone().with_reclaim_cgroup(bg.clone()), 95),
+        ("headroom alone", on.clone().with_reclaim_headroom_bytes(8 << 20), 95),
+        ("a target without a dose", o.clone().with_reclaim_cgroup(bg.clone()), 22),
+        (
+            "an empty target",
+            on.clone().with_reclaim_cgroup(Some(PathBuf::new())),
+            22,
+        ),
+        (
+            "a target with headroom",
+            on.clone()
+                .with_reclaim_cgroup(bg.clone())
+                .with_reclaim_headroom_bytes(8 << 20),
+            22,
+        ),
+        ("windows past the most", on.clone().with_reclaim_windows(9), 22),
+        (
+            "headroom at the limit",
+            on.clone().with_reclaim_headroom_bytes(64 << 20),
+            22,
+        ),
+        (
+            "a cooldown without a dose",
+            o.clone().with_reclaim_cooldown(Duration::from_secs(1)),
+            22,
+        ),
+    ] {
+        let e = set.add(&dir, &opt, |_, _, _| {}).unwrap_err();
+        assert_eq!(errno(&e), want, "{what}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn reclaim_event_keeps_every_field() {
+    let target = CString::new("/sys/fs/cgroup/w/background").unwrap();
+    let mut info = ffi::mg_reclaim_info {
+        target: target.as_ptr(),
+        why: ffi::MG_RECLAIM_PRESSURE,
+        asked_bytes: 1,
+        achieved_bytes: 2,
+        duration_usec: 3,
+        error: -11,
+        counted: true,
+        windows: 3,
+        some_usec: [10, 11, 12, 13, 14, 15, 16, 17],
+        full_usec: [20, 21, 22, 23, 24, 25, 26, 27],
+        current_bytes: 4,
+        file_bytes: 5,
+    };
+    let cg = CString::new("/sys/fs/cgroup/w/vm-7").unwrap();
+    let ev = |info: &ffi::mg_reclaim_info| ffi::mg_event {
+        type_: ffi::MG_EVENT_RECLAIM,
+        cgroup: cg.as_ptr(),
+        time_usec: 9,
+        kill: std::ptr::null(),
+        lend: std::ptr::null(),
+        error: 0,
+        what: std::ptr::null(),
+        count: 0,
+        throttle: std::ptr::null(),
+        report: std::ptr::null(),
+        unkillable: std::ptr::null(),
+        reclaim: info,
+    };
+    let us = Duration::from_micros;
+    // SAFETY: the event and what it points to are alive.
+    let e = unsafe { Event::from_c(&ev(&info)) };
+    assert_eq!((e.kind, e.kill.is_none()), (EventType::Reclaim, true));
+    let mut want = ReclaimInfo {
+        target: "/sys/fs/cgroup/w/background".into(),
+        why: ReclaimWhy::Pressure,
+        asked_bytes: 1,
+        achieved_bytes: 2,
+        duration: us(3),
+        error: Some(11),
+        counted: true,
+        some_stall: vec![us(10), us(11), us(12)],
+        full_stall: vec![us(20), us(21), us(22)],
+        current_bytes: 4,
+        file_bytes: 5,
+    };
+    assert_eq!(e.reclaim.as_ref(), Some(&want));
+    assert_eq!(EventType::Reclaim.to_string(), "reclaim");
+    // A headroom dose: no windows; more windows than the array: cut to it.
+    info.why = ffi::MG_RECLAIM_HEADROOM;
+    info.error = 0;
+    info.windows = 0;
+    // SAFETY: as above.
+    let e = unsafe { Event::from_c(&ev(&info)) };
+    want.why = ReclaimWhy::Headroom;
+    want.error = None;
+    want.some_stall.clear();
+    want.full_stall.clear();
+    assert_eq!(e.reclaim.as_ref(), Some(&want));
+    info.windows = 100;
+    // SAFETY: as above.
+    let e = unsafe { Event::from_c(&ev(&info)) };
+    assert_eq!(e.reclaim.unwrap().some_stall.len(), ffi::MG_RECLAIM_WINDOWS_MAX);
 }
 
 /// A guard state the library knows nothing of (a null guard: every C call
@@ -154,6 +343,7 @@ fn defer_kill_only_inside_a_pre_kill_closure() {
         throttle: std::ptr::null(),
         report: std::ptr::null(),
         unkillable: std::ptr::null(),
+        reclaim: std::ptr::null(),
     };
     // SAFETY: the events and what they point to live through the calls; st
     // is in the set's map (freed by the set's Drop).

@@ -21,6 +21,18 @@ fn non_exhaustive_structs_are_made_without_struct_expressions() {
         (Duration::from_millis(100), 8 << 20, true)
     );
     assert_eq!(opt.pre_kill_max_defer, Duration::from_secs(5));
+    let opt = opt
+        .with_reclaim_dose_bytes(4 << 20)
+        .with_reclaim_cgroup(Some("/sys/fs/cgroup/w/bg".into()))
+        .with_reclaim_windows(2);
+    assert_eq!(
+        (
+            opt.reclaim_dose_bytes,
+            opt.reclaim_cgroup.as_deref(),
+            opt.reclaim_windows
+        ),
+        (4 << 20, Some(std::path::Path::new("/sys/fs/cgroup/w/bg")), 2)
+    );
 
     let mut r = Report::default();
     assert_eq!((r.used_bytes, r.verdict), (0, Verdict::Ok));
@@ -41,6 +53,13 @@ fn non_exhaustive_structs_are_made_without_struct_expressions() {
     let mut u = UnkillableInfo::default();
     u.pids.push(7);
     assert_eq!(Stats::default().kills_deferred, 0);
+    let mut rc = ReclaimInfo::default();
+    rc.why = ReclaimWhy::Headroom;
+    rc.achieved_bytes = 1 << 20;
+    let mut ev = Event::new(EventType::Reclaim, "/sys/fs/cgroup/w/a");
+    ev.reclaim = Some(rc.clone());
+    assert_eq!(ev.reclaim, Some(rc));
+    assert_eq!(Stats::default().reclaimed_bytes, 0);
 
     let mut lines = 0;
     let mut log = |_: LogLevel, _: &str| lines += 1;

@@ -14,6 +14,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 
 pub const MG_UNLIMITED: u64 = u64::MAX;
 pub const MG_UNKILLABLE_MAX: usize = 16;
+pub const MG_RECLAIM_WINDOWS_MAX: usize = 8;
 
 #[repr(C)]
 pub struct mg_guard {
@@ -155,6 +156,7 @@ pub const MG_EVENT_UNKILLABLE: c_uint = 10;
 pub const MG_EVENT_KILL_DRY_RUN: c_uint = 11;
 pub const MG_EVENT_PRE_KILL: c_uint = 12;
 pub const MG_EVENT_KILL_AVERTED: c_uint = 13;
+pub const MG_EVENT_RECLAIM: c_uint = 14;
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -191,6 +193,27 @@ pub struct mg_lend_info {
     pub restored: bool,
 }
 
+pub const MG_RECLAIM_PRESSURE: c_uint = 1;
+pub const MG_RECLAIM_HEADROOM: c_uint = 2;
+pub const MG_RECLAIM_DOSE_MAX_USEC: u64 = 1_000_000;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct mg_reclaim_info {
+    pub target: *const c_char,
+    pub why: c_uint,
+    pub asked_bytes: u64,
+    pub achieved_bytes: u64,
+    pub duration_usec: u64,
+    pub error: c_int,
+    pub counted: bool,
+    pub windows: u32,
+    pub some_usec: [u64; MG_RECLAIM_WINDOWS_MAX],
+    pub full_usec: [u64; MG_RECLAIM_WINDOWS_MAX],
+    pub current_bytes: u64,
+    pub file_bytes: u64,
+}
+
 #[repr(C)]
 pub struct mg_event {
     pub type_: c_uint,
@@ -204,6 +227,7 @@ pub struct mg_event {
     pub throttle: *const mg_throttle_info,
     pub report: *const mg_report,
     pub unkillable: *const mg_unkillable_info,
+    pub reclaim: *const mg_reclaim_info,
 }
 
 pub type mg_event_fn = Option<unsafe extern "C" fn(g: *mut mg_guard, ev: *const mg_event, userdata: *mut c_void)>;
@@ -233,6 +257,13 @@ pub struct mg_guard_options {
     pub refault_mapped_window_usec: u64,
     pub flags: u32,
     pub pre_kill_max_defer_usec: u32,
+    pub reclaim_dose_bytes: u64,
+    pub reclaim_cgroup: *const c_char,
+    pub reclaim_some_usec: u32,
+    pub reclaim_full_usec: u32,
+    pub reclaim_windows: u32,
+    pub reclaim_cooldown_usec: u64,
+    pub reclaim_headroom_bytes: u64,
 }
 
 pub const MG_GUARD_DRY_RUN: u32 = 1 << 0;
@@ -255,6 +286,8 @@ pub struct mg_stats {
     pub throttles: u64,
     pub kills_deferred: u64,
     pub kills_averted: u64,
+    pub reclaims: u64,
+    pub reclaimed_bytes: u64,
 }
 
 pub const MG_RECOVER_EXPIRED: c_uint = 1 << 0;

@@ -61,12 +61,17 @@ fn ffi_declarations_match_the_header() {
             memory_some_permyriad, cpu_permyriad }
         mg_unkillable_info { kill_usec, wait_usec, n_members, more_members, n_pids, pids, states }
         mg_lend_info { old_high_bytes, new_high_bytes, deadline_usec, id, found_high_bytes, restored }
-        mg_event { type_ = type, cgroup, time_usec, kill, lend, error, what, count, throttle, report, unkillable }
+        mg_reclaim_info { target, why, asked_bytes, achieved_bytes, duration_usec, error, counted, windows, some_usec,
+            full_usec, current_bytes, file_bytes }
+        mg_event { type_ = type, cgroup, time_usec, kill, lend, error, what, count, throttle, report, unkillable,
+            reclaim }
         mg_guard_options { size, limit_bytes, tick_usec, margin_bytes, stall_window_usec, stall_pressure_permyriad,
             lend_deadline_usec, kill_wait_usec, post_kill_holdoff_usec, on_event, userdata, log, log_userdata,
-            refault_window_usec, refault_mapped_window_usec, flags, pre_kill_max_defer_usec }
+            refault_window_usec, refault_mapped_window_usec, flags, pre_kill_max_defer_usec, reclaim_dose_bytes,
+            reclaim_cgroup, reclaim_some_usec, reclaim_full_usec, reclaim_windows, reclaim_cooldown_usec,
+            reclaim_headroom_bytes }
         mg_stats { size, fast_ticks, slow_ticks, kills_overshoot, kills_stall, dry_run_kills, kernel_oom_kills, errors,
-            lends, lend_expiries, throttles, kills_deferred, kills_averted }
+            lends, lend_expiries, throttles, kills_deferred, kills_averted, reclaims, reclaimed_bytes }
         mg_set_options { size, log, log_userdata }
         mg_snapshot_source { kind, fd, addr, offset, length }
         mg_snapshot_target { kind, fd, addr, offset, length }
@@ -77,13 +82,14 @@ fn ffi_declarations_match_the_header() {
             lend_begin_usec, write_usec, sync_usec, reclaim_usec, lend_end_usec, publish_usec, read_usec, zero_usec,
             total_usec }
         ;
-        MG_UNKILLABLE_MAX,
+        MG_UNKILLABLE_MAX, MG_RECLAIM_WINDOWS_MAX, MG_RECLAIM_DOSE_MAX_USEC,
         MG_VERDICT_OK, MG_VERDICT_NEAR, MG_VERDICT_STALLING, MG_VERDICT_OVERSHOOT, MG_VERDICT_STALL,
         MG_STALL_MEMORY, MG_STALL_IO, MG_STALL_REFAULT,
         MG_KILL_OVERSHOOT, MG_KILL_STALL, MG_KILL_CGROUP_KILL, MG_KILL_PIDFD,
         MG_EVENT_KILL, MG_EVENT_LEND_BEGIN, MG_EVENT_LEND_END, MG_EVENT_LEND_EXPIRED, MG_EVENT_ERROR, MG_EVENT_GONE,
         MG_EVENT_KERNEL_OOM, MG_EVENT_THROTTLED, MG_EVENT_EMPTY_OVER_LIMIT, MG_EVENT_UNKILLABLE,
-        MG_EVENT_KILL_DRY_RUN, MG_EVENT_PRE_KILL, MG_EVENT_KILL_AVERTED, MG_GUARD_DRY_RUN,
+        MG_EVENT_KILL_DRY_RUN, MG_EVENT_PRE_KILL, MG_EVENT_KILL_AVERTED, MG_EVENT_RECLAIM, MG_GUARD_DRY_RUN,
+        MG_RECLAIM_PRESSURE, MG_RECLAIM_HEADROOM,
         MG_DRY_RUN_HOLDOFF_USEC, MG_PRE_KILL_MAX_DEFER_USEC,
         MG_LOG_ERR, MG_LOG_WARNING, MG_LOG_INFO, MG_LOG_DEBUG,
         MG_RECOVER_EXPIRED, MG_CONFINE_SUPERVISOR,
@@ -92,7 +98,13 @@ fn ffi_declarations_match_the_header() {
         MG_SNAPSHOT_NO_SYNC,
     );
     // The enums' own size, for the fields Rust declares as c_uint.
-    for e in ["mg_verdict", "mg_kill_reason", "mg_kill_method", "mg_event_type"] {
+    for e in [
+        "mg_verdict",
+        "mg_kill_reason",
+        "mg_kill_method",
+        "mg_event_type",
+        "mg_reclaim_why",
+    ] {
         writeln!(c, "printf(\"size enum {0} %zu\\n\", sizeof(enum {0}));", e).unwrap();
         r.insert(format!("size enum {e}"), size_of::<std::ffi::c_uint>());
     }
