@@ -93,7 +93,7 @@ static int reclaim_resolve(struct mg_guard_options *r) {
                 r->reclaim_windows = 3;
         if (pressure && r->reclaim_cooldown_usec == 0)
                 r->reclaim_cooldown_usec = 10 * MG_USEC_PER_SEC;
-        if (r->reclaim_windows > MG_RECLAIM_WINDOWS_MAX || (!pressure && r->reclaim_windows) ||
+        if (r->reclaim_windows > MG_RECLAIM_WINDOWS_MAX || (!pressure && (r->reclaim_windows || r->reclaim_cooldown_usec)) ||
             r->reclaim_headroom_bytes >= r->limit_bytes || (r->reclaim_headroom_bytes && r->reclaim_cgroup) ||
             (r->reclaim_cgroup && !r->reclaim_cgroup[0]))
                 return -EINVAL;

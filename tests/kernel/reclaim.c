@@ -3,14 +3,18 @@
  * The reclaim actuator on a real kernel (memguard/reclaim.c): a dose is
  * bounded and verified, takes clean cache alone from a swapless actor,
  * fires on seed 002's pressure predicate, waits for a lend to end, and
- * stops when its target vanishes mid-dose.  memory.reclaim is 5.19's:
+ * stops when its target vanishes mid-dose, and with swap (zram before a
+ * swapfile) takes the background's anon.  memory.reclaim is 5.19's:
  * every kernel the suite runs has it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/swap.h>
 #include <unistd.h>
 
 #include "ktest.h"
@@ -280,5 +284,139 @@ int t_reclaim_vanish(void) {
         KT_CHECK(v.ev.n[MG_EVENT_KILL] == 0 && kt_wait(fgpid, 0) == -ETIMEDOUT, "the foreground was touched");
         KT_CHECK(v.ev.gone == 0, "the foreground's guard stopped");
         unlink(file);
+        return KT_PASS;
+}
+
+static int write_str(const char *path, const char *s) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
+        if (fd < 0)
+                return -errno;
+        if (write(fd, s, strlen(s)) != (ssize_t) strlen(s))
+                r = -errno ? -errno : -EIO;
+        close(fd);
+        return r;
+}
+
+/* What mkswap writes (include/linux/swap.h union swap_header): version 1
+ * and the last page at 1 KiB, "SWAPSPACE2" ending the first page.  A file
+ * is written whole first (swapon refuses one with holes). */
+static int make_swap(const char *path, uint64_t bytes, bool create) {
+        static char zero[1 << 20];
+        static const char magic[10] = "SWAPSPACE2"; /* no NUL: the page's last ten bytes */
+        char page[4096] = {};
+        uint32_t hdr[3] = { 1, (uint32_t) (bytes / sizeof(page) - 1), 0 };
+        int fd = open(path, O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0600), r = 0;
+        if (fd < 0)
+                return -errno;
+        for (uint64_t off = 0; create && r == 0 && off < bytes; off += sizeof(zero))
+                if (pwrite(fd, zero, sizeof(zero), (off_t) off) != (ssize_t) sizeof(zero))
+                        r = -EIO;
+        memcpy(page + 1024, hdr, sizeof(hdr));
+        memcpy(page + sizeof(page) - sizeof(magic), magic, sizeof(magic));
+        if (r == 0 && (pwrite(fd, page, sizeof(page), 0) != (ssize_t) sizeof(page) || fsync(fd) < 0))
+                r = -EIO;
+        close(fd);
+        return r;
+}
+
+/* The swap of reclaim-zram: zram0 (MIB MiB) first, a swapfile of 64 MiB on
+ * the disk after it, at seed 002's priorities.  Needs root and the zram
+ * module (tests/kernel/run loads it in the VM). */
+static int swap_on(char *swapfile, size_t size, uint64_t mib) {
+        char buf[32];
+        if (access("/sys/block/zram0/disksize", W_OK) != 0) {
+                snprintf(kt_skip_reason, sizeof(kt_skip_reason), "no zram0 to write (the zram module, root)");
+                return KT_SKIP;
+        }
+        snprintf(swapfile, size, "%s/reclaim-swapfile", kt_disk);
+        snprintf(buf, sizeof(buf), "%" PRIu64 "M", mib);
+        KT_CHECK(write_str("/sys/block/zram0/reset", "1") == 0 && write_str("/sys/block/zram0/disksize", buf) == 0,
+                 "zram0 of %s", buf);
+        KT_CHECK(make_swap("/dev/zram0", mib * MG_MIB, false) == 0, "swap header on zram0");
+        KT_CHECK(make_swap(swapfile, 64 * MG_MIB, true) == 0, "swapfile %s", swapfile);
+        KT_CHECK(swapon("/dev/zram0", SWAP_FLAG_PREFER | (100 << SWAP_FLAG_PRIO_SHIFT)) == 0, "swapon zram0: %m");
+        KT_CHECK(swapon(swapfile, SWAP_FLAG_PREFER | (10 << SWAP_FLAG_PRIO_SHIFT)) == 0, "swapon %s: %m", swapfile);
+        return KT_PASS;
+}
+
+static void swap_off(const char *swapfile) {
+        (void) swapoff(swapfile);
+        (void) swapoff("/dev/zram0");
+        (void) unlink(swapfile);
+        (void) write_str("/sys/block/zram0/reset", "1");
+}
+
+/* Used KiB of a swap device or file, from /proc/swaps ("NAME TYPE SIZE
+ * USED PRIO"); 0 if not listed. */
+static uint64_t swap_used_kib(const char *name) {
+        char line[512];
+        uint64_t used = 0;
+        FILE *f = fopen("/proc/swaps", "r");
+        if (!f)
+                return 0;
+        while (used == 0 && fgets(line, sizeof(line), f)) {
+                char *p = line, *end;
+                if (!strstr(line, name))
+                        continue;
+                for (int field = 0; field < 3 && p; field++) {
+                        p = strpbrk(p, " \t");
+                        p = p ? p + strspn(p, " \t") : NULL;
+                }
+                used = p ? strtoull(p, &end, 10) : 0;
+        }
+        fclose(f);
+        return used;
+}
+
+/*
+ * "reclaim-zram": seed 002's backend, zram0 (256 MiB) at a higher priority
+ * than a 64 MiB swapfile; a background of 128 MiB allocates 160 MiB of
+ * random bytes and keeps touching 140 MiB of it; the guard doses it 32 MiB
+ * on the pressure predicate (dry run: no kill).  Expect: the dose told,
+ * achieving something; the background's anon in swap (memory.swap.current,
+ * at least 16 MiB), on zram (at least 16 MiB used), the swapfile unused.
+ */
+int t_reclaim_zram(void) {
+        char swapfile[512];
+        struct mgt_events ev = {};
+        struct mg_guard_options o;
+        uint64_t swapped = 0, anon_before = 0;
+        struct mg_memstat ms;
+        pid_t pid;
+        int r = swap_on(swapfile, sizeof(swapfile), 256);
+        if (r != KT_PASS)
+                return r;
+        mg_set *s = kt_set_new();
+        const char *cg = kt_cg_new("reclaim-zram");
+        if (!s || !cg || mgt_cg_writef(cg, "memory.max", "%" PRIu64, 128 * MG_MIB) < 0) {
+                swap_off(swapfile);
+                KT_CHECK(false, "setup");
+        }
+        pid = kt_spawn(cg, (const char *const[]) { "anontouch", "160", "140", "60", NULL });
+        mg_guard_options_init(&o, 128 * MG_MIB);
+        o.flags = MG_GUARD_DRY_RUN;
+        o.reclaim_dose_bytes = 32 * MG_MIB;
+        o.log = log_fn;
+        r = pid > 0 ? kt_guard_opts(s, cg, &o, &ev, NULL) : -ECHILD;
+        if (r == 0) {
+                mgt_run(s, 45 * MG_USEC_PER_SEC, reclaim_told, NULL, &ev);
+                if (mgt_cg_read_memstat(cg, &ms) == 0)
+                        anon_before = ms.anon;
+                (void) mgt_cg_read_u64(cg, "memory.swap.current", &swapped);
+        }
+        mg_set_free(s);
+        uint64_t zram_kib = swap_used_kib("zram0"), file_kib = swap_used_kib("reclaim-swapfile");
+        swap_off(swapfile);
+        KT_CHECK(r == 0, "guard: %d", r);
+        KT_CHECK(ev.n[MG_EVENT_RECLAIM] >= 1, "no dose in 45 s");
+        note_reclaim("reclaim-zram", &ev.reclaim);
+        kt_note("anon_mib=%.1f swap_current_mib=%.1f zram_used_mib=%.1f swapfile_used_mib=%.1f",
+                (double) anon_before / MG_MIB, (double) swapped / MG_MIB, (double) zram_kib / 1024,
+                (double) file_kib / 1024);
+        KT_CHECK(ev.reclaim.error == 0 || ev.reclaim.error == -EAGAIN, "error %d", ev.reclaim.error);
+        KT_CHECK(ev.reclaim.achieved_bytes > 0, "nothing reclaimed");
+        KT_CHECK(swapped >= 16 * MG_MIB, "the background's anon is not in swap: %" PRIu64 " MiB", swapped / MG_MIB);
+        KT_CHECK(zram_kib >= UINT64_C(16) * 1024, "zram holds %" PRIu64 " KiB of %" PRIu64 " swapped", zram_kib, swapped / 1024);
+        KT_CHECK(file_kib == 0, "the swapfile took %" PRIu64 " KiB before zram was full", file_kib);
         return KT_PASS;
 }

@@ -817,6 +817,7 @@ static const struct {
         { "reclaim-lend", t_reclaim_lend },
         { "reclaim-pressure", t_reclaim_pressure },
         { "reclaim-vanish", t_reclaim_vanish },
+        { "reclaim-zram", t_reclaim_zram },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 

@@ -59,3 +59,4 @@ int t_reclaim_dose(void);
 int t_reclaim_lend(void);
 int t_reclaim_pressure(void);
 int t_reclaim_vanish(void);
+int t_reclaim_zram(void);

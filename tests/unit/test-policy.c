@@ -172,12 +172,35 @@ Test(policy, restores_of_a_reader_are_not_a_stall) {
                         struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC,
                                                .current_bytes = 255 * MG_MIB, .used_bytes = 1 * MG_MIB,
                                                .limit_events = (uint64_t) i * 5, .io_some_usec = (uint64_t) i * 225 * MG_USEC_PER_MSEC,
-                                               .restores = (uint64_t) i * 50, .file_bytes = 250 * MG_MIB,
+                                               .restores = (uint64_t) i * 200, .file_bytes = 250 * MG_MIB,
                                                .mapped_bytes = 10 * MG_MIB, .majfaults = (uint64_t) (faults * i * 16),
                                                .have_events = true, .have_pressure = true };
                         v = mg_policy_decide(&P, &s, &x, NULL, NULL);
                 }
                 cr_expect_eq(v == MG_VERDICT_STALL, faults == 1, "major faults %d: verdict %d", faults, v);
+        }
+}
+
+/* A burst of restores (6.12 evicting part of a mapped hot set as the
+ * cgroup first reaches its limit) is not a thrash: under a 64th of the cache
+ * over the window, the rest of the restore rule holding. */
+Test(policy, restores_must_weigh_a_64th_of_the_cache) {
+        for (int heavy = 0; heavy < 2; heavy++) {
+                struct mg_policy_state s = {};
+                enum mg_verdict v = MG_VERDICT_NEAR;
+                uint64_t per_tick = heavy ? 120 : 30; /* pages: 5.6 or 1.4 MiB over a 3 s window */
+                for (int i = 0; i < 40 && v != MG_VERDICT_STALL; i++) {
+                        struct mg_sample x = { .time_usec = 1000 * MG_USEC_PER_MSEC + (uint64_t) i * 250 * MG_USEC_PER_MSEC,
+                                               .current_bytes = 255 * MG_MIB, .used_bytes = 1 * MG_MIB,
+                                               .limit_events = (uint64_t) i * 5,
+                                               .io_some_usec = (uint64_t) i * 225 * MG_USEC_PER_MSEC,
+                                               .restores = (uint64_t) i * per_tick, .file_bytes = 250 * MG_MIB,
+                                               .mapped_bytes = 10 * MG_MIB, .majfaults = (uint64_t) i * 16,
+                                               .have_events = true, .have_pressure = true };
+                        v = mg_policy_decide(&P, &s, &x, NULL, NULL);
+                }
+                cr_expect_eq(v == MG_VERDICT_STALL, heavy == 1, "restores of %" PRIu64 " pages a tick: verdict %d",
+                             per_tick, v);
         }
 }
 

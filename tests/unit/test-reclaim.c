@@ -71,6 +71,9 @@ Test(reclaim, options_default_to_seed_002_and_refuse_what_cannot_be) {
         cr_expect_eq(r.reclaim_some_usec, 0, "headroom alone: no pressure predicate");
         cr_expect_eq(r.reclaim_windows, 0);
 
+        o.reclaim_cooldown_usec = MG_USEC_PER_SEC;
+        cr_expect_eq(mg_options_resolve(&o, &r), -EINVAL, "a cool-down with no predicate to cool");
+        o.reclaim_cooldown_usec = 0;
         o.reclaim_headroom_bytes = 256 * MG_MIB;
         cr_expect_eq(mg_options_resolve(&o, &r), -EINVAL, "headroom as large as the limit");
         o.reclaim_headroom_bytes = 32 * MG_MIB;

@@ -3,8 +3,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cgdir.h"
 #include "config.h"
 #include "size.h"
+
+/* The most a reclaim-some or reclaim-full threshold may be: the stall in
+ * one window of a second does not exceed it. */
+#define RECLAIM_STALL_MAX_USEC ((uint64_t) 1000000)
 
 static const char *const key_names[_MGT_KEY_MAX] = {
         [MGT_KEY_LIMIT] = "limit",
@@ -17,6 +22,13 @@ static const char *const key_names[_MGT_KEY_MAX] = {
         [MGT_KEY_POST_KILL_HOLDOFF] = "post-kill-holdoff",
         [MGT_KEY_REFAULT_WINDOW] = "refault-window",
         [MGT_KEY_REFAULT_MAPPED_WINDOW] = "refault-mapped-window",
+        [MGT_KEY_RECLAIM_DOSE] = "reclaim-dose",
+        [MGT_KEY_RECLAIM_CGROUP] = "reclaim-cgroup",
+        [MGT_KEY_RECLAIM_SOME] = "reclaim-some",
+        [MGT_KEY_RECLAIM_FULL] = "reclaim-full",
+        [MGT_KEY_RECLAIM_WINDOWS] = "reclaim-windows",
+        [MGT_KEY_RECLAIM_COOLDOWN] = "reclaim-cooldown",
+        [MGT_KEY_RECLAIM_HEADROOM] = "reclaim-headroom",
 };
 
 int mgt_key_from_name(const char *name) {
@@ -69,8 +81,54 @@ int mgt_duration_parse(const char *s, uint64_t *ret_usec) {
         return -EINVAL;
 }
 
-int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_setting *ret, char *err, size_t err_len) {
+/* reclaim-cgroup's path: one in the cgroup2 mount as it is, any other
+ * below it ("bg" and "/bg" are /sys/fs/cgroup/bg); trailing slashes
+ * dropped.  Nothing is looked up: the value may come with a reload, on the
+ * confined thread, and each guard made opens its target anyway (an error
+ * of mg_guard_new() there).  Returns 0, -EINVAL (empty) or -ERANGE (too
+ * long). */
+static int cgroup_path(const char *val, char *out, size_t len) {
+        size_t root = strlen(MGT_CGROUP_ROOT), n;
+        int r;
+
+        if (*val == '\0')
+                return -EINVAL;
+        if (strncmp(val, MGT_CGROUP_ROOT, root) == 0 && (val[root] == '/' || val[root] == '\0')) {
+                r = snprintf(out, len, "%s", val);
+        } else {
+                while (*val == '/')
+                        val++;
+                r = snprintf(out, len, "%s%s%s", MGT_CGROUP_ROOT, *val ? "/" : "", val);
+        }
+        if (r < 0 || (size_t) r >= len)
+                return -ERANGE;
+        for (n = (size_t) r; n > root && out[n - 1] == '/'; n--)
+                out[n - 1] = '\0';
+        return 0;
+}
+
+/* A whole number of min to max, digits only.  Returns 0 or -EINVAL. */
+static int count_parse(const char *val, uint64_t min, uint64_t max, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (*val == '\0')
+                return -EINVAL;
+        for (const char *p = val; *p; p++) {
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                v = v * 10 + (uint64_t) (*p - '0');
+                if (v > max)
+                        return -EINVAL;
+        }
+        if (v < min)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_settings *ret, char *err, size_t err_len) {
         struct mgt_setting s = { .set = true };
+        char path[sizeof(ret->reclaim_cgroup)];
         int r;
 
         switch (k) {
@@ -95,6 +153,17 @@ int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_setting *ret, 
                                                      : "not a size (bytes, or with K, M, G, T: 64M, 1.5G)");
                 break;
         }
+        case MGT_KEY_RECLAIM_DOSE:
+        case MGT_KEY_RECLAIM_HEADROOM:
+                /* 0 would be the library's "off": the key unset says that */
+                r = mgt_size_parse(val, 0, 0, &s.value);
+                if (r == 0 && s.value == 0)
+                        r = -EINVAL;
+                if (r < 0)
+                        snprintf(err, err_len, "%s %s: %s", key_names[k], val,
+                                 r == -ERANGE ? "out of range"
+                                              : "not a size above 0 (bytes, or with K, M, G, T: 64M, 1.5G)");
+                break;
         case MGT_KEY_STALL_PRESSURE: {
                 size_t n = strlen(val);
                 r = n > 1 && val[n - 1] == '%' ? mgt_size_parse(val, 10000, MGT_SIZE_PERCENT, &s.value) : -EINVAL;
@@ -105,6 +174,31 @@ int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_setting *ret, 
                                  key_names[k], val);
                 break;
         }
+        case MGT_KEY_RECLAIM_CGROUP:
+                r = cgroup_path(val, path, sizeof(path));
+                if (r == 0)
+                        s.value = strlen(path);
+                else
+                        snprintf(err, err_len, "%s %.64s: %s", key_names[k], val,
+                                 r == -ERANGE ? "too long" : "not a cgroup (bg, /bg, /sys/fs/cgroup/bg)");
+                break;
+        case MGT_KEY_RECLAIM_WINDOWS:
+                r = count_parse(val, 1, MG_RECLAIM_WINDOWS_MAX, &s.value);
+                if (r < 0)
+                        snprintf(err, err_len, "%s %s: not a whole number of windows, 1 to %d", key_names[k], val,
+                                 MG_RECLAIM_WINDOWS_MAX);
+                break;
+        case MGT_KEY_RECLAIM_SOME:
+        case MGT_KEY_RECLAIM_FULL:
+                r = mgt_duration_parse(val, &s.value);
+                if (r == 0 && (s.value == 0 || s.value > RECLAIM_STALL_MAX_USEC))
+                        r = -ERANGE;
+                if (r < 0)
+                        snprintf(err, err_len,
+                                 "%s %s: not a duration above 0 and at most 1s (a stall in a window of a second: "
+                                 "1ms, 20ms)",
+                                 key_names[k], val);
+                break;
         default:
                 r = mgt_duration_parse(val, &s.value);
                 if (r == 0 && s.value == 0)
@@ -115,7 +209,9 @@ int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_setting *ret, 
         }
         if (r < 0)
                 return r;
-        *ret = s;
+        ret->v[k] = s;
+        if (k == MGT_KEY_RECLAIM_CGROUP)
+                memcpy(ret->reclaim_cgroup, path, s.value + 1);
         return 0;
 }
 
@@ -175,7 +271,7 @@ int mgt_config_parse(const char *buf, size_t len, struct mgt_settings *ret, char
                         snprintf(err, err_len, "line %u: %s set twice", lineno, key);
                         return -EINVAL;
                 }
-                if (mgt_setting_parse((enum mgt_key) k, val, &s.v[k], why, sizeof(why)) < 0) {
+                if (mgt_setting_parse((enum mgt_key) k, val, &s, why, sizeof(why)) < 0) {
                         snprintf(err, err_len, "line %u: %s", lineno, why);
                         return -EINVAL;
                 }
@@ -188,6 +284,40 @@ void mgt_settings_merge(struct mgt_settings *base, const struct mgt_settings *ov
         for (int k = 0; k < _MGT_KEY_MAX; k++)
                 if (over->v[k].set)
                         base->v[k] = over->v[k];
+        if (over->v[MGT_KEY_RECLAIM_CGROUP].set)
+                memcpy(base->reclaim_cgroup, over->reclaim_cgroup, sizeof(base->reclaim_cgroup));
+}
+
+int mgt_settings_check(const struct mgt_settings *s, const char *dashes, char *err, size_t err_len) {
+        static const enum mgt_key needs_dose[] = { MGT_KEY_RECLAIM_CGROUP,  MGT_KEY_RECLAIM_SOME,
+                                                   MGT_KEY_RECLAIM_FULL,    MGT_KEY_RECLAIM_WINDOWS,
+                                                   MGT_KEY_RECLAIM_COOLDOWN, MGT_KEY_RECLAIM_HEADROOM };
+        static const enum mgt_key pressure_only[] = { MGT_KEY_RECLAIM_WINDOWS, MGT_KEY_RECLAIM_COOLDOWN };
+        const struct mgt_setting *v = s->v;
+        const char *d = dashes;
+
+        for (size_t i = 0; i < sizeof(needs_dose) / sizeof(needs_dose[0]); i++)
+                if (v[needs_dose[i]].set && !v[MGT_KEY_RECLAIM_DOSE].set) {
+                        snprintf(err, err_len, "%s%s without %sreclaim-dose: the reclaim actuator is off until a dose "
+                                 "is set", d, key_names[needs_dose[i]], d);
+                        return -EINVAL;
+                }
+        if (v[MGT_KEY_RECLAIM_HEADROOM].set && v[MGT_KEY_RECLAIM_CGROUP].set) {
+                snprintf(err, err_len, "%sreclaim-headroom with %sreclaim-cgroup: the headroom rule doses the actor's "
+                         "own cgroup only", d, d);
+                return -EINVAL;
+        }
+        /* With a headroom and no stall asked for, the pressure predicate is
+         * off (the library arms it by default only without a headroom). */
+        if (v[MGT_KEY_RECLAIM_HEADROOM].set && !v[MGT_KEY_RECLAIM_SOME].set && !v[MGT_KEY_RECLAIM_FULL].set)
+                for (size_t i = 0; i < sizeof(pressure_only) / sizeof(pressure_only[0]); i++)
+                        if (v[pressure_only[i]].set) {
+                                snprintf(err, err_len, "%s%s is of the pressure predicate, which %sreclaim-headroom "
+                                         "alone leaves off: set %sreclaim-some or %sreclaim-full too",
+                                         d, key_names[pressure_only[i]], d, d, d);
+                                return -EINVAL;
+                        }
+        return 0;
 }
 
 int mgt_settings_apply(const struct mgt_settings *s, uint64_t limit, struct mg_guard_options *o) {
@@ -216,5 +346,20 @@ int mgt_settings_apply(const struct mgt_settings *s, uint64_t limit, struct mg_g
                 o->refault_window_usec = v[MGT_KEY_REFAULT_WINDOW].value;
         if (v[MGT_KEY_REFAULT_MAPPED_WINDOW].set)
                 o->refault_mapped_window_usec = v[MGT_KEY_REFAULT_MAPPED_WINDOW].value;
+        if (v[MGT_KEY_RECLAIM_DOSE].set)
+                o->reclaim_dose_bytes = v[MGT_KEY_RECLAIM_DOSE].value;
+        if (v[MGT_KEY_RECLAIM_CGROUP].set)
+                o->reclaim_cgroup = s->reclaim_cgroup;
+        /* at most RECLAIM_STALL_MAX_USEC and MG_RECLAIM_WINDOWS_MAX: they fit */
+        if (v[MGT_KEY_RECLAIM_SOME].set)
+                o->reclaim_some_usec = (uint32_t) v[MGT_KEY_RECLAIM_SOME].value;
+        if (v[MGT_KEY_RECLAIM_FULL].set)
+                o->reclaim_full_usec = (uint32_t) v[MGT_KEY_RECLAIM_FULL].value;
+        if (v[MGT_KEY_RECLAIM_WINDOWS].set)
+                o->reclaim_windows = (uint32_t) v[MGT_KEY_RECLAIM_WINDOWS].value;
+        if (v[MGT_KEY_RECLAIM_COOLDOWN].set)
+                o->reclaim_cooldown_usec = v[MGT_KEY_RECLAIM_COOLDOWN].value;
+        if (v[MGT_KEY_RECLAIM_HEADROOM].set)
+                o->reclaim_headroom_bytes = v[MGT_KEY_RECLAIM_HEADROOM].value;
         return 0;
 }

@@ -3,13 +3,15 @@
 
 /*
  * watch's settings: the default limit and the guard tuning that
- * mg_guard_options exposes, from the command line and from an optional
- * config file of "key = value" lines (memguard(1), CONFIGURATION).  Keys
- * are the long options' names; the command line wins over the file.
- * Parsing is pure (a buffer in, settings out) so the tests drive it through
- * `memguard config-parse`.
+ * mg_guard_options exposes, the reclaim actuator's included, from the
+ * command line and from an optional config file of "key = value" lines
+ * (memguard(1), CONFIGURATION).  Keys are the long options' names; the
+ * command line wins over the file.  Parsing is pure (a buffer in, settings
+ * out) so the tests drive it through `memguard config-parse` and
+ * `memguard options`.
  */
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +21,7 @@
 /* One setting: set or not (unset: the library's tuned default). */
 struct mgt_setting {
         bool set;
-        uint64_t value;         /* bytes, usec or permyriad */
+        uint64_t value;         /* bytes, usec, permyriad or a count (reclaim-cgroup: its path's length) */
         bool percent;           /* margin: value is permyriad of each actor's limit */
 };
 
@@ -34,20 +36,32 @@ enum mgt_key {
         MGT_KEY_POST_KILL_HOLDOFF,
         MGT_KEY_REFAULT_WINDOW,
         MGT_KEY_REFAULT_MAPPED_WINDOW,
+        MGT_KEY_RECLAIM_DOSE,
+        MGT_KEY_RECLAIM_CGROUP,
+        MGT_KEY_RECLAIM_SOME,
+        MGT_KEY_RECLAIM_FULL,
+        MGT_KEY_RECLAIM_WINDOWS,
+        MGT_KEY_RECLAIM_COOLDOWN,
+        MGT_KEY_RECLAIM_HEADROOM,
         _MGT_KEY_MAX,
 };
 
 struct mgt_settings {
         struct mgt_setting v[_MGT_KEY_MAX];
+        /* reclaim-cgroup, when set: below the cgroup2 mount ("bg" and "/bg"
+         * are /sys/fs/cgroup/bg; a path in the mount is taken as it is).
+         * A copy of the settings is a copy of the path. */
+        char reclaim_cgroup[PATH_MAX];
 };
 
 /* The key of a long option or config key name ("stall-window"), or -1. */
 int mgt_key_from_name(const char *name);
 const char *mgt_key_name(enum mgt_key k);
 
-/* Parses one value for key into *ret.  Returns 0 or a negative errno:
- * -EINVAL not a value of its kind (the message in err), -ERANGE. */
-int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_setting *ret, char *err, size_t err_len);
+/* Parses one value for key into s->v[k] (and s->reclaim_cgroup).  Returns
+ * 0 or a negative errno, the message in err: -EINVAL not a value of its
+ * kind, -ERANGE.  s is not written on failure. */
+int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_settings *s, char *err, size_t err_len);
 
 /* Parses a config file's text: "key = value" lines, '#' comments, blank
  * lines.  Returns 0, or -EINVAL with "LINE: what is wrong" in err; *ret is
@@ -57,8 +71,16 @@ int mgt_config_parse(const char *buf, size_t len, struct mgt_settings *ret, char
 /* over's settings that are set replace base's. */
 void mgt_settings_merge(struct mgt_settings *base, const struct mgt_settings *over);
 
+/* Whether the settings fit together, checked on the merged ones (the
+ * reclaim keys need reclaim-dose, which may come from the other source):
+ * the reclaim actuator's rules of mg_guard_new() that no limit decides.
+ * Returns 0, or -EINVAL with the message in err, its keys written with
+ * dashes in front ("--" for the command line, "" for a config file). */
+int mgt_settings_check(const struct mgt_settings *s, const char *dashes, char *err, size_t err_len);
+
 /* Options for an actor with this limit: mg_guard_options_init() and what
- * the settings set (a margin in percent taken of limit). */
+ * the settings set (a margin in percent taken of limit).  reclaim_cgroup
+ * points into s. */
 int mgt_settings_apply(const struct mgt_settings *s, uint64_t limit, struct mg_guard_options *o);
 
 /* A duration: "250ms", "2s", "1.5s", "1m", "500us", or plain seconds;

@@ -420,6 +420,70 @@ static void append(char *buf, size_t len, size_t *at, const char *s) {
         buf[*at] = '\0';
 }
 
+/* usec as milliseconds to a tenth: "12.3". */
+static const char *ms_text(uint64_t usec, char *buf, size_t len) {
+        snprintf(buf, len, "%" PRIu64 ".%" PRIu64, usec / 1000, usec / 100 % 10);
+        return buf;
+}
+
+/* The windows of a pressure dose, oldest first: " 1.2 3.4 5.6". */
+static void windows_text(const uint64_t *usec, uint32_t n, char *buf, size_t len) {
+        char ms[32];
+        size_t at = 0;
+
+        buf[0] = '\0';
+        for (uint32_t i = 0; i < n; i++) {
+                append(buf, len, &at, " ");
+                append(buf, len, &at, ms_text(usec[i], ms, sizeof(ms)));
+        }
+}
+
+static const char *reclaim_why(enum mg_reclaim_why why) {
+        switch (why) {
+        case MG_RECLAIM_PRESSURE: return "pressure";
+        case MG_RECLAIM_HEADROOM: return "headroom";
+        }
+        return NULL;
+}
+
+/* The windows a pressure dose carries (struct mg_reclaim_info). */
+static uint32_t reclaim_windows(const struct mg_reclaim_info *r) {
+        return r->why != MG_RECLAIM_PRESSURE ? 0 : r->windows < MG_RECLAIM_WINDOWS_MAX ? r->windows : MG_RECLAIM_WINDOWS_MAX;
+}
+
+/* A dose of the reclaim actuator: what fired it, what the kernel took,
+ * and whether it counts. */
+static void reclaim_text(const struct mg_event *ev, char *buf, size_t len) {
+        const struct mg_reclaim_info *r = ev->reclaim;
+        uint32_t n = reclaim_windows(r);
+        char asked[32], got[32], cur[32], file[32], took[32], some[MG_RECLAIM_WINDOWS_MAX * 24],
+                full[MG_RECLAIM_WINDOWS_MAX * 24], why[sizeof(some) + sizeof(full) + 96], end[192];
+
+        if (r->why == MG_RECLAIM_PRESSURE) {
+                windows_text(r->some_usec, n, some, sizeof(some));
+                windows_text(r->full_usec, n, full, sizeof(full));
+                snprintf(why, sizeof(why), "on memory pressure (stalled some%s ms, full%s ms in %" PRIu32
+                         " window%s of a second)", some, full, n, n == 1 ? "" : "s");
+        } else if (r->why == MG_RECLAIM_HEADROOM) {
+                snprintf(why, sizeof(why), "on headroom (memory.current %s, file cache %s)",
+                         mgt_size_format(r->current_bytes, cur, sizeof(cur)),
+                         mgt_size_format(r->file_bytes, file, sizeof(file)));
+        } else {
+                snprintf(why, sizeof(why), "(why %d)", (int) r->why);
+        }
+        if (r->error < 0)
+                snprintf(end, sizeof(end), "not counted: %s%s", strerror(-r->error),
+                         r->error == -EAGAIN   ? " (the kernel took less than asked)"
+                         : r->error == -ENODEV ? " (the target is gone: no more doses)"
+                                               : "");
+        else
+                snprintf(end, sizeof(end), "%s", r->counted ? "counted" : "not counted (under 80 % of it, or over 1 s)");
+        snprintf(buf, len, "memguard: reclaim: %s: a dose of %s to %s %s: %s reclaimed in %s ms, %s", ev->cgroup,
+                 mgt_size_format(r->asked_bytes, asked, sizeof(asked)), r->target ? r->target : "?", why,
+                 mgt_size_format(r->achieved_bytes, got, sizeof(got)), ms_text(r->duration_usec, took, sizeof(took)),
+                 end);
+}
+
 static void event_text(const struct mg_event *ev, const struct pre_kill_answer *a, char *buf, size_t len) {
         switch (ev->type) {
         case MG_EVENT_KILL:
@@ -471,6 +535,9 @@ static void event_text(const struct mg_event *ev, const struct pre_kill_answer *
                 break;
         case MG_EVENT_THROTTLED:
                 throttle_text(ev, buf, len);
+                break;
+        case MG_EVENT_RECLAIM:
+                reclaim_text(ev, buf, len);
                 break;
         default:
                 snprintf(buf, len, "memguard: %s: %s", mg_event_type_to_string(ev->type), ev->cgroup);
@@ -564,6 +631,40 @@ static void event_json(const struct mg_event *ev, const struct pre_kill_answer *
                 mgt_json_i32_array(j, "pids", u->pids, n);
                 mgt_json_char_array(j, "states", u->states, n, '?');
                 mgt_json_u64(j, "kill_to_report_ms", u->wait_usec / 1000);
+                return;
+        }
+        case MG_EVENT_RECLAIM: {
+                const struct mg_reclaim_info *r = ev->reclaim;
+                uint32_t n = reclaim_windows(r);
+                mgt_json_str(j, "cgroup", ev->cgroup);
+                mgt_json_str(j, "target", r->target);
+                mgt_json_str(j, "why", reclaim_why(r->why));
+                mgt_json_u64(j, "asked_bytes", r->asked_bytes);
+                mgt_json_u64(j, "achieved_bytes", r->achieved_bytes);
+                mgt_json_u64(j, "duration_usec", r->duration_usec);
+                mgt_json_str(j, "error", r->error < 0 ? strerror(-r->error) : NULL);
+                if (r->error < 0)
+                        mgt_json_i64(j, "errno", -r->error);
+                else
+                        mgt_json_null(j, "errno");
+                mgt_json_bool(j, "counted", r->counted);
+                /* the figures of what fired it; null for the other rule */
+                if (r->why == MG_RECLAIM_PRESSURE) {
+                        mgt_json_u64(j, "windows", n);
+                        mgt_json_u64_array(j, "some_usec", r->some_usec, n);
+                        mgt_json_u64_array(j, "full_usec", r->full_usec, n);
+                } else {
+                        mgt_json_null(j, "windows");
+                        mgt_json_null(j, "some_usec");
+                        mgt_json_null(j, "full_usec");
+                }
+                if (r->why == MG_RECLAIM_HEADROOM) {
+                        mgt_json_u64(j, "current_bytes", r->current_bytes);
+                        mgt_json_u64(j, "file_bytes", r->file_bytes);
+                } else {
+                        mgt_json_null(j, "current_bytes");
+                        mgt_json_null(j, "file_bytes");
+                }
                 return;
         }
         default:

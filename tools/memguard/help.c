@@ -17,7 +17,7 @@ struct flag {
         const char *name, *what;
 };
 
-#define MAX_FLAGS 24
+#define MAX_FLAGS 32
 
 /* What run and watch both take: how events are written, and how a kill is
  * made. */
@@ -113,6 +113,31 @@ static const struct command_help {
                           "The same for an actor that faults its pages in (mapped data, program\n"
                           "text).  (default: tuned to the limit, watch.conf(5): 4 stall windows,\n"
                           "8 s to 20 s)" },
+                        { "--reclaim-dose SIZE",
+                          "Arm the reclaim actuator: on memory pressure, write SIZE to the\n"
+                          "cgroup's memory.reclaim (Linux 5.19+); with --reclaim-headroom, up to\n"
+                          "SIZE near the limit.  Each dose is a reclaim event.  The other\n"
+                          "--reclaim flags need it.  (default: off)" },
+                        { "--reclaim-cgroup CGROUP",
+                          "The cgroup dosed, whose pressure is watched: a sibling that holds\n"
+                          "background work, the same for every cgroup guarded; not with\n"
+                          "--reclaim-headroom.  (default: each guarded cgroup itself)" },
+                        { "--reclaim-some DURATION",
+                          "The pressure predicate: a window of a second counts when the memory\n"
+                          "stall (some) grew by DURATION in it, at most 1 s.  (default: 1ms if\n"
+                          "neither --reclaim-full nor --reclaim-headroom is set, else off)" },
+                        { "--reclaim-full DURATION",
+                          "The same for the full stall (every task of the cgroup stalled at\n"
+                          "once); with --reclaim-some too, a window needs both.  (default: off)" },
+                        { "--reclaim-windows N",
+                          "How many windows in a row must count before a dose, 1 to 8; one dose\n"
+                          "per run of them.  (default: 3)" },
+                        { "--reclaim-cooldown DURATION",
+                          "The least time from one pressure dose to the next.\n"
+                          "(default: 10s)" },
+                        { "--reclaim-headroom SIZE",
+                          "When memory.current comes within SIZE of the limit, a dose of page\n"
+                          "cache that brings it back, at most one a second.  (default: off)" },
                         { "-h, --help", "This text." },
                 },
                 .tail = "DURATION: 250ms, 2s, 1.5s, 1m, 500us, or plain seconds.",

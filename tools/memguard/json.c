@@ -205,6 +205,18 @@ void mgt_json_i32_array(struct mgt_json *j, const char *k, const int32_t *val, s
         append(j, "]", 1);
 }
 
+void mgt_json_u64_array(struct mgt_json *j, const char *k, const uint64_t *val, size_t n) {
+        char num[24];
+        key(j, k);
+        append(j, "[", 1);
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        append(j, ",", 1);
+                append_num(j, num, snprintf(num, sizeof(num), "%" PRIu64, val[i]));
+        }
+        append(j, "]", 1);
+}
+
 void mgt_json_char_array(struct mgt_json *j, const char *k, const char *val, size_t n, char unknown) {
         key(j, k);
         append(j, "[", 1);

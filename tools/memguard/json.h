@@ -48,6 +48,7 @@ void mgt_json_bytes(struct mgt_json *j, const char *key, uint64_t val);
 void mgt_json_centi(struct mgt_json *j, const char *key, uint64_t centi);
 /* [1,2,3] */
 void mgt_json_i32_array(struct mgt_json *j, const char *key, const int32_t *val, size_t n);
+void mgt_json_u64_array(struct mgt_json *j, const char *key, const uint64_t *val, size_t n);
 /* ["D","R",null]: one-character strings, null for the character unknown
  * (process states, '?' where unread). */
 void mgt_json_char_array(struct mgt_json *j, const char *key, const char *val, size_t n, char unknown);

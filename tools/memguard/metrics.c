@@ -144,6 +144,12 @@ char *mgt_metrics_format(const struct mgt_metrics_actor *a, size_t n, const stru
         put(&b, "memguard_node_ticks_total{path=\"slow\"} %" PRIu64 "\n", ns->slow_ticks);
         family(&b, "memguard_node_errors_total", "counter", "Errors every guard reported since watch started.");
         put(&b, "memguard_node_errors_total %" PRIu64 "\n", ns->errors);
+        family(&b, "memguard_node_reclaims_total", "counter",
+               "Doses the reclaim actuator (--reclaim-dose) wrote, by every guard since watch started.");
+        put(&b, "memguard_node_reclaims_total %" PRIu64 "\n", ns->reclaims);
+        family(&b, "memguard_node_reclaimed_bytes_total", "counter",
+               "What those doses reclaimed, in bytes (the target's pgsteal over each write).");
+        put(&b, "memguard_node_reclaimed_bytes_total %" PRIu64 "\n", ns->reclaimed_bytes);
 
         family(&b, "memguard_kills_total", "counter", "Kills of the cgroup's processes by its guard, by reason.");
         for (size_t i = 0; i < n; i++) {
@@ -184,6 +190,12 @@ char *mgt_metrics_format(const struct mgt_metrics_actor *a, size_t n, const stru
         PER_ACTOR(&b, a, n, "memguard_empty_over_limit_total", true, "%" PRIu64, x->counts->empty_over_limit);
         family(&b, "memguard_unkillable_total", "counter", "Kills whose processes outlived the kill wait.");
         PER_ACTOR(&b, a, n, "memguard_unkillable_total", true, "%" PRIu64, x->counts->unkillable);
+        family(&b, "memguard_reclaims_total", "counter",
+               "Doses of the reclaim actuator (--reclaim-dose) written to memory.reclaim, failed ones included.");
+        PER_ACTOR(&b, a, n, "memguard_reclaims_total", true, "%" PRIu64, x->stats->reclaims);
+        family(&b, "memguard_reclaimed_bytes_total", "counter",
+               "What the doses reclaimed, in bytes: the target's pgsteal over each write.");
+        PER_ACTOR(&b, a, n, "memguard_reclaimed_bytes_total", true, "%" PRIu64, x->stats->reclaimed_bytes);
         family(&b, "memguard_lends_total", "counter", "Lends of memory.high begun.");
         PER_ACTOR(&b, a, n, "memguard_lends_total", true, "%" PRIu64, x->stats->lends);
         family(&b, "memguard_lend_expired_total", "counter", "Lends ended by their deadline.");

@@ -9,6 +9,8 @@
  *                                    guards' kill decisions interleaved
  *   metrics-sample                   the metrics text of two made-up actors
  *   config-parse FILE                the settings a config file gives
+ *   options LIMIT [--config FILE] [--KEY VALUE]...
+ *                                    the guard options watch makes of them for a cgroup of LIMIT
  *   stat-dir DIR [LIMIT]             stat of a directory that need not be on cgroup2
  */
 #include <errno.h>
@@ -79,6 +81,15 @@ static int cmd_event_sample(int argc, char **argv) {
                                         .memory_some_permyriad = 9512, .cpu_permyriad = 250 };
         struct mg_unkillable_info u = { .kill_usec = 1, .wait_usec = 3000000, .n_members = 2, .n_pids = 2,
                                         .pids = { 1234, 1235 }, .states = { 'D', '?' } };
+        /* A pressure dose to a sibling that counts, and a headroom dose
+         * the kernel cut short. */
+        struct mg_reclaim_info rp = { .target = "/sys/fs/cgroup/sample/background", .why = MG_RECLAIM_PRESSURE,
+                                      .asked_bytes = 64u << 20, .achieved_bytes = 60u << 20, .duration_usec = 85250,
+                                      .counted = true, .windows = 3, .some_usec = { 12000, 15300, 20100 },
+                                      .full_usec = { 0, 1000, 2500 } };
+        struct mg_reclaim_info rh = { .target = cg, .why = MG_RECLAIM_HEADROOM, .asked_bytes = 12u << 20,
+                                      .achieved_bytes = 3u << 20, .duration_usec = 400000, .error = -EAGAIN,
+                                      .current_bytes = 250u << 20, .file_bytes = 40u << 20 };
 
         if (argc > 2 || (argc == 2 && !out.json))
                 return mgt_usage_error("event-sample", "usage: memguard event-sample [--json]");
@@ -111,6 +122,8 @@ static int cmd_event_sample(int argc, char **argv) {
                 { .type = MG_EVENT_KILL_DRY_RUN, .cgroup = cg, .time_usec = now, .kill = &dry },
                 { .type = MG_EVENT_PRE_KILL, .cgroup = cg, .time_usec = now, .kill = &pre },
                 { .type = MG_EVENT_KILL_AVERTED, .cgroup = cg, .time_usec = now, .kill = &pre, .report = &k.report },
+                { .type = MG_EVENT_RECLAIM, .cgroup = cg, .time_usec = now, .reclaim = &rp },
+                { .type = MG_EVENT_RECLAIM, .cgroup = cg, .time_usec = now, .reclaim = &rh },
         };
         /* Two guards' decisions interleaved, as watch prints them: each
          * end carries the kill_id of its own guard's pre-kill.  The guards
@@ -152,10 +165,12 @@ static int cmd_event_sample(int argc, char **argv) {
 static int cmd_metrics_sample(int argc, char **argv) {
         struct mg_stats s1 = { .size = sizeof(s1), .fast_ticks = 1200, .slow_ticks = 34, .kills_overshoot = 2,
                                .kills_stall = 1, .kernel_oom_kills = 3, .errors = 1, .throttles = 1, .lends = 4,
-                               .lend_expiries = 1, .kills_deferred = 1, .kills_averted = 1 };
+                               .lend_expiries = 1, .kills_deferred = 1, .kills_averted = 1, .reclaims = 3,
+                               .reclaimed_bytes = 150u << 20 };
         struct mg_stats s2 = { .size = sizeof(s2), .fast_ticks = 1234, .dry_run_kills = 2 };
         struct mg_stats ns = { .size = sizeof(ns), .fast_ticks = 2434, .slow_ticks = 34, .kills_overshoot = 5,
-                               .kills_stall = 1, .kernel_oom_kills = 3, .dry_run_kills = 2, .errors = 1 };
+                               .kills_stall = 1, .kernel_oom_kills = 3, .dry_run_kills = 2, .errors = 1,
+                               .reclaims = 5, .reclaimed_bytes = 250u << 20 };
         struct mgt_counts c1 = { .empty_over_limit = 1 }, c2 = {}, node = { .empty_over_limit = 1 };
         struct mg_report r = { .size = sizeof(r), .used_bytes = 60u << 20, .current_bytes = 100u << 20,
                                .stall_usec = 1500000, .high_bytes = 60397977, .max_bytes = MG_UNLIMITED,
@@ -203,8 +218,87 @@ static int cmd_config_parse(int argc, char **argv) {
                 return MGT_EXIT_FAIL;
         }
         for (int k = 0; k < _MGT_KEY_MAX; k++)
-                if (s.v[k].set)
+                if (k == MGT_KEY_RECLAIM_CGROUP && s.v[k].set)
+                        printf("%s %s\n", mgt_key_name((enum mgt_key) k), s.reclaim_cgroup);
+                else if (s.v[k].set)
                         printf("%s %" PRIu64 "%s\n", mgt_key_name((enum mgt_key) k), s.v[k].value, s.v[k].percent ? "%" : "");
+        return MGT_EXIT_OK;
+}
+
+/* `memguard options LIMIT [--config FILE] [--KEY VALUE]...`: what watch
+ * makes of a config file and its tuning flags (the keys' long options) for
+ * a cgroup of LIMIT: the settings merged and checked as watch does at
+ * start (the same messages and exit statuses), the mg_guard_options it
+ * passes, one "field value" line each, then whether the library takes them
+ * (mg_guard_new() checks the options before it opens the cgroup, here one
+ * that does not exist). */
+static int cmd_options(int argc, char **argv) {
+        struct mgt_settings file = {}, cli = {}; /* the file's and the flags' */
+        struct mg_guard_options o;
+        const char *config = NULL;
+        char buf[65536], err[512];
+        uint64_t limit;
+        mg_guard *g = NULL;
+        int r;
+
+        if (argc < 2 || argc % 2 != 0)
+                return mgt_usage_error("options", "usage: memguard options LIMIT [--config FILE] [--KEY VALUE]...");
+        if (mgt_size_arg("options", "LIMIT", argv[1], 0, NULL, 0, &limit) != 0)
+                return MGT_EXIT_USAGE;
+        for (int i = 2; i < argc; i += 2) {
+                int k = strncmp(argv[i], "--", 2) == 0 ? mgt_key_from_name(argv[i] + 2) : -1;
+                if (strcmp(argv[i], "--config") == 0) {
+                        config = argv[i + 1];
+                        continue;
+                }
+                if (k < 0)
+                        return mgt_usage_error("options", "unknown option %s", argv[i]);
+                if (mgt_setting_parse((enum mgt_key) k, argv[i + 1], &cli, err, sizeof(err)) < 0)
+                        return mgt_usage_error("options", "--%s", err);
+        }
+        if (!config && mgt_settings_check(&cli, "--", err, sizeof(err)) < 0)
+                return mgt_usage_error("options", "%s", err);
+        if (config) {
+                FILE *f = fopen(config, "re");
+                size_t n;
+                if (!f)
+                        return mgt_usage_error("options", "%s: %s", config, strerror(errno));
+                n = fread(buf, 1, sizeof(buf), f);
+                fclose(f);
+                if (mgt_config_parse(buf, n, &file, err, sizeof(err)) < 0) {
+                        fprintf(stderr, "--config %s: %s\n", config, err);
+                        return MGT_EXIT_FAIL;
+                }
+        }
+        mgt_settings_merge(&file, &cli);
+        if (mgt_settings_check(&file, "", err, sizeof(err)) < 0) {
+                fprintf(stderr, "--config %s with the command line: %s\n", config, err);
+                return MGT_EXIT_FAIL;
+        }
+        r = mgt_settings_apply(&file, limit, &o);
+        if (r < 0) {
+                fprintf(stderr, "%s\n", strerror(-r));
+                return MGT_EXIT_FAIL;
+        }
+        printf("limit_bytes %" PRIu64 "\ntick_usec %" PRIu64 "\nmargin_bytes %" PRIu64 "\nstall_window_usec %" PRIu64
+               "\nstall_pressure_permyriad %" PRIu32 "\nlend_deadline_usec %" PRIu64 "\nkill_wait_usec %" PRIu64
+               "\npost_kill_holdoff_usec %" PRIu64 "\nrefault_window_usec %" PRIu64
+               "\nrefault_mapped_window_usec %" PRIu64 "\n",
+               o.limit_bytes, o.tick_usec, o.margin_bytes, o.stall_window_usec, o.stall_pressure_permyriad,
+               o.lend_deadline_usec, o.kill_wait_usec, o.post_kill_holdoff_usec, o.refault_window_usec,
+               o.refault_mapped_window_usec);
+        printf("reclaim_dose_bytes %" PRIu64 "\nreclaim_cgroup %s\nreclaim_some_usec %" PRIu32
+               "\nreclaim_full_usec %" PRIu32 "\nreclaim_windows %" PRIu32 "\nreclaim_cooldown_usec %" PRIu64
+               "\nreclaim_headroom_bytes %" PRIu64 "\n",
+               o.reclaim_dose_bytes, o.reclaim_cgroup ? o.reclaim_cgroup : "(none)", o.reclaim_some_usec,
+               o.reclaim_full_usec, o.reclaim_windows, o.reclaim_cooldown_usec, o.reclaim_headroom_bytes);
+        r = mg_guard_new("/nonexistent/memguard-options", &o, &g);
+        mg_guard_free(g);
+        if (r == -EINVAL || r == -E2BIG) {
+                printf("library refuses them: %s\n", strerror(-r));
+                return MGT_EXIT_FAIL;
+        }
+        printf("library takes them\n");
         return MGT_EXIT_OK;
 }
 
@@ -226,6 +320,7 @@ static const struct {
         { "event-sample", cmd_event_sample },
         { "metrics-sample", cmd_metrics_sample },
         { "config-parse", cmd_config_parse },
+        { "options", cmd_options },
 };
 
 int main(int argc, char **argv) {
@@ -233,6 +328,6 @@ int main(int argc, char **argv) {
         for (size_t i = 0; argc > 1 && i < sizeof(commands) / sizeof(commands[0]); i++)
                 if (strcmp(argv[1], commands[i].name) == 0)
                         return commands[i].fn(argc - 1, argv + 1);
-        fprintf(stderr, "usage: memguard-test-commands size-parse|json-escape|event-sample|metrics-sample|config-parse|stat-dir ...\n");
+        fprintf(stderr, "usage: memguard-test-commands size-parse|json-escape|event-sample|metrics-sample|config-parse|options|stat-dir ...\n");
         return MGT_EXIT_USAGE;
 }

@@ -55,6 +55,9 @@
  * is left for that many of them at once, and the service's own. */
 #define FDS_PER_GUARD 2
 #define FDS_SLOW_PATH 12
+/* A guard whose reclaim actuator is armed holds 3 more: the target's
+ * memory.stat, memory.pressure and memory.reclaim. */
+#define FDS_RECLAIM 3
 #define FDS_SLOW_GUARDS 64
 #define FDS_OWN 64
 #define CONFIG_MAX ((size_t) 64 * 1024)
@@ -69,6 +72,7 @@ struct actor {
         uint64_t limit;
         const char *source;
         struct mg_guard_options opt;    /* what g was made with */
+        char *reclaim_cgroup;           /* opt.reclaim_cgroup's own copy: a reload rewrites the settings' */
         struct mgt_counts counts;       /* what the library does not count */
         struct mg_stats before;         /* the library's counts of the guards made anew since */
         uint64_t recheck_usec;          /* read the limit again then; 0: no */
@@ -99,6 +103,7 @@ struct watch {
         uint64_t nofile;                /* the soft RLIMIT_NOFILE */
         size_t n_guarded;               /* actors with a guard */
         size_t options_refused;         /* children whose limit the options did not fit */
+        size_t reclaim_refused;         /* children refused the reclaim actuator (-EOPNOTSUPP) */
         uint64_t next_recheck;          /* the earliest actor's recheck_usec; UINT64_MAX: none */
         size_t readd_n, dead_n;         /* actors marked readd, dead: the loop's work, skipped at 0 */
         struct mgt_streak no_fds;       /* children left unguarded for want of descriptors, said once */
@@ -128,6 +133,8 @@ static void add_stats(struct mg_stats *sum, const struct mg_stats *x) {
         sum->throttles += x->throttles;
         sum->kills_deferred += x->kills_deferred;
         sum->kills_averted += x->kills_averted;
+        sum->reclaims += x->reclaims;
+        sum->reclaimed_bytes += x->reclaimed_bytes;
 }
 
 /* Adds a guard's counts into a->before, before the guard goes. */
@@ -254,7 +261,8 @@ static void schedule_recheck(struct actor *a, uint64_t at) {
  * read again in a second (a guard gone since may have made room). */
 static int fd_room(struct watch *w, struct actor *a) {
         uint64_t n = w->n_guarded + 1;
-        uint64_t need = n * FDS_PER_GUARD + (n < FDS_SLOW_GUARDS ? n : FDS_SLOW_GUARDS) * FDS_SLOW_PATH + FDS_OWN;
+        uint64_t per_guard = FDS_PER_GUARD + (w->eff.v[MGT_KEY_RECLAIM_DOSE].set ? FDS_RECLAIM : 0);
+        uint64_t need = n * per_guard + (n < FDS_SLOW_GUARDS ? n : FDS_SLOW_GUARDS) * FDS_SLOW_PATH + FDS_OWN;
 
         if (w->nofile == 0 || need <= w->nofile)
                 return 0;
@@ -274,6 +282,7 @@ static int guard_actor(struct actor *a, bool announce) {
         struct watch *w = a->w;
         uint64_t limit;
         const char *source;
+        char hint[PATH_MAX + 160];
         int e;
 
         e = resolve_limit(w, a, &limit, &source);
@@ -288,6 +297,13 @@ static int guard_actor(struct actor *a, bool announce) {
                 mgt_error(&w->out, "watch", e, "%s: options", a->path);
                 return e;
         }
+        free(a->reclaim_cgroup);
+        a->reclaim_cgroup = NULL;
+        if (a->opt.reclaim_cgroup && !(a->reclaim_cgroup = strdup(a->opt.reclaim_cgroup))) {
+                mgt_error(&w->out, "watch", -ENOMEM, "%s: options", a->path);
+                return -ENOMEM;
+        }
+        a->opt.reclaim_cgroup = a->reclaim_cgroup;
         e = fd_room(w, a);
         if (e < 0)
                 return e;
@@ -301,11 +317,24 @@ static int guard_actor(struct actor *a, bool announce) {
                 a->g = NULL;
                 if (e == -EINVAL)
                         w->options_refused++;
-                mgt_error(&w->out, "watch", e, "%s%s", a->path,
-                          e == -ENOENT   ? " (no memory controller: enable +memory in its parent)"
-                          : e == -EMFILE ? " (out of descriptors: raise LimitNOFILE; tried again in a second)"
-                          : e == -EINVAL ? " (the options do not fit its limit)"
-                                         : "");
+                /* In list mode and under --parent the cgroup is on cgroup2
+                 * (ENOTSUP is EOPNOTSUPP): that one is the reclaim target's. */
+                if (e == -EOPNOTSUPP && a->opt.reclaim_dose_bytes)
+                        w->reclaim_refused++;
+                if (e == -ENOENT)
+                        snprintf(hint, sizeof(hint), " (no memory controller: enable +memory in its parent%s%s)",
+                                 a->opt.reclaim_cgroup ? "; or no --reclaim-cgroup " : "",
+                                 a->opt.reclaim_cgroup ? a->opt.reclaim_cgroup : "");
+                else if (e == -EOPNOTSUPP && a->opt.reclaim_dose_bytes)
+                        snprintf(hint, sizeof(hint), " (--reclaim-dose: %s has no memory.reclaim, Linux 5.19+, or no "
+                                 "memory.pressure for the pressure predicate, or is not on cgroup2)",
+                                 a->opt.reclaim_cgroup ? a->opt.reclaim_cgroup : "it");
+                else
+                        snprintf(hint, sizeof(hint), "%s",
+                                 e == -EMFILE   ? " (out of descriptors: raise LimitNOFILE; tried again in a second)"
+                                 : e == -EINVAL ? " (the options do not fit its limit)"
+                                                : "");
+                mgt_error(&w->out, "watch", e, "%s%s", a->path, hint);
                 if (e == -EMFILE || e == -ENFILE)
                         schedule_recheck(a, mg_mono_usec() + RECHECK_USEC);
                 return e;
@@ -378,6 +407,7 @@ static void actor_free(struct actor *a) {
                 return;
         free(a->path);
         free(a->name);
+        free(a->reclaim_cgroup);
         free(a);
 }
 
@@ -450,6 +480,10 @@ static void drop_actor(struct actor *a, const char *why) {
         mgt_unwatch_event(&a->w->out, a->path, why);
 }
 
+static bool same_path(const char *x, const char *y) {
+        return x == y || (x && y && strcmp(x, y) == 0);
+}
+
 static bool same_tuning(const struct mg_guard_options *x, const struct mg_guard_options *y) {
         return x->limit_bytes == y->limit_bytes && x->tick_usec == y->tick_usec && x->margin_bytes == y->margin_bytes &&
                x->stall_window_usec == y->stall_window_usec &&
@@ -458,7 +492,11 @@ static bool same_tuning(const struct mg_guard_options *x, const struct mg_guard_
                x->post_kill_holdoff_usec == y->post_kill_holdoff_usec &&
                x->refault_window_usec == y->refault_window_usec &&
                x->refault_mapped_window_usec == y->refault_mapped_window_usec && x->flags == y->flags &&
-               x->pre_kill_max_defer_usec == y->pre_kill_max_defer_usec;
+               x->pre_kill_max_defer_usec == y->pre_kill_max_defer_usec &&
+               x->reclaim_dose_bytes == y->reclaim_dose_bytes && same_path(x->reclaim_cgroup, y->reclaim_cgroup) &&
+               x->reclaim_some_usec == y->reclaim_some_usec && x->reclaim_full_usec == y->reclaim_full_usec &&
+               x->reclaim_windows == y->reclaim_windows && x->reclaim_cooldown_usec == y->reclaim_cooldown_usec &&
+               x->reclaim_headroom_bytes == y->reclaim_headroom_bytes;
 }
 
 /* Reads a's limit again; a guard whose options would change is made anew
@@ -579,7 +617,7 @@ static int load_config(struct watch *w, struct mgt_settings *ret) {
 static void reload(struct watch *w) {
         struct mgt_settings file, eff;
         bool ok;
-        char status[128];
+        char status[128], err[512];
 
         (void) mgt_notify(w->notify, "RELOADING=1");
         w->reloads++;
@@ -587,6 +625,11 @@ static void reload(struct watch *w) {
         if (ok) {
                 eff = file;
                 mgt_settings_merge(&eff, &w->cli);
+                ok = mgt_settings_check(&eff, "", err, sizeof(err)) == 0;
+                if (!ok)
+                        mgt_error(&w->out, "watch", 0, "--config %s with the command line: %s", w->config, err);
+        }
+        if (ok) {
                 w->eff = eff;
         } else {
                 w->reload_errors++;
@@ -812,6 +855,13 @@ int mgt_cmd_watch(int argc, char **argv) {
                 { "post-kill-holdoff", required_argument, NULL, OPT_KEY + MGT_KEY_POST_KILL_HOLDOFF },
                 { "refault-window", required_argument, NULL, OPT_KEY + MGT_KEY_REFAULT_WINDOW },
                 { "refault-mapped-window", required_argument, NULL, OPT_KEY + MGT_KEY_REFAULT_MAPPED_WINDOW },
+                { "reclaim-dose", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_DOSE },
+                { "reclaim-cgroup", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_CGROUP },
+                { "reclaim-some", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_SOME },
+                { "reclaim-full", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_FULL },
+                { "reclaim-windows", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_WINDOWS },
+                { "reclaim-cooldown", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_COOLDOWN },
+                { "reclaim-headroom", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_HEADROOM },
                 { "parent", required_argument, NULL, OPT_PARENT },
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "metrics", required_argument, NULL, OPT_METRICS },
@@ -829,7 +879,7 @@ int mgt_cmd_watch(int argc, char **argv) {
         const char *parent_arg = NULL, *metrics = NULL, *what = NULL;
         bool mlock = false, have_kill = true;
         struct mgt_settings file;
-        char err[256], status[160];
+        char err[512], status[160];
         int c, e, sigfd, ret = MGT_EXIT_FAIL;
 
         opterr = 0;
@@ -854,7 +904,7 @@ int mgt_cmd_watch(int argc, char **argv) {
                 default:
                         if (c >= OPT_KEY && c < OPT_KEY + _MGT_KEY_MAX) {
                                 enum mgt_key k = (enum mgt_key) (c - OPT_KEY);
-                                if (mgt_setting_parse(k, optarg, &w.cli.v[k], err, sizeof(err)) < 0)
+                                if (mgt_setting_parse(k, optarg, &w.cli, err, sizeof(err)) < 0)
                                         return mgt_usage_error("watch", "--%s", err);
                                 break;
                         }
@@ -867,6 +917,8 @@ int mgt_cmd_watch(int argc, char **argv) {
                 return mgt_usage_error("watch", "missing --limit SIZE");
         if (!parent_arg && optind >= argc)
                 return mgt_usage_error("watch", "missing CGROUP (or --parent DIR)");
+        if (!w.config && mgt_settings_check(&w.cli, "--", err, sizeof(err)) < 0)
+                return mgt_usage_error("watch", "%s", err);
 
         /* The config, at start: an error is fatal here, a kept setting on SIGHUP. */
         if (load_config(&w, &file) < 0)
@@ -875,6 +927,10 @@ int mgt_cmd_watch(int argc, char **argv) {
         mgt_settings_merge(&w.eff, &w.cli);
         if (!parent_arg && !w.eff.v[MGT_KEY_LIMIT].set)
                 return mgt_usage_error("watch", "missing --limit SIZE");
+        if (mgt_settings_check(&w.eff, "", err, sizeof(err)) < 0) {
+                mgt_error(&w.out, "watch", 0, "--config %s with the command line: %s", w.config, err);
+                return MGT_EXIT_FAIL;
+        }
 
         signal(SIGPIPE, SIG_IGN); /* the metrics writer gone is an EPIPE, not our death */
         /* Before any thread: the writer is forked from a process with one. */
@@ -926,11 +982,19 @@ int mgt_cmd_watch(int argc, char **argv) {
                         mgt_error(&w.out, "watch", e, "--parent %s", p);
                         goto out;
                 }
-                /* Options no child's limit accepts would leave the node
-                 * unguarded while the service looks up. */
+                /* Options no child's limit accepts, or a reclaim actuator
+                 * this kernel cannot arm, would leave the node unguarded
+                 * while the service looks up. */
                 if (w.n_guarded == 0 && w.options_refused > 0) {
                         mgt_error(&w.out, "watch", 0, "--parent %s: the options fit none of the %zu children's limits",
                                   p, w.options_refused);
+                        goto out;
+                }
+                if (w.n_guarded == 0 && w.reclaim_refused > 0) {
+                        mgt_error(&w.out, "watch", -EOPNOTSUPP,
+                                  "--parent %s: none of the %zu children is guarded: --reclaim-dose needs "
+                                  "memory.reclaim (Linux 5.19+), and memory.pressure for the pressure predicate",
+                                  p, w.reclaim_refused);
                         goto out;
                 }
                 char *one[] = { p };

@@ -87,6 +87,40 @@ static uint64_t *grow_anon(uint64_t mib, uint64_t step_kib, size_t *ret_n) {
         return lat;
 }
 
+/* MIB of anon memory filled with xorshift bytes (zram stores no page as
+ * same-filled), then its first ACTIVE_MIB touched a page at a time, round
+ * after round, for SECONDS: a background that allocated beyond its limit
+ * and keeps working on its active set (seed 002's pressure generator). */
+static int mode_anontouch(int argc, char **argv) {
+        uint64_t mib, active, x = 88172645463325252ULL, rounds = 0, t0 = mg_mono_usec();
+        double secs;
+        char *p;
+
+        if (argc < 3)
+                return -1;
+        mib = strtoull(argv[0], NULL, 0);
+        active = strtoull(argv[1], NULL, 0);
+        secs = num_arg(argv[2]);
+        if (active > mib)
+                active = mib;
+        p = mmap(NULL, mib * MG_MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+                return 1;
+        for (uint64_t off = 0; off < mib * MG_MIB; off += sizeof(x)) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                memcpy(p + off, &x, sizeof(x));
+        }
+        while (mg_mono_usec() - t0 < (uint64_t) (secs * 1e6)) {
+                for (uint64_t off = 0; off < active * MG_MIB; off += PAGE)
+                        p[off]++;
+                rounds++;
+        }
+        printf("workload=anontouch mib=%" PRIu64 " active_mib=%" PRIu64 " rounds=%" PRIu64 " elapsed_ms=%" PRIu64 "\n",
+               mib, active, rounds, (mg_mono_usec() - t0) / 1000);
+        munmap(p, mib * MG_MIB);
+        return 0;
+}
+
 static int mode_anon(int argc, char **argv) {
         uint64_t mib = argc > 0 ? strtoull(argv[0], NULL, 0) : 64;
         uint64_t step = argc > 1 ? strtoull(argv[1], NULL, 0) : 256;
@@ -505,6 +539,7 @@ static const struct {
         int (*fn)(int, char **);
 } modes[] = {
         { "anon", "MIB [STEP_KIB] [HOLD_S, -1 forever]", mode_anon },
+        { "anontouch", "MIB ACTIVE_MIB SECONDS", mode_anontouch },
         { "throttle", "MIB [STEP_KIB] [HOLD_S]", mode_throttle },
         { "leak", "MIB_PER_S", mode_leak },
         { "write", "FILE MIB [FSYNC] [BEHIND_MIB]", mode_write },

@@ -3,7 +3,8 @@
 # The memguard command on any host (no cgroup v2 needed): help and version,
 # exit 2 with exactly one line on stderr for bad arguments, clear errors for
 # things that are not cgroups; the size parser, the config parser and JSON
-# escaping through memguard-test-commands (not installed).  TAP on stdout.
+# escaping, the guard options watch makes of its flags and config, and the
+# event lines, through memguard-test-commands (not installed).  TAP on stdout.
 #
 #   tests/cli/memguard/test-cli.sh build/tools/memguard/memguard build/tools/memguard/memguard-test-commands
 set -u
@@ -67,7 +68,8 @@ help_flags() { # COMMAND: the long options it takes
     case $1 in
         run) echo limit high max parent json dry-run pre-kill-defer ;;
         watch) echo limit parent config metrics metrics-interval mlock json dry-run pre-kill-defer tick margin \
-            stall-window stall-pressure lend-deadline kill-wait post-kill-holdoff refault-window refault-mapped-window ;;
+            stall-window stall-pressure lend-deadline kill-wait post-kill-holdoff refault-window refault-mapped-window \
+            reclaim-dose reclaim-cgroup reclaim-some reclaim-full reclaim-windows reclaim-cooldown reclaim-headroom ;;
         stat) echo limit json ;;
         demo) echo kernel native ;;
     esac
@@ -146,6 +148,43 @@ expect_error 2 '1 ms to 60 s' "run: --pre-kill-defer of 0" run --limit 64M --pre
 expect_error 2 'not a duration above 0' "watch: --tick past 2^64 us (wrapped to 4.4 s once)" watch --limit 64M --tick 307445734561.9m /sys/fs/cgroup
 expect_error 2 '1 ms to 60 s' "run: --pre-kill-defer past 2^64 us" run --limit 64M --pre-kill-defer 307445734561.9m -- true
 expect_error 1 'No such file' "watch: a missing --config" watch --config "$tmp/nonexistent.conf" /sys/fs/cgroup
+
+# the reclaim actuator's flags: each value of its kind, and the rules that tie them
+for bad in "dose lots:not a size above 0" "dose 0:not a size above 0" "dose 64MB:not a size above 0" \
+    "dose 99999999999T:out of range" "headroom -1M:not a size above 0" "windows 9:not a whole number of windows, 1 to 8" \
+    "windows 0:not a whole number of windows" "windows 2x:not a whole number of windows" \
+    "some 2s:not a duration above 0 and at most 1s" "some 0:not a duration above 0 and at most 1s" \
+    "full 1000001us:not a duration above 0 and at most 1s" "cooldown soon:not a duration above 0" "cooldown 0:not a duration above 0"; do
+    flag=${bad%% *} rest=${bad#* } val=${rest%%:*} msg=${bad#*:}
+    expect_error 2 "--reclaim-$flag $val: $msg" "watch: bad --reclaim-$flag $val" \
+        watch --limit 64M --reclaim-dose 64M --reclaim-"$flag" "$val" /sys/fs/cgroup
+done
+expect_error 2 '--reclaim-cgroup : not a cgroup' "watch: an empty --reclaim-cgroup" \
+    watch --limit 64M --reclaim-dose 64M --reclaim-cgroup "" /sys/fs/cgroup
+for flag in "cgroup bg" "some 5ms" "full 1ms" "windows 2" "cooldown 30s" "headroom 16M"; do
+    expect_error 2 "--reclaim-${flag% *} without --reclaim-dose" "watch: --reclaim-${flag% *} without --reclaim-dose" \
+        watch --limit 64M --reclaim-$flag /sys/fs/cgroup
+done
+expect_error 2 '--reclaim-headroom with --reclaim-cgroup: the headroom rule doses the actor.s own cgroup only' \
+    "watch: --reclaim-headroom with --reclaim-cgroup" \
+    watch --limit 64M --reclaim-dose 8M --reclaim-headroom 16M --reclaim-cgroup bg /sys/fs/cgroup
+for flag in "windows 2" "cooldown 30s"; do
+    expect_error 2 "--reclaim-${flag% *} is of the pressure predicate, which --reclaim-headroom alone leaves off" \
+        "watch: --reclaim-${flag% *} with --reclaim-headroom alone" \
+        watch --limit 64M --reclaim-dose 8M --reclaim-headroom 16M --reclaim-$flag /sys/fs/cgroup
+done
+# taken: watch goes on to the path, which is not a cgroup
+expect_error 1 'not a cgroup v2 directory' "watch: every --reclaim flag of the pressure predicate taken" \
+    watch --limit 64M --reclaim-dose 64M --reclaim-cgroup bg --reclaim-some 5ms --reclaim-full 1ms \
+    --reclaim-windows 2 --reclaim-cooldown 30s "$tmp"
+expect_error 1 'not a cgroup v2 directory' "watch: --reclaim-headroom with --reclaim-some taken" \
+    watch --limit 64M --reclaim-dose 8M --reclaim-headroom 16M --reclaim-some 5ms --reclaim-windows 2 "$tmp"
+printf 'reclaim-dose = 8M\n' >"$tmp/reclaim.conf"
+expect_error 1 'not a cgroup v2 directory' "watch: the config's reclaim-dose arms a --reclaim-headroom" \
+    watch --limit 64M --config "$tmp/reclaim.conf" --reclaim-headroom 16M "$tmp"
+printf 'reclaim-headroom = 16M\n' >"$tmp/reclaim.conf"
+expect_error 1 "--config $tmp/reclaim.conf with the command line: reclaim-headroom without reclaim-dose" \
+    "watch: the config's reclaim-headroom without a dose" watch --limit 64M --config "$tmp/reclaim.conf" "$tmp"
 
 # ---- environment errors: clear, one line, non-zero
 expect_error 1 'not a cgroup v2 directory' "stat on a plain directory" stat "$tmp"
@@ -300,6 +339,70 @@ config "a bad duration" "error:line 1: tick 5 minutes: not a duration" $'tick = 
 config "a zero duration" "error:line 1: kill-wait 0s: not a duration above 0" $'kill-wait = 0s\n'
 config "a pressure over 100 %" "error:line 1: stall-pressure 101%" $'stall-pressure = 101%\n'
 config "a margin of the whole limit" "error:line 1: margin 100%: out of range" $'margin = 100%\n'
+config "every reclaim key" "$(printf '%s\n' 'reclaim-dose 67108864' 'reclaim-cgroup /sys/fs/cgroup/background' \
+    'reclaim-some 5000' 'reclaim-full 1000' 'reclaim-windows 4' 'reclaim-cooldown 30000000' 'reclaim-headroom 16777216')" \
+    $'reclaim-dose = 64M\nreclaim-cgroup = background\nreclaim-some = 5ms\nreclaim-full = 1000us\nreclaim-windows = 4\nreclaim-cooldown = 30s\nreclaim-headroom = 16M\n'
+config "a reclaim cgroup in the mount, as it is but its trailing slash" "reclaim-cgroup /sys/fs/cgroup/a b/c" \
+    $'reclaim-cgroup = /sys/fs/cgroup/a b/c/\n'
+config "a reclaim cgroup from the mount's root" "reclaim-cgroup /sys/fs/cgroup/bg" $'reclaim-cgroup = //bg\n'
+config "the largest reclaim stall, in windows of a second" "$(printf '%s\n' 'reclaim-some 1000000' 'reclaim-windows 8')" \
+    $'reclaim-some = 1s\nreclaim-windows = 8\n'
+config "a reclaim key alone (the dose may come from the command line)" "reclaim-headroom 1048576" \
+    $'reclaim-headroom = 1M\n'
+config "a zero dose" "error:line 1: reclaim-dose 0: not a size above 0" $'reclaim-dose = 0\n'
+config "a dose in SI units" "error:line 2: reclaim-dose 64MB: not a size above 0" $'\nreclaim-dose = 64MB\n'
+config "a stall longer than a window" "error:line 2: reclaim-some 1.5s: not a duration above 0 and at most 1s" \
+    $'reclaim-dose = 1M\nreclaim-some = 1.5s\n'
+config "too many windows" "error:line 1: reclaim-windows 9: not a whole number of windows, 1 to 8" $'reclaim-windows = 9\n'
+config "a negative window count" "error:line 1: reclaim-windows -1: not a whole number" $'reclaim-windows = -1\n'
+config "an empty reclaim cgroup" "error:line 1: reclaim-cgroup : not a cgroup" $'reclaim-cgroup =\n'
+
+# ---- the guard options watch makes of its tuning flags and config for a
+# cgroup of LIMIT, and whether the library takes them
+# options DESCRIPTION STATUS EXPECTED ARGS...: `options ARGS` exits STATUS
+# and prints each line of EXPECTED on stdout (or has it in its message)
+options() {
+    local desc=$1 want=$2 expect=$3 missing=
+    shift 3
+    "$tc" options "$@" >"$tmp/out" 2>"$tmp/err"
+    st=$?
+    while IFS= read -r line; do
+        grep -qxF -- "$line" "$tmp/out" || grep -qF -- "$line" "$tmp/err" || missing="$missing [$line]"
+    done <<<"$expect"
+    if [ "$st" = "$want" ] && [ -z "$missing" ]; then
+        ok "options: $desc"
+    else
+        not_ok "options: $desc (status $st, want $want; missing:$missing)"
+        diag "$tmp/out" "$tmp/err"
+    fi
+}
+options "no reclaim flag: the actuator is off" 0 "$(printf '%s\n' 'reclaim_dose_bytes 0' 'reclaim_cgroup (none)' \
+    'reclaim_some_usec 0' 'reclaim_headroom_bytes 0' 'library takes them')" 256M
+options "every reclaim flag of the pressure predicate" 0 "$(printf '%s\n' 'reclaim_dose_bytes 67108864' \
+    'reclaim_cgroup /sys/fs/cgroup/background' 'reclaim_some_usec 5000' 'reclaim_full_usec 1000' 'reclaim_windows 4' \
+    'reclaim_cooldown_usec 30000000' 'reclaim_headroom_bytes 0' 'library takes them')" \
+    256M --reclaim-dose 64M --reclaim-cgroup /background --reclaim-some 5ms --reclaim-full 1ms --reclaim-windows 4 \
+    --reclaim-cooldown 30s
+printf 'reclaim-dose = 32M\nreclaim-headroom = 16M\ntick = 100ms\n' >"$tmp/reclaim.conf"
+options "the config's reclaim keys, a flag winning over its dose" 0 "$(printf '%s\n' 'tick_usec 100000' \
+    'reclaim_dose_bytes 50331648' 'reclaim_headroom_bytes 16777216' 'reclaim_some_usec 0' 'reclaim_cgroup (none)' \
+    'library takes them')" 256M --config "$tmp/reclaim.conf" --reclaim-dose 48M
+options "a headroom the limit leaves no room for: the library refuses it" 1 "$(printf '%s\n' \
+    'reclaim_headroom_bytes 67108864' 'library refuses them: Invalid argument')" 64M --reclaim-dose 8M --reclaim-headroom 64M
+options "a headroom without a dose: refused before the library" 2 \
+    "memguard options: --reclaim-headroom without --reclaim-dose" 256M --reclaim-headroom 16M
+options "the config's headroom with a flag's reclaim cgroup" 1 \
+    "with the command line: reclaim-headroom with reclaim-cgroup" 256M --config "$tmp/reclaim.conf" --reclaim-cgroup bg
+options "a bad window count" 2 "memguard options: --reclaim-windows 9: not a whole number of windows, 1 to 8" \
+    256M --reclaim-dose 64M --reclaim-windows 9
+
+# ---- the reclaim event as a text line (its JSON: test-events-schema.py)
+"$tc" event-sample >"$tmp/out" 2>"$tmp/err"
+grep -qxF 'memguard: reclaim: /sys/fs/cgroup/sample/"actor": a dose of 64.0 MiB to /sys/fs/cgroup/sample/background on memory pressure (stalled some 12.0 15.3 20.1 ms, full 0.0 1.0 2.5 ms in 3 windows of a second): 60.0 MiB reclaimed in 85.2 ms, counted' \
+    "$tmp/err" && ok "event: a pressure dose as a text line" || { not_ok "event: a pressure dose as a text line"; diag "$tmp/err"; }
+grep -qxF 'memguard: reclaim: /sys/fs/cgroup/sample/"actor": a dose of 12.0 MiB to /sys/fs/cgroup/sample/"actor" on headroom (memory.current 250.0 MiB, file cache 40.0 MiB): 3.0 MiB reclaimed in 400.0 ms, not counted: Resource temporarily unavailable (the kernel took less than asked)' \
+    "$tmp/err" && ok "event: a headroom dose cut short as a text line" ||
+    { not_ok "event: a headroom dose cut short as a text line"; diag "$tmp/err"; }
 
 # ---- JSON escaping: what must come out, and that it parses
 check_json() {

@@ -124,6 +124,21 @@ tap(seen == declared, f"the sample has every event the schema declares (missing:
 throttled = next((o for o in objs if o.get("event") == "throttled"), {})
 tap(throttled.get("est_delay_usec") == 414000 and throttled.get("overage_permyriad") == 764,
     "the throttle event carries its figures")
+# The sample's two reclaim doses: one on pressure to a sibling that
+# counted, one on headroom the kernel cut short (-EAGAIN).
+reclaims = {o.get("why"): o for o in objs if o.get("event") == "reclaim"}
+rp, rh = reclaims.get("pressure", {}), reclaims.get("headroom", {})
+tap(rp.get("target", "").endswith("/background") and rp.get("asked_bytes") == 64 << 20 and
+    rp.get("achieved_bytes") == 60 << 20 and rp.get("duration_usec") == 85250 and rp.get("counted") is True and
+    rp.get("error") is None and rp.get("errno") is None,
+    f"a pressure dose: its target, asked, achieved, duration, counted, no error ({rp})")
+tap(rp.get("windows") == 3 and rp.get("some_usec") == [12000, 15300, 20100] and rp.get("full_usec") == [0, 1000, 2500]
+    and rp.get("current_bytes") is None and rp.get("file_bytes") is None,
+    "a pressure dose: the stall of each window, oldest first; no headroom figures")
+tap(rh.get("error") == "Resource temporarily unavailable" and rh.get("errno") == 11 and rh.get("counted") is False and
+    rh.get("current_bytes") == 250 << 20 and rh.get("file_bytes") == 40 << 20 and rh.get("windows") is None and
+    rh.get("some_usec") is None and rh.get("full_usec") is None and rh.get("target") == rh.get("cgroup"),
+    f"a headroom dose: its error and errno, not counted, memory.current and the file cache; no windows ({rh})")
 
 # What the schema must refuse.
 kill = next(o for o in objs if o.get("event") == "kill")
@@ -140,6 +155,16 @@ for desc, mutate in [
     mutate(o)
     tap(bool(check(o)), f"refused: a kill with {desc}")
 tap(bool(check({"event": "frobnicated", "time": kill["time"], "format_version": 1})), "refused: an unknown event")
+for desc, mutate in [
+    ("an unknown why", lambda o: o.__setitem__("why", "boredom")),
+    ("a window's stall as a string", lambda o: o.__setitem__("some_usec", ["12000"])),
+    ("more windows than a predicate spans", lambda o: o.__setitem__("some_usec", [1] * 9)),
+    ("counted as a number", lambda o: o.__setitem__("counted", 1)),
+    ("no target", lambda o: o.pop("target")),
+]:
+    o = copy.deepcopy(rp)
+    mutate(o)
+    tap(bool(check(o)), f"refused: a reclaim with {desc}")
 
 # Format version 1 may gain fields (docs/api-stability.md): a reader that
 # validates against this schema must not refuse a newer memguard's lines,

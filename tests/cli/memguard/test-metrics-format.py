@@ -26,7 +26,8 @@ REQUIRED = ["memguard_kills_total", "memguard_used_bytes", "memguard_limit_bytes
             "memguard_errors_total", "memguard_node_errors_total", "memguard_lends_total",
             "memguard_lend_expired_total", "memguard_throttled_total", "memguard_kernel_oom_kills_total",
             "memguard_dry_run_kills_total", "memguard_node_dry_run_kills_total", "memguard_kills_deferred_total",
-            "memguard_kills_averted_total"]
+            "memguard_kills_averted_total", "memguard_reclaims_total", "memguard_reclaimed_bytes_total",
+            "memguard_node_reclaims_total", "memguard_node_reclaimed_bytes_total"]
 n = failed = 0
 
 
@@ -190,6 +191,10 @@ for sample, desc in [
     ('memguard_dry_run_kills_total{cgroup="/sandboxes/b"} 2\n', "dry_run_kills_total per cgroup"),
     ('memguard_kills_deferred_total{cgroup="/sandboxes/b"} 0\n', "kills_deferred_total per cgroup"),
     ('memguard_kills_averted_total{cgroup="/sandboxes/b"} 0\n', "kills_averted_total per cgroup"),
+    ('memguard_reclaims_total{cgroup="/sandboxes/b"} 0\n', "reclaims_total per cgroup (0 is a sample)"),
+    ('memguard_reclaimed_bytes_total{cgroup="/sandboxes/b"} 0\n', "reclaimed_bytes_total per cgroup"),
+    ('memguard_node_reclaims_total 5\n', "node_reclaims_total"),
+    ('memguard_node_reclaimed_bytes_total 262144000\n', "node_reclaimed_bytes_total"),
 ]:
     tap(sample in text, f"{desc}: {sample.strip()}")
 tap(re.search(r'^memguard_lends_total\{cgroup="/sandboxes/a [^\n]*\} 4$', text, re.M) is not None,
@@ -198,6 +203,10 @@ tap(re.search(r'^memguard_lend_expired_total\{cgroup="/sandboxes/a [^\n]*\} 1$',
     "lend_expired_total of a: 1")
 tap(re.search(r'^memguard_throttled_total\{cgroup="/sandboxes/a [^\n]*\} 1$', text, re.M) is not None,
     "throttled_total of a: 1")
+tap(re.search(r'^memguard_reclaims_total\{cgroup="/sandboxes/a [^\n]*\} 3$', text, re.M) is not None,
+    "reclaims_total of a: 3")
+tap(re.search(r'^memguard_reclaimed_bytes_total\{cgroup="/sandboxes/a [^\n]*\} 157286400$', text, re.M) is not None,
+    "reclaimed_bytes_total of a: 150 MiB")
 tap(re.search(r'^memguard_empty_over_limit_total\{cgroup="/sandboxes/a [^\n]*\} 1$', text, re.M) is not None,
     "empty_over_limit_total of a (counted by watch): 1")
 # The checker itself must refuse what the format does not allow.
