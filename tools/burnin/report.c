@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -500,17 +501,54 @@ static double nice_step(double max) {
         return step;
 }
 
+/* The log axis of the lower panel: ticks at 1, 10 and 100 of KiB, MiB and
+ * GiB.  Its label into buf. */
+static const char *size_tick_label(uint64_t v, char *buf, size_t len) {
+        static const char *const unit[] = { "KiB", "MiB", "GiB" };
+        int u = 0;
+
+        v /= 1024;
+        while (v >= 1024 && u < 2) {
+                v /= 1024;
+                u++;
+        }
+        snprintf(buf, len, "%" PRIu64 " %s", v, unit[u]);
+        return buf;
+}
+
+/* The tick after v: 1, 10, 100 KiB, then 1 MiB, and so on. */
+static uint64_t next_size_tick(uint64_t v) {
+        uint64_t u = 1024;
+
+        while (u <= v / 1024)
+                u *= 1024;
+        return v / u >= 100 ? u * 1024 : v * 10;
+}
+
+/* A bar's figure, short enough for a bar a third of a slot wide: "12K",
+ * "5.4M". */
+static const char *size_short(uint64_t v, char *buf, size_t len) {
+        if (v < MG_MIB)
+                snprintf(buf, len, "%.0fK", (double) v / 1024);
+        else
+                snprintf(buf, len, "%.1fM", (double) v / MG_MIB);
+        return buf;
+}
+
 /*
  * Two panels over the run's time (minutes): above, p50 (dashed) and p99
- * (solid) of the total per slot for each writer, the ladder's actor counts
- * along the top and the chaos kills as marks; below, the peak dirty +
- * writeback charged to an actor during a write, per slot and writer, and
- * the window as a dashed line.
+ * (solid) of the total per slot for each writer, in seconds, the ladder's
+ * actor counts along the top and the chaos kills as marks; below, the peak
+ * dirty + writeback charged to an actor during a write, per slot and
+ * writer, and the window as a dashed line, on a log scale: memguard's
+ * writer keeps tens of KiB where the buffered one reaches MiB, and a
+ * linear axis up to the window drew the first as nothing.
  */
 int bi_write_svg(const struct bi_run *r, const char *path) {
         static const char *const color[2] = { "#1f77b4", "#d62728" };
-        const double W = 960, L = 80, R = 150, T1 = 60, H1 = 300, T2 = 420, H2 = 150, Hall = 640;
-        uint64_t last = last_slot(r), tmax = (last + 1) * r->slot_usec, ymax = 1000, dmax = MG_MIB, window = 0;
+        const double W = 960, L = 80, R = 150, T1 = 60, H1 = 300, T2 = 420, H2 = 200, Hall = 690;
+        uint64_t last = last_slot(r), tmax = (last + 1) * r->slot_usec, ymax = 1000, dmax = 0, dmin = UINT64_MAX,
+                 window = 0;
         struct slot_fig *fig[2];
         uint64_t ladder = 0;
         FILE *f;
@@ -533,13 +571,26 @@ int bi_write_svg(const struct bi_run *r, const char *path) {
                                 ymax = fig[w][slot].p99;
                         if (fig[w][slot].peak_dw > dmax)
                                 dmax = fig[w][slot].peak_dw;
+                        if (fig[w][slot].n && fig[w][slot].peak_dw && fig[w][slot].peak_dw < dmin)
+                                dmin = fig[w][slot].peak_dw;
                         if (fig[w][slot].window > window)
                                 window = fig[w][slot].window;
                 }
         if (window > dmax)
                 dmax = window;
+        if (window && window < dmin)
+                dmin = window;
         ymax += ymax / 10;
-        dmax += dmax / 10;
+        /* the log axis: from a tick at most half the least figure (1 KiB
+         * at the least), so that its bar shows, to a tick at least twice
+         * the largest, room for the figures over the bars */
+        uint64_t dlo = 1024, dhi = 1024;
+        while (dmin != UINT64_MAX && next_size_tick(dlo) <= dmin / 2 && dlo < UINT64_C(1) << 40)
+                dlo = next_size_tick(dlo);
+        while (dhi < 2 * dmax && dhi < UINT64_C(1) << 40)
+                dhi = next_size_tick(dhi);
+        if (dhi <= dlo)
+                dhi = next_size_tick(dlo);
         f = fopen(path, "we");
         if (!f) {
                 free(fig[0]);
@@ -548,7 +599,8 @@ int bi_write_svg(const struct bi_run *r, const char *path) {
         }
 #define X(t) (L + (W - L - R) * (double) (t) / (double) tmax)
 #define Y1(v) (T1 + H1 * (1 - (double) (v) / (double) ymax))
-#define Y2(v) (T2 + H2 * (1 - (double) (v) / (double) dmax))
+#define Y2(v) (T2 + H2 * (1 - (log10((double) ((v) < dlo ? dlo : (v) > dhi ? dhi : (v))) - log10((double) dlo)) / \
+                                   (log10((double) dhi) - log10((double) dlo))))
         fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                    "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
                 W, Hall);
@@ -565,18 +617,21 @@ int bi_write_svg(const struct bi_run *r, const char *path) {
                         (x0 + x1) / 2, T1 - 8, r->steps[i].actors);
                 t += r->steps[i].usec;
         }
-        double ys = nice_step(ms(ymax)), ds = nice_step((double) dmax / MG_MIB);
-        for (int k = 0; k * ys <= ms(ymax); k++) {
+        /* seconds above: the totals run from 1 to 40 s */
+        double ys = nice_step((double) ymax / 1e6);
+        for (int k = 0; k * ys <= (double) ymax / 1e6; k++) {
                 double v = k * ys;
                 fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                            "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                        L, Y1(v * 1e3), W - R, Y1(v * 1e3), L - 6, Y1(v * 1e3) + 4, v);
+                        L, Y1(v * 1e6), W - R, Y1(v * 1e6), L - 6, Y1(v * 1e6) + 4, v);
         }
-        for (int k = 0; k * ds <= (double) dmax / MG_MIB; k++) {
-                double v = k * ds;
+        for (uint64_t v = dlo; v <= dhi; v = next_size_tick(v)) {
+                char lab[16];
                 fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                           "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                        L, Y2(v * MG_MIB), W - R, Y2(v * MG_MIB), L - 6, Y2(v * MG_MIB) + 4, v);
+                           "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                        L, Y2(v), W - R, Y2(v), L - 6, Y2(v) + 4, size_tick_label(v, lab, sizeof(lab)));
+                if (v >= UINT64_C(1) << 40)
+                        break;
         }
         bool minutes = tmax >= UINT64_C(300) * MG_USEC_PER_SEC;
         double unit = minutes ? 60e6 : 1e6, xs = nice_step((double) tmax / unit);
@@ -590,12 +645,12 @@ int bi_write_svg(const struct bi_run *r, const char *path) {
                 T1 + H1 + 32, minutes ? "minutes" : "seconds");
         fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n", (L + W - R) / 2,
                 T2 + H2 + 32, minutes ? "minutes" : "seconds");
-        fprintf(f, "<text transform=\"translate(20,%.0f) rotate(-90)\" text-anchor=\"middle\">ms</text>\n",
+        fprintf(f, "<text transform=\"translate(16,%.0f) rotate(-90)\" text-anchor=\"middle\">seconds</text>\n",
                 T1 + H1 / 2);
-        fprintf(f, "<text transform=\"translate(20,%.0f) rotate(-90)\" text-anchor=\"middle\">MiB</text>\n",
+        fprintf(f, "<text transform=\"translate(16,%.0f) rotate(-90)\" text-anchor=\"middle\">bytes (log)</text>\n",
                 T2 + H2 / 2);
         fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\">peak dirty + writeback charged to the actor during "
-                   "a write, per slot; dashed grey: the window</text>\n", L, T2 - 12);
+                   "a write, per slot, log scale; dashed grey: the window</text>\n", L, T2 - 12);
         /* chaos kills */
         for (size_t k = 0; k < r->n_kills; k++) {
                 double x = X(r->kills[k].kill_usec - r->start_usec);
@@ -640,16 +695,18 @@ int bi_write_svg(const struct bi_run *r, const char *path) {
                         if (g->n == 0)
                                 continue;
                         double x = X(slot * r->slot_usec) + bw * (0.5 + w);
-                        double h = Y2(0) - Y2(g->peak_dw);
+                        double top = g->peak_dw ? Y2(g->peak_dw) : T2 + H2, h = T2 + H2 - top;
+                        char lab[16];
                         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", x,
-                                Y2(g->peak_dw) - (h < 1 ? 1 : 0), bw, h < 1 ? 1 : h, color[w]);
-                        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"%s\">%.2f</text>\n",
-                                x + bw / 2, Y2(g->peak_dw) - 3, bw < 24 ? "8" : "10", (double) g->peak_dw / MG_MIB);
+                                top - (h < 1 ? 1 : 0), bw, h < 1 ? 1 : h, color[w]);
+                        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"%s\">%s</text>\n",
+                                x + bw / 2, top - 3, bw < 24 ? "8" : "10",
+                                g->peak_dw ? size_short(g->peak_dw, lab, sizeof(lab)) : "0");
                 }
         if (window)
                 fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#777\" "
                            "stroke-dasharray=\"6 4\"/><text x=\"%.0f\" y=\"%.1f\" fill=\"#555\">window %.0f MiB</text>\n",
-                        L, Y2(window), W - R, Y2(window), L + 6, Y2(window) - 4, (double) window / MG_MIB);
+                        L, Y2(window), W - R, Y2(window), W - R - 90, Y2(window) - 4, (double) window / MG_MIB);
         fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n", L,
                 T1, W - L - R, H1);
         fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n", L,

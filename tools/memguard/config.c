@@ -29,6 +29,7 @@ static const char *const key_names[_MGT_KEY_MAX] = {
         [MGT_KEY_RECLAIM_WINDOWS] = "reclaim-windows",
         [MGT_KEY_RECLAIM_COOLDOWN] = "reclaim-cooldown",
         [MGT_KEY_RECLAIM_HEADROOM] = "reclaim-headroom",
+        [MGT_KEY_METRICS_CGROUPS] = "metrics-cgroups",
 };
 
 int mgt_key_from_name(const char *name) {
@@ -187,6 +188,18 @@ int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_settings *ret,
                 if (r < 0)
                         snprintf(err, err_len, "%s %s: not a whole number of windows, 1 to %d", key_names[k], val,
                                  MG_RECLAIM_WINDOWS_MAX);
+                break;
+        case MGT_KEY_METRICS_CGROUPS:
+                r = 0;
+                if (strcmp(val, "all") == 0)
+                        s.value = UINT64_MAX;
+                else if (strcmp(val, "none") == 0)
+                        s.value = 0;
+                else
+                        r = count_parse(val, 0, 1000000, &s.value);
+                if (r < 0)
+                        snprintf(err, err_len, "%s %s: not none, all or a number of cgroups (0 to 1000000)",
+                                 key_names[k], val);
                 break;
         case MGT_KEY_RECLAIM_SOME:
         case MGT_KEY_RECLAIM_FULL:

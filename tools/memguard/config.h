@@ -21,7 +21,8 @@
 /* One setting: set or not (unset: the library's tuned default). */
 struct mgt_setting {
         bool set;
-        uint64_t value;         /* bytes, usec, permyriad or a count (reclaim-cgroup: its path's length) */
+        uint64_t value;         /* bytes, usec, permyriad or a count (reclaim-cgroup: its path's length;
+                                 * metrics-cgroups: 0 none, UINT64_MAX all) */
         bool percent;           /* margin: value is permyriad of each actor's limit */
 };
 
@@ -43,6 +44,7 @@ enum mgt_key {
         MGT_KEY_RECLAIM_WINDOWS,
         MGT_KEY_RECLAIM_COOLDOWN,
         MGT_KEY_RECLAIM_HEADROOM,
+        MGT_KEY_METRICS_CGROUPS,        /* not a guard's: which cgroups --metrics gives series (metrics.h) */
         _MGT_KEY_MAX,
 };
 

@@ -78,6 +78,9 @@ static const struct command_help {
                         { "--metrics FILE", "Write Prometheus text metrics to FILE (node_exporter's textfile\n"
                                             "collector) every --metrics-interval.  (default: none)" },
                         { "--metrics-interval DURATION", "How often --metrics is written; at least 1 s.  (default: 15s)" },
+                        { "--metrics-cgroups none|all|N", "Which cgroups get series of their own in --metrics: the N at their\n"
+                                                          "limit, then acting lately, then nearest it; the node's sums cover\n"
+                                                          "all.  (default: 10)" },
                         { "--mlock", "Lock memguard's memory (mlockall), so reclaim of its own pages does not\n"
                                      "slow it while the host thrashes.  (default: off)" },
                         FLAGS_EVENTS,

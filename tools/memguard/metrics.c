@@ -26,6 +26,95 @@ void mgt_counts_add(struct mgt_counts *c, const struct mg_event *ev) {
         }
 }
 
+const uint64_t mgt_kill_bucket_usec[MGT_KILL_BUCKETS] = {
+        100000, 250000, 500000, 1000000, 2000000, 3000000, 5000000, 7500000, 10000000, 15000000, 20000000, 30000000,
+};
+/* The same bounds as the le label writes them. */
+static const char *const bucket_le[MGT_KILL_BUCKETS] = {
+        "0.1", "0.25", "0.5", "1", "2", "3", "5", "7.5", "10", "15", "20", "30",
+};
+static const char *const kill_reasons[2] = { "overshoot", "stall" };
+
+void mgt_kill_latency_add(struct mgt_kill_latency *h, const struct mg_event *ev) {
+        const struct mg_kill_record *k = ev->kill;
+        uint64_t d;
+        int r;
+
+        if ((ev->type != MG_EVENT_KILL && ev->type != MG_EVENT_KILL_DRY_RUN) || !k ||
+            k->size < offsetof(struct mg_kill_record, empty_usec))
+                return;
+        r = k->reason == MG_KILL_STALL ? 1 : 0;
+        d = k->kill_usec > k->detect_usec ? k->kill_usec - k->detect_usec : 0;
+        h->count[r]++;
+        h->sum_usec[r] += d;
+        for (int i = 0; i < MGT_KILL_BUCKETS; i++)
+                if (d <= mgt_kill_bucket_usec[i]) {
+                        h->bucket[r][i]++;
+                        break;
+                }
+}
+
+struct rank {
+        size_t i;
+        unsigned cls;   /* 0: at its limit now, 1: acted lately, 2: the rest */
+        uint64_t key;   /* higher first */
+};
+
+static int rank_cmp(const void *x, const void *y) {
+        const struct rank *p = x, *q = y;
+
+        if (p->cls != q->cls)
+                return p->cls < q->cls ? -1 : 1;
+        if (p->key != q->key)
+                return p->key > q->key ? -1 : 1;
+        return p->i < q->i ? -1 : p->i > q->i;
+}
+
+/* used over the limit, in permyriad; 0 without a report. */
+static uint64_t nearness(const struct mgt_metrics_actor *x) {
+        unsigned __int128 r;
+
+        if (!x->report || x->limit_bytes == 0)
+                return 0;
+        r = (unsigned __int128) x->report->used_bytes * 10000 / x->limit_bytes;
+        return r > UINT32_MAX ? UINT32_MAX : (uint64_t) r;
+}
+
+size_t mgt_metrics_select(struct mgt_metrics_actor *a, size_t n, uint64_t max, uint64_t now_usec) {
+        struct rank *r;
+
+        for (size_t i = 0; i < n; i++)
+                a[i].selected = max >= n;
+        if (max >= n)
+                return n;
+        if (max == 0)
+                return 0;
+        r = malloc(n * sizeof(*r));
+        if (!r) { /* the first ones, as they come */
+                for (size_t i = 0; i < max; i++)
+                        a[i].selected = true;
+                return (size_t) max;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const struct mgt_metrics_actor *x = &a[i];
+                r[i] = (struct rank) { .i = i, .cls = 2, .key = nearness(x) };
+                if ((x->report && x->report->verdict != MG_VERDICT_OK) || x->lent) {
+                        r[i].cls = 0;
+                } else if (x->last_event_usec && x->last_event_usec <= now_usec &&
+                           now_usec - x->last_event_usec < MGT_METRICS_ACTED_USEC) {
+                        r[i].cls = 1;
+                        r[i].key = x->last_event_usec;
+                } else if (x->was_selected) {
+                        r[i].key += MGT_METRICS_STICKY_PERMYRIAD;
+                }
+        }
+        qsort(r, n, sizeof(*r), rank_cmp);
+        for (size_t k = 0; k < max; k++)
+                a[r[k].i].selected = true;
+        free(r);
+        return (size_t) max;
+}
+
 /* '\\', '"' and newline; other bytes as they are. */
 static const char *label_escape_byte(unsigned char c, char buf[8]) {
         (void) buf;
@@ -77,160 +166,323 @@ static void family(struct buf *b, const char *name, const char *type, const char
         put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* The cgroup label of actor a, escaped. */
-static void label(struct buf *b, const struct mgt_metrics_actor *a) {
-        size_t n = mgt_metrics_escape(a->cgroup, NULL, 0);
-        char *e = malloc(n + 1);
+/* A per-cgroup family: its HELP and TYPE go out before its first sample,
+ * and not at all without one. */
+struct fam {
+        const char *name, *type, *help;
+        bool said;
+};
 
-        if (!e) {
-                b->failed = true;
-                return;
+/* "NAME{cgroup="...",id="..."": the caller adds its own labels and the
+ * value.  lab: the actor's label value, escaped. */
+static void open_sample(struct buf *b, struct fam *f, const char *lab) {
+        if (!f->said) {
+                family(b, f->name, f->type, f->help);
+                f->said = true;
         }
-        mgt_metrics_escape(a->cgroup, e, n + 1);
-        put(b, "cgroup=\"%s\"", e);
-        free(e);
+        put(b, "%s{cgroup=\"%s\",id=\"%s\"", f->name, lab, lab);
 }
 
-/* One sample per actor of a per-actor family: value(a) or skipped if
- * has(a) is false. */
-#define PER_ACTOR(b, a, n, name, cond, fmt, ...)                                \
-        do {                                                                    \
-                for (size_t i_ = 0; i_ < (n); i_++) {                           \
-                        const struct mgt_metrics_actor *x = &(a)[i_];           \
-                        if (!(cond))                                            \
-                                continue;                                       \
-                        put(b, "%s{", name);                                    \
-                        label(b, x);                                            \
-                        put(b, "} " fmt "\n", __VA_ARGS__);                     \
-                }                                                               \
-        } while (0)
+static void u64_sample(struct buf *b, struct fam *f, const char *lab, uint64_t v) {
+        open_sample(b, f, lab);
+        put(b, "} %" PRIu64 "\n", v);
+}
+
+/* A gauge of bytes where MG_UNLIMITED ("max") is +Inf. */
+static void bytes_or_inf(struct buf *b, struct fam *f, const char *lab, uint64_t v) {
+        open_sample(b, f, lab);
+        if (v == MG_UNLIMITED)
+                put(b, "} +Inf\n");
+        else
+                put(b, "} %" PRIu64 "\n", v);
+}
+
+/* The label values of the actors sel[0..m), escaped; NULL on ENOMEM. */
+static char **escape_labels(const struct mgt_metrics_actor *const *sel, size_t m) {
+        char **lab = calloc(m ? m : 1, sizeof(char *));
+
+        for (size_t k = 0; lab && k < m; k++) {
+                size_t len = mgt_metrics_escape(sel[k]->cgroup, NULL, 0);
+                lab[k] = malloc(len + 1);
+                if (!lab[k]) {
+                        for (size_t j = 0; j < k; j++)
+                                free(lab[j]);
+                        free(lab);
+                        return NULL;
+                }
+                mgt_metrics_escape(sel[k]->cgroup, lab[k], len + 1);
+        }
+        return lab;
+}
+
+static void node_counter(struct buf *b, const char *name, const char *help, uint64_t v) {
+        family(b, name, "counter", help);
+        put(b, "%s %" PRIu64 "\n", name, v);
+}
+
+static void node_gauge(struct buf *b, const char *name, const char *help, uint64_t v) {
+        family(b, name, "gauge", help);
+        put(b, "%s %" PRIu64 "\n", name, v);
+}
+
+/* The families of the node: watch's own, then the sums over every cgroup
+ * (the library's since watch started, the gauges over those guarded now),
+ * then the detect-to-kill histogram. */
+static void format_node(struct buf *b, const struct mgt_metrics_actor *a, size_t n,
+                        const struct mgt_metrics_node *node, size_t selected) {
+        const struct mg_stats *ns = node->stats;
+        uint64_t limit = 0, used = 0, current = 0, file = 0, lent = 0, verdicts[MG_VERDICT_STALL + 1] = {};
+
+        for (size_t i = 0; i < n; i++) {
+                limit += a[i].limit_bytes;
+                lent += a[i].lent;
+                if (!a[i].report)
+                        continue;
+                used += a[i].report->used_bytes;
+                current += a[i].report->current_bytes;
+                file += a[i].report->stat.file;
+                if ((unsigned) a[i].report->verdict <= MG_VERDICT_STALL)
+                        verdicts[a[i].report->verdict]++;
+        }
+        family(b, "memguard_info", "gauge", "The memguard watch that wrote this file: 1, its version as a label.");
+        put(b, "memguard_info{version=\"%u.%u.%u\"} 1\n", node->version >> 16, (node->version >> 8) & 0xff,
+            node->version & 0xff);
+        family(b, "memguard_last_update_timestamp_seconds", "gauge",
+               "When this file was written (seconds since the epoch): stale if it stops moving.");
+        put(b, "memguard_last_update_timestamp_seconds %" PRIu64 ".%03" PRIu64 "\n", node->time_usec / 1000000,
+            node->time_usec / 1000 % 1000);
+        node_gauge(b, "memguard_cgroups", "Cgroups guarded now.", node->cgroups);
+        node_gauge(b, "memguard_metrics_cgroups",
+                   "Cgroups with series of their own in this file (--metrics-cgroups); the memguard_node_ sums "
+                   "cover every one.",
+                   selected);
+        family(b, "memguard_reloads_total", "counter", "SIGHUP reloads, and of them those whose config had errors.");
+        put(b, "memguard_reloads_total{result=\"ok\"} %" PRIu64 "\n", node->reloads - node->reload_errors);
+        put(b, "memguard_reloads_total{result=\"error\"} %" PRIu64 "\n", node->reload_errors);
+        node_counter(b, "memguard_metrics_skipped_total",
+                     "Intervals whose metrics waited because the writer had not taken the last ones.",
+                     node->metrics_skipped);
+        node_counter(b, "memguard_output_dropped_lines_total",
+                     "Event and log lines dropped because their reader (journald, a pipe) did not keep up.",
+                     node->output_dropped);
+        family(b, "memguard_node_kills_total", "counter",
+               "Kills by every guard since watch started, cgroups since removed included.");
+        put(b, "memguard_node_kills_total{reason=\"overshoot\"} %" PRIu64 "\n", ns->kills_overshoot);
+        put(b, "memguard_node_kills_total{reason=\"stall\"} %" PRIu64 "\n", ns->kills_stall);
+        node_counter(b, "memguard_node_kernel_oom_kills_total",
+                     "Kernel OOM kills seen in guarded cgroups since watch started.", ns->kernel_oom_kills);
+        node_counter(b, "memguard_node_dry_run_kills_total",
+                     "Kills a dry run (--dry-run) would have made, by every guard since watch started.",
+                     ns->dry_run_kills);
+        node_counter(b, "memguard_node_kills_deferred_total",
+                     "Kills put off after a pre-kill event (--pre-kill-defer), by every guard since watch started.",
+                     ns->kills_deferred);
+        node_counter(b, "memguard_node_kills_averted_total",
+                     "Deferred kills not made, by every guard since watch started.", ns->kills_averted);
+        family(b, "memguard_node_ticks_total", "counter",
+               "Ticks of every guard since watch started: fast (memory.current alone) or slow (at the limit).");
+        put(b, "memguard_node_ticks_total{path=\"fast\"} %" PRIu64 "\n", ns->fast_ticks);
+        put(b, "memguard_node_ticks_total{path=\"slow\"} %" PRIu64 "\n", ns->slow_ticks);
+        node_counter(b, "memguard_node_errors_total", "Errors every guard reported since watch started.", ns->errors);
+        node_counter(b, "memguard_node_throttled_total",
+                     "Episodes held over memory.high with nothing to reclaim, every guard's since watch started.",
+                     ns->throttles);
+        node_counter(b, "memguard_node_empty_over_limit_total",
+                     "Episodes over the limit with no process to kill, every guard's since watch started.",
+                     node->counts->empty_over_limit);
+        node_counter(b, "memguard_node_unkillable_total",
+                     "Kills whose processes outlived the kill wait, every guard's since watch started.",
+                     node->counts->unkillable);
+        node_counter(b, "memguard_node_reclaims_total",
+                     "Doses the reclaim actuator (--reclaim-dose) wrote, by every guard since watch started.",
+                     ns->reclaims);
+        node_counter(b, "memguard_node_reclaimed_bytes_total",
+                     "What those doses reclaimed, in bytes (the target's pgsteal over each write).",
+                     ns->reclaimed_bytes);
+        node_counter(b, "memguard_node_lends_total", "Lends of memory.high begun, every guard's since watch started.",
+                     ns->lends);
+        node_counter(b, "memguard_node_lend_expired_total",
+                     "Lends ended by their deadline, every guard's since watch started.", ns->lend_expiries);
+        node_gauge(b, "memguard_node_lend_active", "Cgroups whose memory.high is lent now (kills paused).", lent);
+        node_gauge(b, "memguard_node_limit_bytes", "The guards' limits added up: what the guarded cgroups paid for.",
+                   limit);
+        node_gauge(b, "memguard_node_used_bytes",
+                   "anon + shmem + kernel + sock of every guarded cgroup read at the interval, added up.", used);
+        node_gauge(b, "memguard_node_current_bytes",
+                   "memory.current of every guarded cgroup read at the interval, added up.", current);
+        node_gauge(b, "memguard_node_file_bytes",
+                   "Page cache of every guarded cgroup read at the interval, added up.", file);
+        family(b, "memguard_node_verdict", "gauge", "Guarded cgroups by the verdict a tick would give now.");
+        for (int v = MG_VERDICT_OK; v <= MG_VERDICT_STALL; v++)
+                put(b, "memguard_node_verdict{verdict=\"%s\"} %" PRIu64 "\n", mg_verdict_to_string((enum mg_verdict) v),
+                    verdicts[v]);
+        family(b, "memguard_detect_to_kill_seconds", "histogram",
+               "From the first tick that saw the condition to the kill's signal, every guard's kills since "
+               "watch started (under --dry-run the kills it would have made).");
+        for (int r = 0; r < 2; r++) {
+                const struct mgt_kill_latency *h = node->latency;
+                uint64_t cum = 0, count = h ? h->count[r] : 0, sum = h ? h->sum_usec[r] : 0;
+                for (int i = 0; i < MGT_KILL_BUCKETS; i++) {
+                        cum += h ? h->bucket[r][i] : 0;
+                        put(b, "memguard_detect_to_kill_seconds_bucket{reason=\"%s\",le=\"%s\"} %" PRIu64 "\n",
+                            kill_reasons[r], bucket_le[i], cum);
+                }
+                put(b, "memguard_detect_to_kill_seconds_bucket{reason=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
+                    kill_reasons[r], count);
+                put(b, "memguard_detect_to_kill_seconds_sum{reason=\"%s\"} %" PRIu64 ".%06" PRIu64 "\n",
+                    kill_reasons[r], sum / 1000000, sum % 1000000);
+                put(b, "memguard_detect_to_kill_seconds_count{reason=\"%s\"} %" PRIu64 "\n", kill_reasons[r], count);
+        }
+}
+
+/* watch begins no lend: a guard has one only if it took over the record
+ * of a process that died (at mg_guard_new()). */
+static bool had_lend(const struct mgt_metrics_actor *x) {
+        return x->had_lend || x->lent || x->stats->lends || x->stats->lend_expiries;
+}
 
 char *mgt_metrics_format(const struct mgt_metrics_actor *a, size_t n, const struct mgt_metrics_node *node,
                          size_t *ret_len) {
-        const struct mg_stats *ns = node->stats;
+        bool dry = node->dry_run, defer = node->pre_kill_defer;
+        const struct mgt_metrics_actor **sel = calloc(n ? n : 1, sizeof(const struct mgt_metrics_actor *));
         struct buf b = {};
+        size_t m = 0;
+        char **lab;
 
-        family(&b, "memguard_info", "gauge", "The memguard watch that wrote this file: 1, its version as a label.");
-        put(&b, "memguard_info{version=\"%u.%u.%u\"} 1\n", node->version >> 16, (node->version >> 8) & 0xff,
-            node->version & 0xff);
-        family(&b, "memguard_last_update_timestamp_seconds", "gauge",
-               "When this file was written (seconds since the epoch): stale if it stops moving.");
-        put(&b, "memguard_last_update_timestamp_seconds %" PRIu64 ".%03" PRIu64 "\n", node->time_usec / 1000000,
-            node->time_usec / 1000 % 1000);
-        family(&b, "memguard_cgroups", "gauge", "Cgroups guarded now.");
-        put(&b, "memguard_cgroups %" PRIu64 "\n", node->cgroups);
-        family(&b, "memguard_reloads_total", "counter", "SIGHUP reloads, and of them those whose config had errors.");
-        put(&b, "memguard_reloads_total{result=\"ok\"} %" PRIu64 "\n", node->reloads - node->reload_errors);
-        put(&b, "memguard_reloads_total{result=\"error\"} %" PRIu64 "\n", node->reload_errors);
-        family(&b, "memguard_metrics_skipped_total", "counter",
-               "Intervals whose metrics waited because the writer had not taken the last ones.");
-        put(&b, "memguard_metrics_skipped_total %" PRIu64 "\n", node->metrics_skipped);
-        family(&b, "memguard_output_dropped_lines_total", "counter",
-               "Event and log lines dropped because their reader (journald, a pipe) did not keep up.");
-        put(&b, "memguard_output_dropped_lines_total %" PRIu64 "\n", node->output_dropped);
-        family(&b, "memguard_node_kills_total", "counter",
-               "Kills by every guard since watch started, cgroups since removed included.");
-        put(&b, "memguard_node_kills_total{reason=\"overshoot\"} %" PRIu64 "\n", ns->kills_overshoot);
-        put(&b, "memguard_node_kills_total{reason=\"stall\"} %" PRIu64 "\n", ns->kills_stall);
-        family(&b, "memguard_node_kernel_oom_kills_total", "counter",
-               "Kernel OOM kills seen in guarded cgroups since watch started.");
-        put(&b, "memguard_node_kernel_oom_kills_total %" PRIu64 "\n", ns->kernel_oom_kills);
-        family(&b, "memguard_node_dry_run_kills_total", "counter",
-               "Kills a dry run (--dry-run) would have made, by every guard since watch started.");
-        put(&b, "memguard_node_dry_run_kills_total %" PRIu64 "\n", ns->dry_run_kills);
-        family(&b, "memguard_node_ticks_total", "counter",
-               "Ticks of every guard since watch started: fast (memory.current alone) or slow (at the limit).");
-        put(&b, "memguard_node_ticks_total{path=\"fast\"} %" PRIu64 "\n", ns->fast_ticks);
-        put(&b, "memguard_node_ticks_total{path=\"slow\"} %" PRIu64 "\n", ns->slow_ticks);
-        family(&b, "memguard_node_errors_total", "counter", "Errors every guard reported since watch started.");
-        put(&b, "memguard_node_errors_total %" PRIu64 "\n", ns->errors);
-        family(&b, "memguard_node_reclaims_total", "counter",
-               "Doses the reclaim actuator (--reclaim-dose) wrote, by every guard since watch started.");
-        put(&b, "memguard_node_reclaims_total %" PRIu64 "\n", ns->reclaims);
-        family(&b, "memguard_node_reclaimed_bytes_total", "counter",
-               "What those doses reclaimed, in bytes (the target's pgsteal over each write).");
-        put(&b, "memguard_node_reclaimed_bytes_total %" PRIu64 "\n", ns->reclaimed_bytes);
+        if (!sel)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                if (a[i].selected)
+                        sel[m++] = &a[i];
+        lab = escape_labels(sel, m);
+        if (!lab) {
+                free(sel);
+                return NULL;
+        }
+        format_node(&b, a, n, node, m);
 
-        family(&b, "memguard_kills_total", "counter", "Kills of the cgroup's processes by its guard, by reason.");
-        for (size_t i = 0; i < n; i++) {
-                static const char *const reasons[] = { "overshoot", "stall" };
+        struct fam kills = { "memguard_kills_total", "counter", "Kills of the cgroup's processes by its guard, by reason." };
+        for (size_t k = 0; k < m; k++) {
+                const struct mg_stats *s = sel[k]->stats;
+                if (dry && !s->kills_overshoot && !s->kills_stall)
+                        continue; /* a dry run kills nothing */
                 for (int r = 0; r < 2; r++) {
-                        put(&b, "memguard_kills_total{");
-                        label(&b, &a[i]);
-                        put(&b, ",reason=\"%s\"} %" PRIu64 "\n", reasons[r],
-                            r == 0 ? a[i].stats->kills_overshoot : a[i].stats->kills_stall);
+                        open_sample(&b, &kills, lab[k]);
+                        put(&b, ",reason=\"%s\"} %" PRIu64 "\n", kill_reasons[r],
+                            r == 0 ? s->kills_overshoot : s->kills_stall);
                 }
         }
-        family(&b, "memguard_dry_run_kills_total", "counter",
-               "Kills a dry run (--dry-run) would have made in the cgroup: nothing was killed.");
-        PER_ACTOR(&b, a, n, "memguard_dry_run_kills_total", true, "%" PRIu64, x->stats->dry_run_kills);
-        family(&b, "memguard_kills_deferred_total", "counter",
-               "Kills put off after a pre-kill event (--pre-kill-defer).");
-        PER_ACTOR(&b, a, n, "memguard_kills_deferred_total", true, "%" PRIu64, x->stats->kills_deferred);
-        family(&b, "memguard_kills_averted_total", "counter",
-               "Deferred kills not made: the actor had left its limit when the deferral ended.");
-        PER_ACTOR(&b, a, n, "memguard_kills_averted_total", true, "%" PRIu64, x->stats->kills_averted);
-        family(&b, "memguard_ticks_total", "counter",
-               "The guard's ticks: fast (memory.current alone, below the line) or slow (at the limit).");
-        for (size_t i = 0; i < n; i++) {
-                put(&b, "memguard_ticks_total{");
-                label(&b, &a[i]);
-                put(&b, ",path=\"fast\"} %" PRIu64 "\n", a[i].stats->fast_ticks);
-                put(&b, "memguard_ticks_total{");
-                label(&b, &a[i]);
-                put(&b, ",path=\"slow\"} %" PRIu64 "\n", a[i].stats->slow_ticks);
+        struct fam dry_kills = { "memguard_dry_run_kills_total", "counter",
+                                 "Kills a dry run (--dry-run) would have made in the cgroup: nothing was killed." };
+        for (size_t k = 0; k < m; k++)
+                if (dry || sel[k]->stats->dry_run_kills)
+                        u64_sample(&b, &dry_kills, lab[k], sel[k]->stats->dry_run_kills);
+        struct fam deferred = { "memguard_kills_deferred_total", "counter",
+                                "Kills put off after a pre-kill event (--pre-kill-defer)." };
+        for (size_t k = 0; k < m; k++)
+                if (defer || sel[k]->stats->kills_deferred || sel[k]->stats->kills_averted)
+                        u64_sample(&b, &deferred, lab[k], sel[k]->stats->kills_deferred);
+        struct fam averted = { "memguard_kills_averted_total", "counter",
+                               "Deferred kills not made: the actor had left its limit when the deferral ended." };
+        for (size_t k = 0; k < m; k++)
+                if (defer || sel[k]->stats->kills_deferred || sel[k]->stats->kills_averted)
+                        u64_sample(&b, &averted, lab[k], sel[k]->stats->kills_averted);
+        struct fam ticks = { "memguard_ticks_total", "counter",
+                             "The guard's ticks: fast (memory.current alone, below the line) or slow (at the limit)." };
+        for (size_t k = 0; k < m; k++) {
+                open_sample(&b, &ticks, lab[k]);
+                put(&b, ",path=\"fast\"} %" PRIu64 "\n", sel[k]->stats->fast_ticks);
+                open_sample(&b, &ticks, lab[k]);
+                put(&b, ",path=\"slow\"} %" PRIu64 "\n", sel[k]->stats->slow_ticks);
         }
-        family(&b, "memguard_kernel_oom_kills_total", "counter", "The kernel's OOM kills in the cgroup (memory.max).");
-        PER_ACTOR(&b, a, n, "memguard_kernel_oom_kills_total", true, "%" PRIu64, x->stats->kernel_oom_kills);
-        family(&b, "memguard_errors_total", "counter", "Errors the guard reported (reads that failed; never a kill).");
-        PER_ACTOR(&b, a, n, "memguard_errors_total", true, "%" PRIu64, x->stats->errors);
-        family(&b, "memguard_throttled_total", "counter", "Episodes held over memory.high with nothing to reclaim.");
-        PER_ACTOR(&b, a, n, "memguard_throttled_total", true, "%" PRIu64, x->stats->throttles);
-        family(&b, "memguard_empty_over_limit_total", "counter", "Episodes over the limit with no process to kill.");
-        PER_ACTOR(&b, a, n, "memguard_empty_over_limit_total", true, "%" PRIu64, x->counts->empty_over_limit);
-        family(&b, "memguard_unkillable_total", "counter", "Kills whose processes outlived the kill wait.");
-        PER_ACTOR(&b, a, n, "memguard_unkillable_total", true, "%" PRIu64, x->counts->unkillable);
-        family(&b, "memguard_reclaims_total", "counter",
-               "Doses of the reclaim actuator (--reclaim-dose) written to memory.reclaim, failed ones included.");
-        PER_ACTOR(&b, a, n, "memguard_reclaims_total", true, "%" PRIu64, x->stats->reclaims);
-        family(&b, "memguard_reclaimed_bytes_total", "counter",
-               "What the doses reclaimed, in bytes: the target's pgsteal over each write.");
-        PER_ACTOR(&b, a, n, "memguard_reclaimed_bytes_total", true, "%" PRIu64, x->stats->reclaimed_bytes);
-        family(&b, "memguard_lends_total", "counter", "Lends of memory.high begun.");
-        PER_ACTOR(&b, a, n, "memguard_lends_total", true, "%" PRIu64, x->stats->lends);
-        family(&b, "memguard_lend_expired_total", "counter", "Lends ended by their deadline.");
-        PER_ACTOR(&b, a, n, "memguard_lend_expired_total", true, "%" PRIu64, x->stats->lend_expiries);
-        family(&b, "memguard_lend_active", "gauge", "1 while memory.high is lent (kills paused).");
-        PER_ACTOR(&b, a, n, "memguard_lend_active", true, "%d", x->lent ? 1 : 0);
-        family(&b, "memguard_limit_bytes", "gauge", "The guard's limit: what the actor paid for.");
-        for (size_t i = 0; i < n; i++) {
-                put(&b, "memguard_limit_bytes{");
-                label(&b, &a[i]);
-                put(&b, ",source=\"%s\"} %" PRIu64 "\n", a[i].limit_source, a[i].limit_bytes);
+        struct fam oom = { "memguard_kernel_oom_kills_total", "counter",
+                           "The kernel's OOM kills in the cgroup (memory.max)." };
+        for (size_t k = 0; k < m; k++)
+                u64_sample(&b, &oom, lab[k], sel[k]->stats->kernel_oom_kills);
+        struct fam errors = { "memguard_errors_total", "counter",
+                              "Errors the guard reported (reads that failed; never a kill)." };
+        for (size_t k = 0; k < m; k++)
+                u64_sample(&b, &errors, lab[k], sel[k]->stats->errors);
+        struct fam throttled = { "memguard_throttled_total", "counter",
+                                 "Episodes held over memory.high with nothing to reclaim." };
+        for (size_t k = 0; k < m; k++)
+                u64_sample(&b, &throttled, lab[k], sel[k]->stats->throttles);
+        struct fam empty = { "memguard_empty_over_limit_total", "counter",
+                             "Episodes over the limit with no process to kill." };
+        for (size_t k = 0; k < m; k++)
+                u64_sample(&b, &empty, lab[k], sel[k]->counts->empty_over_limit);
+        struct fam unkillable = { "memguard_unkillable_total", "counter",
+                                  "Kills whose processes outlived the kill wait." };
+        for (size_t k = 0; k < m; k++)
+                u64_sample(&b, &unkillable, lab[k], sel[k]->counts->unkillable);
+        struct fam reclaims = { "memguard_reclaims_total", "counter",
+                                "Doses of the reclaim actuator (--reclaim-dose) written to memory.reclaim, failed "
+                                "ones included." };
+        for (size_t k = 0; k < m; k++)
+                if (sel[k]->reclaim_armed || sel[k]->stats->reclaims || sel[k]->stats->reclaimed_bytes)
+                        u64_sample(&b, &reclaims, lab[k], sel[k]->stats->reclaims);
+        struct fam reclaimed = { "memguard_reclaimed_bytes_total", "counter",
+                                 "What the doses reclaimed, in bytes: the target's pgsteal over each write." };
+        for (size_t k = 0; k < m; k++)
+                if (sel[k]->reclaim_armed || sel[k]->stats->reclaims || sel[k]->stats->reclaimed_bytes)
+                        u64_sample(&b, &reclaimed, lab[k], sel[k]->stats->reclaimed_bytes);
+        struct fam lends = { "memguard_lends_total", "counter", "Lends of memory.high begun." };
+        for (size_t k = 0; k < m; k++)
+                if (had_lend(sel[k]))
+                        u64_sample(&b, &lends, lab[k], sel[k]->stats->lends);
+        struct fam expired = { "memguard_lend_expired_total", "counter", "Lends ended by their deadline." };
+        for (size_t k = 0; k < m; k++)
+                if (had_lend(sel[k]))
+                        u64_sample(&b, &expired, lab[k], sel[k]->stats->lend_expiries);
+        struct fam lend_active = { "memguard_lend_active", "gauge", "1 while memory.high is lent (kills paused)." };
+        for (size_t k = 0; k < m; k++)
+                if (had_lend(sel[k]))
+                        u64_sample(&b, &lend_active, lab[k], sel[k]->lent ? 1 : 0);
+        struct fam limit = { "memguard_limit_bytes", "gauge", "The guard's limit: what the actor paid for." };
+        for (size_t k = 0; k < m; k++) {
+                open_sample(&b, &limit, lab[k]);
+                put(&b, ",source=\"%s\"} %" PRIu64 "\n", sel[k]->limit_source, sel[k]->limit_bytes);
         }
-        family(&b, "memguard_used_bytes", "gauge", "anon + shmem + kernel + sock: what the guard compares to the limit.");
-        PER_ACTOR(&b, a, n, "memguard_used_bytes", x->report, "%" PRIu64, x->report->used_bytes);
-        family(&b, "memguard_current_bytes", "gauge", "memory.current (page cache included).");
-        PER_ACTOR(&b, a, n, "memguard_current_bytes", x->report, "%" PRIu64, x->report->current_bytes);
-        family(&b, "memguard_file_bytes", "gauge", "Page cache (memory.stat file): not counted in used.");
-        PER_ACTOR(&b, a, n, "memguard_file_bytes", x->report, "%" PRIu64, x->report->stat.file);
-        family(&b, "memguard_stall_seconds", "gauge", "How long the stall criteria have held (0: not stalling).");
-        PER_ACTOR(&b, a, n, "memguard_stall_seconds", x->report, "%" PRIu64 ".%06" PRIu64,
-                  x->report->stall_usec / 1000000, x->report->stall_usec % 1000000);
-        family(&b, "memguard_memory_high_bytes", "gauge", "memory.high, where it is not max.");
-        PER_ACTOR(&b, a, n, "memguard_memory_high_bytes", x->report && x->report->high_bytes != MG_UNLIMITED,
-                  "%" PRIu64, x->report->high_bytes);
-        family(&b, "memguard_memory_max_bytes", "gauge", "memory.max, where it is not max.");
-        PER_ACTOR(&b, a, n, "memguard_memory_max_bytes", x->report && x->report->max_bytes != MG_UNLIMITED,
-                  "%" PRIu64, x->report->max_bytes);
-        family(&b, "memguard_verdict", "gauge", "The verdict a tick would give now: 1 for it, by verdict label.");
-        for (size_t i = 0; i < n; i++) {
-                if (!a[i].report)
-                        continue;
-                put(&b, "memguard_verdict{");
-                label(&b, &a[i]);
-                put(&b, ",verdict=\"%s\"} 1\n", mg_verdict_to_string(a[i].report->verdict));
-        }
+        struct fam used = { "memguard_used_bytes", "gauge",
+                            "anon + shmem + kernel + sock: what the guard compares to the limit." };
+        for (size_t k = 0; k < m; k++)
+                if (sel[k]->report)
+                        u64_sample(&b, &used, lab[k], sel[k]->report->used_bytes);
+        struct fam current = { "memguard_current_bytes", "gauge", "memory.current (page cache included)." };
+        for (size_t k = 0; k < m; k++)
+                if (sel[k]->report)
+                        u64_sample(&b, &current, lab[k], sel[k]->report->current_bytes);
+        struct fam file = { "memguard_file_bytes", "gauge", "Page cache (memory.stat file): not counted in used." };
+        for (size_t k = 0; k < m; k++)
+                if (sel[k]->report)
+                        u64_sample(&b, &file, lab[k], sel[k]->report->stat.file);
+        struct fam stall = { "memguard_stall_seconds", "gauge",
+                             "How long the stall criteria have held (0: not stalling)." };
+        for (size_t k = 0; k < m; k++)
+                if (sel[k]->report) {
+                        open_sample(&b, &stall, lab[k]);
+                        put(&b, "} %" PRIu64 ".%06" PRIu64 "\n", sel[k]->report->stall_usec / 1000000,
+                            sel[k]->report->stall_usec % 1000000);
+                }
+        struct fam high = { "memguard_memory_high_bytes", "gauge", "memory.high (+Inf: max)." };
+        for (size_t k = 0; k < m; k++)
+                if (sel[k]->report)
+                        bytes_or_inf(&b, &high, lab[k], sel[k]->report->high_bytes);
+        struct fam max = { "memguard_memory_max_bytes", "gauge", "memory.max (+Inf: max)." };
+        for (size_t k = 0; k < m; k++)
+                if (sel[k]->report)
+                        bytes_or_inf(&b, &max, lab[k], sel[k]->report->max_bytes);
+        struct fam verdict = { "memguard_verdict", "gauge",
+                               "The verdict a tick would give now: 1 for it, by verdict label." };
+        for (size_t k = 0; k < m; k++)
+                if (sel[k]->report) {
+                        open_sample(&b, &verdict, lab[k]);
+                        put(&b, ",verdict=\"%s\"} 1\n", mg_verdict_to_string(sel[k]->report->verdict));
+                }
+        for (size_t k = 0; k < m; k++)
+                free(lab[k]);
+        free(lab);
+        free(sel);
         if (b.failed) {
                 free(b.s);
                 return NULL;

@@ -35,14 +35,49 @@ struct mgt_counts {
 /* Adds what one event says to c. */
 void mgt_counts_add(struct mgt_counts *c, const struct mg_event *ev);
 
+/* memguard_detect_to_kill_seconds: from the first tick that saw the
+ * condition to the kill's signal (the kill record's detect_usec to
+ * kill_usec), by reason, every guard's since watch started.  The bounds
+ * are ticks of 0.25 s (one, two, four) up to the 30 s a thrash is given;
+ * the kills of a dry run (MG_EVENT_KILL_DRY_RUN, when the signal would
+ * have gone) under --dry-run, where there are no others. */
+#define MGT_KILL_BUCKETS 12
+extern const uint64_t mgt_kill_bucket_usec[MGT_KILL_BUCKETS];
+struct mgt_kill_latency {
+        uint64_t bucket[2][MGT_KILL_BUCKETS];   /* [overshoot, stall]: at most that bound, not cumulative */
+        uint64_t count[2], sum_usec[2];
+};
+
+void mgt_kill_latency_add(struct mgt_kill_latency *h, const struct mg_event *ev);
+
+/* --metrics-cgroups: which cgroups get series of their own (the node's
+ * sums cover every one): none, all, or the N that matter most now
+ * (mgt_metrics_select()). */
+#define MGT_METRICS_CGROUPS_ALL UINT64_MAX
+#define MGT_METRICS_CGROUPS_DEFAULT 10
+/* A cgroup that acted (an event of its guard) ranks above the quiet ones
+ * this long: a dashboard's rate() over [5m] sees its series whole. */
+#define MGT_METRICS_ACTED_USEC ((uint64_t) 600 * 1000000)
+/* A cgroup already in the file keeps its place over a quiet one less than
+ * this much (in permyriad of its limit) nearer its limit: no churn of
+ * series between scrapes for a wiggle. */
+#define MGT_METRICS_STICKY_PERMYRIAD 500
+
 struct mgt_metrics_actor {
-        const char *cgroup;             /* the label: the path below the cgroup2 mount, "/a/b" */
+        /* The labels cgroup and id: the path below the cgroup2 mount, "/a/b",
+         * which is cAdvisor's id (the join with container_* series). */
+        const char *cgroup;
         uint64_t limit_bytes;
         const char *limit_source;       /* "xattr", "memory.max", "default" */
         bool lent;
         const struct mg_report *report; /* NULL if the read failed */
         const struct mg_stats *stats;   /* the library's counts, the actor's guards made before included */
         const struct mgt_counts *counts;
+        uint64_t last_event_usec;       /* CLOCK_MONOTONIC of its guard's last event; 0: none yet */
+        bool reclaim_armed;             /* its guard has the reclaim actuator (--reclaim-dose) */
+        bool had_lend;                  /* lent at some time (a lend taken over: watch begins none) */
+        bool was_selected;              /* its series were in the last file */
+        bool selected;                  /* out of mgt_metrics_select(): its series go in this one */
 };
 
 struct mgt_metrics_node {
@@ -53,9 +88,28 @@ struct mgt_metrics_node {
         uint64_t output_dropped;        /* mgt_output_dropped() */
         uint64_t time_usec;             /* CLOCK_REALTIME of the scrape */
         unsigned version;               /* mg_version() */
+        const struct mgt_kill_latency *latency;
+        bool dry_run;                   /* --dry-run: kills are dry-run kills */
+        bool pre_kill_defer;            /* --pre-kill-defer: kills may be deferred and averted */
 };
 
-/* The text of one scrape, malloc'd, *ret_len its length; NULL on ENOMEM. */
+/* Marks .selected the actors whose series go in the file: all if max >=
+ * n, none if max is 0, else the max that matter most now, in this order:
+ * those at their limit now (a verdict other than ok, or lent), nearest
+ * it first; those whose guard told an event in the last
+ * MGT_METRICS_ACTED_USEC, the latest first; the rest, nearest their limit
+ * (used over limit) first, those in the last file by
+ * MGT_METRICS_STICKY_PERMYRIAD ahead.  Returns how many. */
+size_t mgt_metrics_select(struct mgt_metrics_actor *a, size_t n, uint64_t max, uint64_t now_usec);
+
+/* The text of one scrape, malloc'd, *ret_len its length; NULL on ENOMEM.
+ * The node's families sum over every actor of a; the per-cgroup ones are
+ * of the actors marked .selected.  A per-cgroup counter that cannot move
+ * under the options (kills under --dry-run, the dry-run kills without it,
+ * deferrals without --pre-kill-defer, doses without the actuator, lends
+ * where there was none to take over) is left out while it is 0: it comes
+ * in at 0 when it can move (a reload arming the actuator) and stays once
+ * it has moved, so rate() never misses a first count of it. */
 char *mgt_metrics_format(const struct mgt_metrics_actor *a, size_t n, const struct mgt_metrics_node *node,
                          size_t *ret_len);
 /* A label value: '\\', '"' and newline escaped, other bytes that are not

@@ -7,7 +7,8 @@
  *   json-escape STRING               one JSON string
  *   event-sample [--json]            one event of each type, as run and watch print them, and two
  *                                    guards' kill decisions interleaved
- *   metrics-sample                   the metrics text of two made-up actors
+ *   metrics-sample [--cgroups none|all|N] [--dry-run] [--pre-kill-defer]
+ *                                    the metrics text of made-up actors
  *   config-parse FILE                the settings a config file gives
  *   options LIMIT [--config FILE] [--KEY VALUE]...
  *                                    the guard options watch makes of them for a cgroup of LIMIT
@@ -160,36 +161,84 @@ static int cmd_event_sample(int argc, char **argv) {
         return MGT_EXIT_OK;
 }
 
-/* The metrics text of two made-up actors (one with a name that needs every
- * escape, one whose report failed), for the format checks of the tests. */
+/* The metrics text of made-up actors: one with a name that needs every
+ * escape, lent; one whose report failed, its reclaim actuator armed; six
+ * of a fleet (at their limit, acting a minute ago and twenty, quiet at
+ * 70, 67 and 64 % of their limit, the last in the file before), for the
+ * format checks of the tests and the choice of --metrics-cgroups.
+ *   metrics-sample [--cgroups none|all|N] [--dry-run] [--pre-kill-defer]
+ * (default: all). */
 static int cmd_metrics_sample(int argc, char **argv) {
+        const uint64_t now = UINT64_C(1000000000000), mib = 1u << 20;
         struct mg_stats s1 = { .size = sizeof(s1), .fast_ticks = 1200, .slow_ticks = 34, .kills_overshoot = 2,
                                .kills_stall = 1, .kernel_oom_kills = 3, .errors = 1, .throttles = 1, .lends = 4,
                                .lend_expiries = 1, .kills_deferred = 1, .kills_averted = 1, .reclaims = 3,
                                .reclaimed_bytes = 150u << 20 };
         struct mg_stats s2 = { .size = sizeof(s2), .fast_ticks = 1234, .dry_run_kills = 2 };
+        struct mg_stats quiet = { .size = sizeof(quiet), .fast_ticks = 100 };
         struct mg_stats ns = { .size = sizeof(ns), .fast_ticks = 2434, .slow_ticks = 34, .kills_overshoot = 5,
                                .kills_stall = 1, .kernel_oom_kills = 3, .dry_run_kills = 2, .errors = 1,
-                               .reclaims = 5, .reclaimed_bytes = 250u << 20 };
-        struct mgt_counts c1 = { .empty_over_limit = 1 }, c2 = {}, node = { .empty_over_limit = 1 };
+                               .throttles = 1, .lends = 4, .lend_expiries = 1, .kills_deferred = 1,
+                               .kills_averted = 1, .reclaims = 5, .reclaimed_bytes = 250u << 20 };
+        struct mgt_counts c1 = { .empty_over_limit = 1 }, c0 = {}, node = { .empty_over_limit = 1, .unkillable = 2 };
         struct mg_report r = { .size = sizeof(r), .used_bytes = 60u << 20, .current_bytes = 100u << 20,
                                .stall_usec = 1500000, .high_bytes = 60397977, .max_bytes = MG_UNLIMITED,
                                .stat = { .file = 40u << 20 }, .verdict = MG_VERDICT_STALLING };
-        const struct mgt_metrics_actor a[] = {
+        /* the fleet's, of 100 MiB limits: used in MiB */
+        static const char *const names[] = { "/fleet/near", "/fleet/acted", "/fleet/acted-long-ago", "/fleet/q70",
+                                             "/fleet/q67", "/fleet/q64-shown" };
+        static const unsigned used[] = { 99, 20, 30, 70, 67, 64 };
+        struct mg_report fr[6];
+        struct mgt_metrics_actor a[8] = {
                 { .cgroup = "/sandboxes/a \"q\" \\ \n\xff", .limit_bytes = 64u << 20, .limit_source = "xattr",
-                  .lent = true, .report = &r, .stats = &s1, .counts = &c1 },
+                  .lent = true, .had_lend = true, .report = &r, .stats = &s1, .counts = &c1,
+                  .last_event_usec = now - 1000000 },
                 { .cgroup = "/sandboxes/b", .limit_bytes = 1u << 30, .limit_source = "default", .stats = &s2,
-                  .counts = &c2 },
+                  .counts = &c0, .reclaim_armed = true },
         };
-        struct mgt_metrics_node n = { .stats = &ns, .counts = &node, .cgroups = 2, .reloads = 3, .reload_errors = 1,
-                                      .time_usec = UINT64_C(1796164055123456), .version = mg_version() };
+        struct mgt_kill_latency lat = {
+                /* overshoot: 0.05 s, 0.3 s, 2.2 s; stall: 12 s, 31 s */
+                .bucket = { { [0] = 1, [2] = 1, [5] = 1 }, { [9] = 1 } },
+                .count = { 3, 2 },
+                .sum_usec = { 2550000, 43000000 },
+        };
+        struct mgt_metrics_node n = { .stats = &ns, .counts = &node, .cgroups = 8, .reloads = 3, .reload_errors = 1,
+                                      .time_usec = UINT64_C(1796164055123456), .version = mg_version(),
+                                      .latency = &lat };
+        uint64_t max = MGT_METRICS_CGROUPS_ALL;
         size_t len;
         char *text;
 
-        (void) argv;
-        if (argc != 1)
-                return mgt_usage_error("metrics-sample", "usage: memguard metrics-sample");
-        text = mgt_metrics_format(a, 2, &n, &len);
+        for (int i = 1; i < argc; i++) {
+                struct mgt_settings set = {};
+                char err[256];
+                if (strcmp(argv[i], "--dry-run") == 0) {
+                        n.dry_run = true;
+                } else if (strcmp(argv[i], "--pre-kill-defer") == 0) {
+                        n.pre_kill_defer = true;
+                } else if (strcmp(argv[i], "--cgroups") == 0 && i + 1 < argc) {
+                        if (mgt_setting_parse(MGT_KEY_METRICS_CGROUPS, argv[++i], &set, err, sizeof(err)) < 0)
+                                return mgt_usage_error("metrics-sample", "--%s", err);
+                        max = set.v[MGT_KEY_METRICS_CGROUPS].value;
+                } else {
+                        return mgt_usage_error("metrics-sample", "usage: memguard metrics-sample [--cgroups "
+                                               "none|all|N] [--dry-run] [--pre-kill-defer]");
+                }
+        }
+        for (size_t i = 0; i < 6; i++) {
+                fr[i] = (struct mg_report) { .size = sizeof(fr[i]), .used_bytes = used[i] * mib,
+                                             .current_bytes = (used[i] + 1) * mib, .high_bytes = MG_UNLIMITED,
+                                             .max_bytes = 200 * mib, .stat = { .file = mib },
+                                             .verdict = i == 0 ? MG_VERDICT_NEAR : MG_VERDICT_OK };
+                a[2 + i] = (struct mgt_metrics_actor) { .cgroup = names[i], .limit_bytes = 100 * mib,
+                                                        .limit_source = "memory.max", .report = &fr[i],
+                                                        .stats = &quiet, .counts = &c0 };
+        }
+        a[3].last_event_usec = now - UINT64_C(60000000);
+        a[4].last_event_usec = now - UINT64_C(1200000000);
+        a[7].was_selected = true;
+        (void) mgt_metrics_select(a, 8, max, now);
+        text = mgt_metrics_format(a, 8, &n, &len);
         if (!text)
                 return MGT_EXIT_FAIL;
         fwrite(text, 1, len, stdout);

@@ -74,6 +74,9 @@ struct actor {
         struct mg_guard_options opt;    /* what g was made with */
         char *reclaim_cgroup;           /* opt.reclaim_cgroup's own copy: a reload rewrites the settings' */
         struct mgt_counts counts;       /* what the library does not count */
+        uint64_t last_event_usec;       /* its guard's last event (--metrics-cgroups ranks by it); 0: none */
+        bool had_lend;                  /* its guard took a lend over: the lend series are its */
+        bool metrics_shown;             /* its series were in the last metrics file */
         struct mg_stats before;         /* the library's counts of the guards made anew since */
         uint64_t recheck_usec;          /* read the limit again then; 0: no */
         struct mgt_streak bad_xattr;    /* a refused LIMIT_XATTR, said once */
@@ -85,6 +88,7 @@ struct actor {
 
 struct metrics_round {
         struct mgt_metrics_actor *ma;
+        struct actor **who;             /* ma[k]'s actor */
         struct mg_report *reps;
         struct mg_stats *stats;
         size_t n, next, k;              /* the actors w->a[0..n) at its start, the next to report, reported */
@@ -111,6 +115,7 @@ struct watch {
         const char *config;
         struct mgt_settings cli, eff;
         struct mgt_counts node;
+        struct mgt_kill_latency latency;
         uint64_t reloads, reload_errors, metrics_skipped;
         struct mgt_metrics_writer mw;
         struct metrics_round mr;        /* the round under way (metrics_step()) */
@@ -161,6 +166,9 @@ static void actor_on_event(mg_guard *g, const struct mg_event *ev, void *userdat
 
         mgt_counts_add(&a->counts, ev);
         mgt_counts_add(&w->node, ev);
+        mgt_kill_latency_add(&w->latency, ev);
+        if (ev->type != MG_EVENT_GONE)
+                a->last_event_usec = mg_mono_usec();
         mgt_on_event(g, ev, &w->out);
         /* The set allows removing a guard from its own callback. */
         if (ev->type == MG_EVENT_GONE) {
@@ -341,6 +349,8 @@ static int guard_actor(struct actor *a, bool announce) {
         }
         w->n_guarded++;
         mgt_streak_end(&w->no_fds);
+        if (mg_guard_is_lent(a->g)) /* a dead process's lend, taken over */
+                a->had_lend = true;
         a->limit = limit;
         a->source = source;
         if (announce)
@@ -747,6 +757,7 @@ static void raise_nofile(struct watch *w) {
 
 static void metrics_round_free(struct metrics_round *m) {
         free(m->ma);
+        free(m->who);
         free(m->reps);
         free(m->stats);
         *m = (struct metrics_round) {};
@@ -757,12 +768,13 @@ static void metrics_begin(struct watch *w) {
 
         w->mr = (struct metrics_round) {
                 .ma = calloc(n, sizeof(struct mgt_metrics_actor)),
+                .who = calloc(n, sizeof(struct actor *)),
                 .reps = calloc(n, sizeof(struct mg_report)),
                 .stats = calloc(n, sizeof(struct mg_stats)),
                 .n = w->n,
                 .on = true,
         };
-        if (!w->mr.ma || !w->mr.reps || !w->mr.stats) {
+        if (!w->mr.ma || !w->mr.who || !w->mr.reps || !w->mr.stats) {
                 metrics_round_free(&w->mr);
                 w->metrics_skipped++;
         }
@@ -793,7 +805,12 @@ static bool metrics_step(struct watch *w, size_t batch) {
                         .report = mg_guard_report(a->g, &m->reps[k]) == 0 ? &m->reps[k] : NULL,
                         .stats = &m->stats[k],
                         .counts = &a->counts,
+                        .last_event_usec = a->last_event_usec,
+                        .reclaim_armed = a->opt.reclaim_dose_bytes != 0,
+                        .had_lend = a->had_lend,
+                        .was_selected = a->metrics_shown,
                 };
+                m->who[k] = a;
                 m->k++;
         }
         return m->next >= m->n;
@@ -817,9 +834,16 @@ static void metrics_finish(struct watch *w) {
                 .output_dropped = mgt_output_dropped(),
                 .time_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000,
                 .version = mg_version(),
+                .latency = &w->latency,
+                .dry_run = w->out.dry_run,
+                .pre_kill_defer = w->out.pre_kill_defer_usec != 0,
         };
+        const struct mgt_setting *cap = &w->eff.v[MGT_KEY_METRICS_CGROUPS];
         struct metrics_round m = w->mr;
         w->mr = (struct metrics_round) {};
+        (void) mgt_metrics_select(m.ma, m.k, cap->set ? cap->value : MGT_METRICS_CGROUPS_DEFAULT, mg_mono_usec());
+        for (size_t k = 0; k < m.k; k++)
+                m.who[k]->metrics_shown = m.ma[k].selected;
         text = mg_set_get_stats(w->set, &node_stats) == 0 ? mgt_metrics_format(m.ma, m.k, &node, &len) : NULL;
         metrics_round_free(&m);
         if (!text)
@@ -862,6 +886,7 @@ int mgt_cmd_watch(int argc, char **argv) {
                 { "reclaim-windows", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_WINDOWS },
                 { "reclaim-cooldown", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_COOLDOWN },
                 { "reclaim-headroom", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_HEADROOM },
+                { "metrics-cgroups", required_argument, NULL, OPT_KEY + MGT_KEY_METRICS_CGROUPS },
                 { "parent", required_argument, NULL, OPT_PARENT },
                 { "config", required_argument, NULL, OPT_CONFIG },
                 { "metrics", required_argument, NULL, OPT_METRICS },

@@ -67,7 +67,7 @@ grep -q 'run --limit SIZE' "$tmp/out" && ok "run --help shows run's usage" || no
 help_flags() { # COMMAND: the long options it takes
     case $1 in
         run) echo limit high max parent json dry-run pre-kill-defer ;;
-        watch) echo limit parent config metrics metrics-interval mlock json dry-run pre-kill-defer tick margin \
+        watch) echo limit parent config metrics metrics-interval metrics-cgroups mlock json dry-run pre-kill-defer tick margin \
             stall-window stall-pressure lend-deadline kill-wait post-kill-holdoff refault-window refault-mapped-window \
             reclaim-dose reclaim-cgroup reclaim-some reclaim-full reclaim-windows reclaim-cooldown reclaim-headroom ;;
         stat) echo limit json ;;
@@ -142,6 +142,8 @@ expect_error 2 'not a duration above 0' "watch: bad --tick" watch --limit 64M --
 expect_error 2 'not a percentage' "watch: bad --stall-pressure" watch --limit 64M --stall-pressure 10 /sys/fs/cgroup
 expect_error 2 'not a size or a percentage' "watch: bad --margin" watch --limit 64M --margin lots /sys/fs/cgroup
 expect_error 2 '1 s or more' "watch: --metrics-interval too short" watch --limit 64M --metrics-interval 10ms /sys/fs/cgroup
+expect_error 2 'metrics-cgroups some: not none, all or a number of cgroups' "watch: bad --metrics-cgroups" \
+    watch --limit 64M --metrics-cgroups some /sys/fs/cgroup
 expect_error 2 '1 ms to 60 s' "watch: --pre-kill-defer above 60 s" watch --limit 64M --pre-kill-defer 61s /sys/fs/cgroup
 expect_error 2 '1 ms to 60 s' "watch: --pre-kill-defer not a duration" watch --limit 64M --pre-kill-defer soon /sys/fs/cgroup
 expect_error 2 '1 ms to 60 s' "run: --pre-kill-defer of 0" run --limit 64M --pre-kill-defer 0 -- true
@@ -356,6 +358,13 @@ config "a stall longer than a window" "error:line 2: reclaim-some 1.5s: not a du
 config "too many windows" "error:line 1: reclaim-windows 9: not a whole number of windows, 1 to 8" $'reclaim-windows = 9\n'
 config "a negative window count" "error:line 1: reclaim-windows -1: not a whole number" $'reclaim-windows = -1\n'
 config "an empty reclaim cgroup" "error:line 1: reclaim-cgroup : not a cgroup" $'reclaim-cgroup =\n'
+config "metrics-cgroups: a number" "metrics-cgroups 25" $'metrics-cgroups = 25\n'
+config "metrics-cgroups: none is 0" "metrics-cgroups 0" $'metrics-cgroups = none\n'
+config "metrics-cgroups: all" "metrics-cgroups 18446744073709551615" $'metrics-cgroups = all\n'
+config "metrics-cgroups: a negative count" "error:line 1: metrics-cgroups -1: not none, all or a number of cgroups" \
+    $'metrics-cgroups = -1\n'
+config "metrics-cgroups: past a million" "error:line 1: metrics-cgroups 1000001: not none, all or a number" \
+    $'metrics-cgroups = 1000001\n'
 
 # ---- the guard options watch makes of its tuning flags and config for a
 # cgroup of LIMIT, and whether the library takes them

@@ -316,17 +316,21 @@ check "watch --metrics: the node's overshoot kills ($(sed -n 's/^memguard_node_k
     grep -qx "memguard_node_kills_total{reason=\"overshoot\"} $kills" "$prom"
 if [ -n "$setfattr" ]; then
     check "watch --metrics: a's kills_total overshoot is 1" \
-        grep -qx "memguard_kills_total{cgroup=\"$rel/a\",reason=\"overshoot\"} 1" "$prom"
+        grep -qx "memguard_kills_total{cgroup=\"$rel/a\",id=\"$rel/a\",reason=\"overshoot\"} 1" "$prom"
     check "watch --metrics: c's limit is 32 MiB from its xattr" \
-        grep -qx "memguard_limit_bytes{cgroup=\"$rel/c\",source=\"xattr\"} 33554432" "$prom"
+        grep -qx "memguard_limit_bytes{cgroup=\"$rel/c\",id=\"$rel/c\",source=\"xattr\"} 33554432" "$prom"
 fi
 check "watch --metrics: b's kernel OOM kills agree with its kernel-oom events" \
-    grep -qx "memguard_kernel_oom_kills_total{cgroup=\"$rel/b\"} $(sed -n "s|.*\"event\":\"kernel-oom\",.*\"cgroup\":\"$svc/b\",\"count\":\([0-9]*\)}|\1|p" "$tmp/svc.err" | awk '{s+=$1} END {print s+0}')" "$prom"
+    grep -qx "memguard_kernel_oom_kills_total{cgroup=\"$rel/b\",id=\"$rel/b\"} $(sed -n "s|.*\"event\":\"kernel-oom\",.*\"cgroup\":\"$svc/b\",\"count\":\([0-9]*\)}|\1|p" "$tmp/svc.err" | awk '{s+=$1} END {print s+0}')" "$prom"
 check "watch --metrics: the reloads (1 ok, 1 error)" sh -c "grep -qx 'memguard_reloads_total{result=\"ok\"} 1' '$prom' && grep -qx 'memguard_reloads_total{result=\"error\"} 1' '$prom'"
 check "watch --metrics: no sample for the removed child" sh -c "! grep -q '$rel/pre\"' '$prom'"
-check "watch --metrics: used, current, stall, lend gauges for b" sh -c "grep -q '^memguard_used_bytes{cgroup=\"$rel/b\"} [0-9]' '$prom' &&
-    grep -q '^memguard_current_bytes{cgroup=\"$rel/b\"} [0-9]' '$prom' && grep -q '^memguard_stall_seconds{cgroup=\"$rel/b\"} [0-9]' '$prom' &&
-    grep -qx 'memguard_lend_active{cgroup=\"$rel/b\"} 0' '$prom'"
+check "watch --metrics: used, current, stall gauges for b, memory.high +Inf, memory.max 96 MiB" sh -c "grep -q '^memguard_used_bytes{cgroup=\"$rel/b\",id=\"$rel/b\"} [0-9]' '$prom' &&
+    grep -q '^memguard_current_bytes{cgroup=\"$rel/b\",id=\"$rel/b\"} [0-9]' '$prom' && grep -q '^memguard_stall_seconds{cgroup=\"$rel/b\",id=\"$rel/b\"} [0-9]' '$prom' &&
+    grep -qx 'memguard_memory_high_bytes{cgroup=\"$rel/b\",id=\"$rel/b\"} +Inf' '$prom' &&
+    grep -qx 'memguard_memory_max_bytes{cgroup=\"$rel/b\",id=\"$rel/b\"} 100663296' '$prom'"
+check "watch --metrics: no lend series for b, never lent (watch begins no lend)" sh -c "! grep -q '^memguard_lend' '$prom'"
+check "watch --metrics: the detect-to-kill histogram counts the overshoot kills ($kills)" \
+    grep -qx "memguard_detect_to_kill_seconds_count{reason=\"overshoot\"} $kills" "$prom"
 check "watch --metrics: no temporary file left" [ ! -e "$prom.tmp" ]
 sed 's/^/# metrics: /' "$prom"
 kill -TERM $svcpid
@@ -382,9 +386,9 @@ check "watch --dry-run: d1's overshoot of 64 MiB is told as kill-dry-run" wait_g
     "\"event\":\"kill-dry-run\",.*\"reason\":\"overshoot\",\"cgroup\":\"$dry/d1\",\"limit_bytes\":67108864,"
 rel=${dry#"$root"}
 # ten more slow ticks of d1 (its counters, as the metrics file gives them)
-slow0=$(metric "$tmp/dry.prom" "memguard_ticks_total{cgroup=\"$rel/d1\",path=\"slow\"}")
+slow0=$(metric "$tmp/dry.prom" "memguard_ticks_total{cgroup=\"$rel/d1\",id=\"$rel/d1\",path=\"slow\"}")
 check "watch --dry-run: d1 goes on ticking at its limit (slow ticks in the last metrics ${slow0:-?}, then 10 more)" \
-    wait_metric "$tmp/dry.prom" "memguard_ticks_total{cgroup=\"$rel/d1\",path=\"slow\"}" $((${slow0:-0} + 10)) 20
+    wait_metric "$tmp/dry.prom" "memguard_ticks_total{cgroup=\"$rel/d1\",id=\"$rel/d1\",path=\"slow\"}" $((${slow0:-0} + 10)) 20
 check "watch --dry-run: ... and its process was not killed" kill -0 $wlpid
 ndry=$(grep -c "\"event\":\"kill-dry-run\",.*\"cgroup\":\"$dry/d1\"" "$tmp/dry.err")
 check "watch --dry-run: ... and the would-be kill was told once, not every tick ($ndry)" [ "$ndry" = 1 ]
@@ -396,7 +400,7 @@ check "watch --dry-run: ... says dry_run, the method it would use, used above th
     echo '$dline' | grep -q '\"method\":\"cgroup.kill\",' && echo '$dline' | grep -q '\"dry_run\":true,\"kill_id\":[0-9]*}\$' &&
     [ \$(echo '$dline' | sed -n 's/.*\"used_bytes\":\([0-9]*\).*/\1/p') -gt 67108864 ]"
 check "watch --dry-run --metrics: dry_run_kills_total of d1 is the kill-dry-run events ($ndry)" \
-    wait_metric "$tmp/dry.prom" "memguard_dry_run_kills_total{cgroup=\"$rel/d1\"}" "$ndry"
+    wait_metric "$tmp/dry.prom" "memguard_dry_run_kills_total{cgroup=\"$rel/d1\",id=\"$rel/d1\"}" "$ndry"
 check "watch --dry-run --metrics: ... and the node's is the same, its kills 0" sh -c "
     grep -qx 'memguard_node_dry_run_kills_total $ndry' '$tmp/dry.prom' &&
     grep -qx 'memguard_node_kills_total{reason=\"overshoot\"} 0' '$tmp/dry.prom'"
@@ -412,9 +416,9 @@ if [ -n "$lent" ]; then
     nexp=$(grep -c "\"event\":\"lend-expired\",.*\"cgroup\":\"$lent\"" "$tmp/dry.err")
     nbeg=$(grep -c "\"event\":\"lend-begin\",.*\"cgroup\":\"$lent\"" "$tmp/dry.err")
     check "watch --metrics: lend_expired_total of the taken-over lend is its lend-expired events ($nexp)" \
-        wait_metric "$tmp/dry.prom" "memguard_lend_expired_total{cgroup=\"$rel/lent\"}" "$nexp"
+        wait_metric "$tmp/dry.prom" "memguard_lend_expired_total{cgroup=\"$rel/lent\",id=\"$rel/lent\"}" "$nexp"
     check "watch --metrics: lends_total is its lend-begin events ($nbeg: a lend taken over begins none)" \
-        grep -qx "memguard_lends_total{cgroup=\"$rel/lent\"} $nbeg" "$tmp/dry.prom"
+        grep -qx "memguard_lends_total{cgroup=\"$rel/lent\",id=\"$rel/lent\"} $nbeg" "$tmp/dry.prom"
 else
     n=$((n + 1)); echo "ok $n - watch: a lend record taken over # SKIP no setfattr in the VM (Debian: attr)"
 fi
@@ -462,10 +466,10 @@ nk=$(grep -c '"event":"kill",' "$tmp/pk.err")
 check "watch --pre-kill-defer --metrics: the node's kills ($nk events)" \
     wait_metric "$tmp/pk.prom" 'memguard_node_kills_total{reason="overshoot"}' "$nk"
 check "watch --pre-kill-defer --metrics: kills_deferred_total of hold and leave, kills_averted_total of leave" sh -c "
-    grep -qx 'memguard_kills_deferred_total{cgroup=\"$rel/hold\"} 1' '$tmp/pk.prom' &&
-    grep -qx 'memguard_kills_deferred_total{cgroup=\"$rel/leave\"} 1' '$tmp/pk.prom' &&
-    grep -qx 'memguard_kills_averted_total{cgroup=\"$rel/leave\"} $(grep -c '"event":"kill-averted"' "$tmp/pk.err")' '$tmp/pk.prom' &&
-    grep -qx 'memguard_kills_total{cgroup=\"$rel/hold\",reason=\"overshoot\"} 1' '$tmp/pk.prom'"
+    grep -qx 'memguard_kills_deferred_total{cgroup=\"$rel/hold\",id=\"$rel/hold\"} 1' '$tmp/pk.prom' &&
+    grep -qx 'memguard_kills_deferred_total{cgroup=\"$rel/leave\",id=\"$rel/leave\"} 1' '$tmp/pk.prom' &&
+    grep -qx 'memguard_kills_averted_total{cgroup=\"$rel/leave\",id=\"$rel/leave\"} $(grep -c '"event":"kill-averted"' "$tmp/pk.err")' '$tmp/pk.prom' &&
+    grep -qx 'memguard_kills_total{cgroup=\"$rel/hold\",id=\"$rel/hold\",reason=\"overshoot\"} 1' '$tmp/pk.prom'"
 sed 's/^/# pk metrics: /' "$tmp/pk.prom" | grep -E 'kills'
 stop_watch $pkpid "watch --pre-kill-defer" "$tmp/pk.err" "$pk"
 
