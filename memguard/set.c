@@ -490,7 +490,7 @@ MG_HOT int mg_set_process(mg_set *s) {
                 else if (evs[i].data.ptr != s)
                         dispatch(s, evs[i].data.u64, &acted);
         }
-        (void) read(s->tfd, &expirations, sizeof(expirations));
+        (void) !read(s->tfd, &expirations, sizeof(expirations));
         /* After the batch: finishing may free a removed guard, and the batch
          * may name it. */
         if (jobs)
