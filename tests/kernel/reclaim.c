@@ -8,17 +8,15 @@
  * every kernel the suite runs has it.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/swap.h>
 #include <unistd.h>
 
 #include "ktest.h"
 #include "scenarios.h"
+#include "swap.h"
 
 static char last_log[4][256];
 static int logs;
@@ -287,85 +285,28 @@ int t_reclaim_vanish(void) {
         return KT_PASS;
 }
 
-static int write_str(const char *path, const char *s) {
-        int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
-        if (fd < 0)
-                return -errno;
-        if (write(fd, s, strlen(s)) != (ssize_t) strlen(s))
-                r = -errno ? -errno : -EIO;
-        close(fd);
-        return r;
-}
-
-/* What mkswap writes (include/linux/swap.h union swap_header): version 1
- * and the last page at 1 KiB, "SWAPSPACE2" ending the first page.  A file
- * is written whole first (swapon refuses one with holes). */
-static int make_swap(const char *path, uint64_t bytes, bool create) {
-        static char zero[1 << 20];
-        static const char magic[10] = "SWAPSPACE2"; /* no NUL: the page's last ten bytes */
-        char page[4096] = {};
-        uint32_t hdr[3] = { 1, (uint32_t) (bytes / sizeof(page) - 1), 0 };
-        int fd = open(path, O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0600), r = 0;
-        if (fd < 0)
-                return -errno;
-        for (uint64_t off = 0; create && r == 0 && off < bytes; off += sizeof(zero))
-                if (pwrite(fd, zero, sizeof(zero), (off_t) off) != (ssize_t) sizeof(zero))
-                        r = -EIO;
-        memcpy(page + 1024, hdr, sizeof(hdr));
-        memcpy(page + sizeof(page) - sizeof(magic), magic, sizeof(magic));
-        if (r == 0 && (pwrite(fd, page, sizeof(page), 0) != (ssize_t) sizeof(page) || fsync(fd) < 0))
-                r = -EIO;
-        close(fd);
-        return r;
-}
-
 /* The swap of reclaim-zram: zram0 (MIB MiB) first, a swapfile of 64 MiB on
  * the disk after it, at seed 002's priorities.  Needs root and the zram
  * module (tests/kernel/run loads it in the VM). */
 static int swap_on(char *swapfile, size_t size, uint64_t mib) {
-        char buf[32];
+        int r;
         if (access("/sys/block/zram0/disksize", W_OK) != 0) {
                 snprintf(kt_skip_reason, sizeof(kt_skip_reason), "no zram0 to write (the zram module, root)");
                 return KT_SKIP;
         }
         snprintf(swapfile, size, "%s/reclaim-swapfile", kt_disk);
-        snprintf(buf, sizeof(buf), "%" PRIu64 "M", mib);
-        KT_CHECK(write_str("/sys/block/zram0/reset", "1") == 0 && write_str("/sys/block/zram0/disksize", buf) == 0,
-                 "zram0 of %s", buf);
-        KT_CHECK(make_swap("/dev/zram0", mib * MG_MIB, false) == 0, "swap header on zram0");
-        KT_CHECK(make_swap(swapfile, 64 * MG_MIB, true) == 0, "swapfile %s", swapfile);
-        KT_CHECK(swapon("/dev/zram0", SWAP_FLAG_PREFER | (100 << SWAP_FLAG_PRIO_SHIFT)) == 0, "swapon zram0: %m");
-        KT_CHECK(swapon(swapfile, SWAP_FLAG_PREFER | (10 << SWAP_FLAG_PRIO_SHIFT)) == 0, "swapon %s: %m", swapfile);
+        KT_CHECK((r = mgt_zram_reset("/dev/zram0", "/sys/block/zram0", mib)) == 0, "zram0: %d", r);
+        KT_CHECK((r = mgt_swapfile_make(swapfile, 64)) == 0, "swapfile %s: %d", swapfile, r);
+        KT_CHECK((r = mgt_swapon("/dev/zram0", 100)) == 0, "swapon zram0: %d", r);
+        KT_CHECK((r = mgt_swapon(swapfile, 10)) == 0, "swapon %s: %d", swapfile, r);
         return KT_PASS;
 }
 
 static void swap_off(const char *swapfile) {
-        (void) swapoff(swapfile);
-        (void) swapoff("/dev/zram0");
+        (void) mgt_swapoff(swapfile);
+        (void) mgt_swapoff("/dev/zram0");
         (void) unlink(swapfile);
-        (void) write_str("/sys/block/zram0/reset", "1");
-}
-
-/* Used KiB of a swap device or file, from /proc/swaps ("NAME TYPE SIZE
- * USED PRIO"); 0 if not listed. */
-static uint64_t swap_used_kib(const char *name) {
-        char line[512];
-        uint64_t used = 0;
-        FILE *f = fopen("/proc/swaps", "r");
-        if (!f)
-                return 0;
-        while (used == 0 && fgets(line, sizeof(line), f)) {
-                char *p = line, *end;
-                if (!strstr(line, name))
-                        continue;
-                for (int field = 0; field < 3 && p; field++) {
-                        p = strpbrk(p, " \t");
-                        p = p ? p + strspn(p, " \t") : NULL;
-                }
-                used = p ? strtoull(p, &end, 10) : 0;
-        }
-        fclose(f);
-        return used;
+        (void) mgt_cg_write("/sys/block/zram0", "reset", "1");
 }
 
 /*
@@ -405,7 +346,7 @@ int t_reclaim_zram(void) {
                 (void) mgt_cg_read_u64(cg, "memory.swap.current", &swapped);
         }
         mg_set_free(s);
-        uint64_t zram_kib = swap_used_kib("zram0"), file_kib = swap_used_kib("reclaim-swapfile");
+        uint64_t zram_kib = mgt_swap_used_kib("/dev/zram0"), file_kib = mgt_swap_used_kib(swapfile);
         swap_off(swapfile);
         KT_CHECK(r == 0, "guard: %d", r);
         KT_CHECK(ev.n[MG_EVENT_RECLAIM] >= 1, "no dose in 45 s");

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "ablation.h"
+#include "swap.h"
 #include "cgdir.h"
 #include "cgroup.h"
 #include "fixture.h"
@@ -78,7 +79,7 @@ struct run {
         struct abl_result *res;
         char bg[PATH_MAX], fg[PATH_MAX];
         const char *pressured;          /* bg, or fg in the swapless pair */
-        struct abl_proc canary[ABL_CANARY_N], load;
+        struct mgt_proc canary[ABL_CANARY_N], load;
         mg_set *set;
         bool zram_on;
         /* the guard's doses */
@@ -344,7 +345,7 @@ static void sample(struct run *x, uint64_t now) {
                 return;
         if (mgt_cg_read_u64(x->bg, "memory.swap.current", &v) == 0 && v > x->swap_peak)
                 x->swap_peak = v;
-        if (abl_zram_stat(x->c->zram_sys, &orig, &compr) == 0) {
+        if (mgt_zram_stat(x->c->zram_sys, &orig, &compr) == 0) {
                 if (orig > x->zram_orig_peak)
                         x->zram_orig_peak = orig;
                 if (compr > x->zram_compr_peak)
@@ -366,7 +367,7 @@ static void window(struct run *x, uint64_t now) {
         say("%s %s: the predicate fired %.1f s into the pressure phase", abl_arm_names[x->arm], x->g->name,
             now >= x->tw ? (double) (now - x->tw) / 1e6 : -(double) (x->tw - now) / 1e6);
         if (x->arm == ABL_DELAYED && !x->zram_on) {
-                int r = x->c->fixture ? 0 : abl_swapon(x->c->zram_dev, x->c->zram_prio);
+                int r = x->c->fixture ? 0 : mgt_swapon(x->c->zram_dev, x->c->zram_prio);
                 if (r < 0)
                         set_status(x, "swapon-zram", r);
                 else
@@ -395,8 +396,16 @@ static void arg(struct argv_buf *a, const char *fmt, ...) {
         a->v[++a->n] = NULL;
 }
 
-static int start(struct run *x, struct abl_proc *p, const char *cg, struct argv_buf *a, const char *tag) {
-        return abl_proc_start(p, x->c->fixture ? NULL : cg, a->v, x->c->work, tag);
+static int start(struct run *x, struct mgt_proc *p, const char *cg, struct argv_buf *a) {
+        return mgt_proc_start(p, x->c->fixture ? NULL : cg, a->v[0], (const char *const *) a->v + 1, x->c->work);
+}
+
+/* Whether its output holds a line "ready" (a role is set up). */
+static bool proc_ready(const struct mgt_proc *p) {
+        char buf[256];
+        size_t n = mgt_proc_output(p, buf, sizeof(buf));
+
+        return n > 0 && (strncmp(buf, "ready\n", 6) == 0 || strstr(buf, "\nready\n") != NULL);
 }
 
 /* The same seed for every arm of a triplet: the same keys, the same contents. */
@@ -420,7 +429,7 @@ static int canaries_start(struct run *x, unsigned repeat) {
         arg(&a, "period_ms=%" PRIu32, c->period_ms);
         arg(&a, "max_s=%" PRIu32, max_s);
         arg(&a, "seed=%" PRIu64, seed_of(x, repeat));
-        if ((r = start(x, &x->canary[ABL_COMPUTE], x->fg, &a, "compute")) < 0)
+        if ((r = start(x, &x->canary[ABL_COMPUTE], x->fg, &a)) < 0)
                 return r;
         a.n = 0;
         arg(&a, "%s", c->exe);
@@ -432,7 +441,7 @@ static int canaries_start(struct run *x, unsigned repeat) {
         arg(&a, "period_ms=%" PRIu32, c->period_ms);
         arg(&a, "max_s=%" PRIu32, max_s);
         arg(&a, "seed=%" PRIu64, seed_of(x, repeat));
-        return start(x, &x->canary[ABL_SQLITE], x->fg, &a, "sqlite");
+        return start(x, &x->canary[ABL_SQLITE], x->fg, &a);
 }
 
 static int canaries_ready(struct run *x) {
@@ -440,9 +449,9 @@ static int canaries_ready(struct run *x) {
         for (;;) {
                 bool all = true;
                 for (int k = 0; k < ABL_CANARY_N; k++) {
-                        if (abl_proc_check(&x->canary[k]))
+                        if (mgt_proc_check(&x->canary[k]))
                                 return -ECHILD;
-                        all = all && abl_proc_ready(&x->canary[k]);
+                        all = all && proc_ready(&x->canary[k]);
                 }
                 if (all)
                         return 0;
@@ -465,7 +474,7 @@ static int load_start(struct run *x, unsigned repeat) {
                 arg(&a, "rate=%" PRIu32, x->g->rate_mibps);
                 arg(&a, "anon_mib=%" PRIu64, c->reader_anon_mib);
                 arg(&a, "anon_rate=%" PRIu64, c->reader_anon_rate);
-                return start(x, &x->load, x->fg, &a, "reader");
+                return start(x, &x->load, x->fg, &a);
         }
         arg(&a, "bg");
         arg(&a, "ring_mib=%" PRIu64, c->bg_alloc_mib);
@@ -473,7 +482,7 @@ static int load_start(struct run *x, unsigned repeat) {
         arg(&a, "rate=%" PRIu32, x->g->rate_mibps);
         arg(&a, "contents=%c", x->g->contents);
         arg(&a, "seed=%" PRIu64, seed_of(x, repeat));
-        return start(x, &x->load, x->bg, &a, "bg");
+        return start(x, &x->load, x->bg, &a);
 }
 
 /* Stops the generator (or reader) and keeps what it says it did. */
@@ -484,9 +493,9 @@ static void load_stop(struct run *x) {
 
         if (x->load.pid <= 0)
                 return;
-        bool died = abl_proc_check(&x->load);
-        (void) abl_proc_stop(&x->load, SIGTERM, 20 * MG_USEC_PER_SEC);
-        out = abl_proc_output(&x->load);
+        bool died = mgt_proc_check(&x->load);
+        (void) mgt_proc_stop(&x->load, SIGTERM, 20 * MG_USEC_PER_SEC);
+        out = mgt_proc_output_all(&x->load);
         p = out ? strstr(out, x->c->swapless ? "read_mib=" : "written_mib=") : NULL;
         /* NOLINTNEXTLINE(cert-err34-c): a count, checked */
         if (p && sscanf(strchr(p, '=') + 1, "%llu", &v) == 1)
@@ -505,10 +514,10 @@ static void canaries_collect(struct run *x, uint64_t t0) {
         struct abl_rec *recs = calloc(max, sizeof(*recs));
 
         for (int k = 0; k < ABL_CANARY_N; k++) {
-                struct abl_proc *p = &x->canary[k];
-                bool died = abl_proc_check(p);
-                int st = abl_proc_stop(p, SIGTERM, 60 * MG_USEC_PER_SEC);
-                char *out = abl_proc_output(p);
+                struct mgt_proc *p = &x->canary[k];
+                bool died = mgt_proc_check(p);
+                int st = mgt_proc_stop(p, SIGTERM, 60 * MG_USEC_PER_SEC);
+                char *out = mgt_proc_output_all(p);
                 int n = recs && out ? abl_parse_trace(out, recs, max) : -ENOMEM;
                 if (died || st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
                         set_status(x, k == ABL_COMPUTE ? "compute-died" : "sqlite-died", 0);
@@ -534,10 +543,10 @@ static int swap_prepare(struct run *x) {
                 x->zram_on = x->arm != ABL_DELAYED;
                 return fake_write(c->zram_sys, "mm_stat", "0 0 0 0 0 0 0 0 0\n");
         }
-        if ((r = abl_zram_reset(c->zram_dev, c->zram_sys, c->zram_mib)) < 0)
+        if ((r = mgt_zram_reset(c->zram_dev, c->zram_sys, c->zram_mib)) < 0)
                 return r;
         if (x->arm != ABL_DELAYED) {
-                if ((r = abl_swapon(c->zram_dev, c->zram_prio)) < 0)
+                if ((r = mgt_swapon(c->zram_dev, c->zram_prio)) < 0)
                         return r;
                 x->zram_on = true;
         }
@@ -597,7 +606,7 @@ static void phases(struct run *x, unsigned repeat, struct counters *pre, struct 
                         next_sample = next_sample + SAMPLE_USEC > now ? next_sample + SAMPLE_USEC : now + SAMPLE_USEC;
                 }
                 for (int k = 0; k < ABL_CANARY_N; k++)
-                        if (abl_proc_check(&x->canary[k])) {
+                        if (mgt_proc_check(&x->canary[k])) {
                                 set_status(x, k == ABL_COMPUTE ? "compute-died" : "sqlite-died", 0);
                                 goto out;
                         }
@@ -631,9 +640,9 @@ int abl_case_run(const struct abl_cfg *c, enum abl_arm arm, const struct abl_reg
         x.arm = arm;
         x.g = g;
         x.res = res;
-        x.load = (struct abl_proc) { .pid = -1, .pidfd = -1 };
+        x.load = (struct mgt_proc) { .pid = -1, .pidfd = -1 };
         for (int k = 0; k < ABL_CANARY_N; k++)
-                x.canary[k] = (struct abl_proc) { .pid = -1, .pidfd = -1 };
+                x.canary[k] = (struct mgt_proc) { .pid = -1, .pidfd = -1 };
         x.rule = (struct mg_reclaim_rule) { .some_usec = 1000, .windows = 3 };
         if ((size_t) snprintf(x.bg, sizeof(x.bg), "%s/bg", c->parent) >= sizeof(x.bg) ||
             (size_t) snprintf(x.fg, sizeof(x.fg), "%s/fg", c->parent) >= sizeof(x.fg)) {
@@ -693,11 +702,11 @@ out:
         /* the set first: its worker may be writing a dose to bg */
         x.set = mg_set_free(x.set);
         for (int k = 0; k < ABL_CANARY_N; k++)
-                abl_proc_end(&x.canary[k]);
-        abl_proc_end(&x.load);
+                mgt_proc_end(&x.canary[k]);
+        mgt_proc_end(&x.load);
         cgroup_remove(c, x.bg);
         cgroup_remove(c, x.fg);
-        if (!c->fixture && !c->swapless && (r = abl_swapoff(c->zram_dev)) < 0)
+        if (!c->fixture && !c->swapless && (r = mgt_swapoff(c->zram_dev)) < 0)
                 say("swapoff %s: %s", c->zram_dev, strerror(-r));
         return strcmp(res->status, "ok") == 0 ? 0 : -EIO;
 }

@@ -12,9 +12,8 @@
  *                       compute canary, the swapless actor's reader) and the
  *                       canaries' periodic loop
  *   ablation-sqlite.c   the SQLite canary and its database
- *   ablation-swap.c     zram and the swapfile: headers, swapon, statistics
+ *   (tools/common/swap.c: zram and the swapfile: headers, swapon, statistics)
  *   ablation-stats.c    canary traces into percentiles, the CSV line
- *   ablation-proc.c     starting the children into a cgroup, stopping them
  * Fallible calls return 0 or a negative errno.
  */
 
@@ -161,42 +160,3 @@ uint64_t abl_rand(uint64_t *state);
 int abl_db_make(const char *path, uint32_t rows, uint32_t payload);
 int abl_role_sqlite(int argc, char **argv);
 
-/* ---- ablation-swap.c */
-/* A file of mib MiB written with zeros (a swapfile may have no holes) and
- * a swap header; kept if it has that size and header. */
-int abl_swapfile_make(const char *path, uint64_t mib);
-/* Writes the swap header (mkswap) on a file or block device of bytes. */
-int abl_mkswap(const char *path, uint64_t bytes);
-int abl_swapon(const char *path, uint32_t prio);
-/* 0 also when it was not on. */
-int abl_swapoff(const char *path);
-bool abl_swap_active(const char *path);
-/* Off, reset, sized, given a swap header: an empty zram device for the next case. */
-int abl_zram_reset(const char *dev, const char *sys, uint64_t mib);
-/* mm_stat's orig_data_size and compr_data_size, in bytes. */
-int abl_zram_stat(const char *sys, uint64_t *ret_orig, uint64_t *ret_compr);
-/* The compressor zram uses ("lzo-rle"), into buf. */
-void abl_zram_algorithm(const char *sys, char *buf, size_t size);
-
-/* ---- ablation-proc.c */
-struct abl_proc {
-        pid_t pid;                      /* -1: none */
-        int pidfd;
-        bool done;
-        int status;
-        char out[PATH_MAX];             /* its stdout */
-};
-/* Starts argv (argv[0] a path) with stdout to a new file in dir: inside
- * cg (clone3(CLONE_INTO_CGROUP), tools/common/spawn.c), or, with cg NULL,
- * where this process is (a fixture run).  *p is set up even on failure. */
-int abl_proc_start(struct abl_proc *p, const char *cg, char *const argv[], const char *dir, const char *tag);
-/* Whether its output holds a line "ready". */
-bool abl_proc_ready(const struct abl_proc *p);
-bool abl_proc_check(struct abl_proc *p);
-/* sig (if it runs), then waits up to timeout_usec; SIGKILL after that.
- * Returns its wait status, or -ETIMEDOUT if even SIGKILL did not reap it. */
-int abl_proc_stop(struct abl_proc *p, int sig, uint64_t timeout_usec);
-/* Its whole output, malloc'd (NULL if none). */
-char *abl_proc_output(const struct abl_proc *p);
-/* Removes its output file. */
-void abl_proc_end(struct abl_proc *p);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "ablation.h"
+#include "swap.h"
 #include "cgdir.h"
 #include "fixture.h"
 #include "scenario.h"
@@ -390,16 +391,16 @@ static int setup(struct abl_cfg *c) {
                 snprintf(disksize, sizeof(disksize), "%s/disksize", c->zram_sys);
                 if (access(disksize, W_OK) < 0)
                         return fail("zram (load the module: vmrun --module zram)", -errno);
-                if ((r = abl_zram_reset(c->zram_dev, c->zram_sys, c->zram_mib)) < 0)
+                if ((r = mgt_zram_reset(c->zram_dev, c->zram_sys, c->zram_mib)) < 0)
                         return fail("zram-reset", r);
-                if ((r = abl_swapfile_make(c->swapfile, c->swapfile_mib)) < 0)
+                if ((r = mgt_swapfile_make(c->swapfile, c->swapfile_mib)) < 0)
                         return fail("swapfile", r);
-                if (!abl_swap_active(c->swapfile) && (r = abl_swapon(c->swapfile, c->swapfile_prio)) < 0)
+                if (!mgt_swap_active(c->swapfile) && (r = mgt_swapon(c->swapfile, c->swapfile_prio)) < 0)
                         return fail("swapon-swapfile", r);
         } else {
                 /* no swap at all; fg's memory.swap.max 0 besides */
-                (void) abl_swapoff(c->zram_dev);
-                (void) abl_swapoff(c->swapfile);
+                (void) mgt_swapoff(c->zram_dev);
+                (void) mgt_swapoff(c->swapfile);
                 if ((r = mgt_make_file(c->stream, c->stream_mib)) < 0)
                         return fail("stream-file", r);
         }
@@ -411,7 +412,7 @@ static int setup(struct abl_cfg *c) {
                 char swaps[1024];
                 read_line("/sys/kernel/mm/lru_gen", "enabled", mglru, sizeof(mglru));
                 read_line("/proc/sys/vm", "swappiness", swappiness, sizeof(swappiness));
-                abl_zram_algorithm(c->zram_sys, alg, sizeof(alg));
+                mgt_zram_algorithm(c->zram_sys, alg, sizeof(alg));
                 if (mgt_cg_read("/proc", "swaps", swaps, sizeof(swaps)) <= 0)
                         swaps[0] = '\0';
                 for (char *p = swaps; *p; p++)

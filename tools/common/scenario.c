@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,14 +50,32 @@ bool mgt_events_killed(void *ud) {
 
 /* ---- a workload process ------------------------------------------------- */
 
+/* A fixture run's children stay where this process is: a fake cgroup
+ * directory is no cgroup for clone3. */
+static pid_t spawn_here(char *const argv[], int *ret_pidfd) {
+        pid_t pid = fork();
+
+        if (pid == 0) {
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        if (pid < 0)
+                return -errno;
+        *ret_pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        return pid;
+}
+
 int mgt_proc_start(struct mgt_proc *p, const char *cg, const char *exe, const char *const args[], const char *dir) {
         static unsigned counter;
-        char *argv[16];
+        char *argv[32];
         int n = 0, out, saved, r;
 
         *p = (struct mgt_proc) { .pid = -1, .pidfd = -1 };
         argv[n++] = (char *) exe;
-        for (int i = 0; args[i] && n < 15; i++)
+        for (int i = 0; args[i] && n < 31; i++)
                 argv[n++] = (char *) args[i];
         argv[n] = NULL;
         if ((size_t) snprintf(p->out, sizeof(p->out), "%s/mg-out-%d-%u", dir, (int) getpid(), counter++) >=
@@ -77,7 +96,7 @@ int mgt_proc_start(struct mgt_proc *p, const char *cg, const char *exe, const ch
                 return r;
         }
         dup2(out, STDOUT_FILENO);
-        p->pid = mg_spawn_in_cgroup(cg, argv, &p->pidfd);
+        p->pid = cg ? mg_spawn_in_cgroup(cg, argv, &p->pidfd) : spawn_here(argv, &p->pidfd);
         dup2(saved, STDOUT_FILENO);
         close(saved);
         close(out);
@@ -116,6 +135,44 @@ int mgt_proc_wait(struct mgt_proc *p, uint64_t timeout_usec) {
                 struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
                 (void) poll(&pfd, p->pidfd >= 0 ? 1 : 0, 50);
         }
+}
+
+int mgt_proc_stop(struct mgt_proc *p, int sig, uint64_t timeout_usec) {
+        int r;
+
+        if (p->pid <= 0)
+                return -ECHILD;
+        if (!mgt_proc_check(p) && sig)
+                (void) kill(p->pid, sig);
+        r = mgt_proc_wait(p, timeout_usec);
+        if (r != -ETIMEDOUT)
+                return r;
+        (void) kill(p->pid, SIGKILL);
+        if (waitpid(p->pid, &p->status, 0) != p->pid)
+                return -ETIMEDOUT;
+        p->done = true;
+        return p->status;
+}
+
+char *mgt_proc_output_all(const struct mgt_proc *p) {
+        struct stat st;
+        char *buf;
+        ssize_t n;
+        int fd;
+
+        if (!p->out[0])
+                return NULL;
+        fd = open(p->out, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        if (fstat(fd, &st) < 0 || !(buf = malloc((size_t) st.st_size + 1))) {
+                close(fd);
+                return NULL;
+        }
+        n = pread(fd, buf, (size_t) st.st_size, 0);
+        close(fd);
+        buf[n > 0 ? n : 0] = '\0';
+        return buf;
 }
 
 void mgt_proc_end(struct mgt_proc *p) {

@@ -55,8 +55,10 @@ struct mgt_proc {
         char text[512], result[512];    /* kept by mgt_proc_end() */
 };
 
-/* Starts exe ARGS (NULL-terminated) inside cg, stdout to a new file in
- * dir.  *p is set up even on failure (mgt_proc_end() accepts it). */
+/* Starts exe ARGS (NULL-terminated, at most 30) inside cg
+ * (clone3(CLONE_INTO_CGROUP)), or with cg NULL where this process is (a
+ * fixture run), stdout to a new file in dir.  *p is set up even on failure
+ * (mgt_proc_end() accepts it). */
 int mgt_proc_start(struct mgt_proc *p, const char *cg, const char *exe, const char *const args[], const char *dir);
 /* Reaps it if it ended.  Returns p->done. */
 bool mgt_proc_check(struct mgt_proc *p);
@@ -66,6 +68,11 @@ int mgt_proc_wait(struct mgt_proc *p, uint64_t timeout_usec);
 /* SIGKILLs it if it still runs (it should be dead: its cgroup was
  * destroyed), reaps it, removes its output. */
 void mgt_proc_end(struct mgt_proc *p);
+/* sig (if it runs), then waits up to timeout_usec; SIGKILL after that.
+ * Returns its wait status, or -ETIMEDOUT if even SIGKILL did not reap it. */
+int mgt_proc_stop(struct mgt_proc *p, int sig, uint64_t timeout_usec);
+/* Its whole output, malloc'd (NULL if none). */
+char *mgt_proc_output_all(const struct mgt_proc *p);
 /* What it printed so far, NUL-terminated, at most len - 1 bytes from the
  * start.  Returns the length. */
 size_t mgt_proc_output(const struct mgt_proc *p, char *buf, size_t len);

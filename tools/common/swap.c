@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * zram and the swapfile of the ablation (ablation.h), by system calls
- * rather than busybox, whose swapon takes no priority.  Kernel behaviour:
+ * Swap areas (swap.h).  Kernel behaviour:
  *  - swapon(2) reads the first page of the device or file: the header
  *    (mm/swapfile.c, read_swap_header()) is version 1, last_page, no bad
  *    pages, and "SWAPSPACE2" in the last ten bytes of the page.  A file
@@ -26,21 +25,21 @@
 #include <sys/swap.h>
 #include <unistd.h>
 
-#include "ablation.h"
 #include "cgdir.h"
 #include "scenario.h"
+#include "swap.h"
 #include "util.h"
 
 /* Neither is a string: the header holds their bytes, no NUL. */
 static const char swap_magic[10] = { 'S', 'W', 'A', 'P', 'S', 'P', 'A', 'C', 'E', '2' };
-static const char swap_label[8] = { 'a', 'b', 'l', 'a', 't', 'i', 'o', 'n' };
+static const char swap_label[8] = { 'm', 'e', 'm', 'g', 'u', 'a', 'r', 'd' };
 
 static size_t page_size(void) {
         long p = sysconf(_SC_PAGESIZE);
         return p > 0 ? (size_t) p : 4096;
 }
 
-int abl_mkswap(const char *path, uint64_t bytes) {
+int mgt_mkswap(const char *path, uint64_t bytes) {
         size_t ps = page_size();
         uint64_t pages = bytes / ps;
         uint8_t *hdr;
@@ -86,40 +85,58 @@ static bool has_header(const char *path) {
         return ok;
 }
 
-bool abl_swap_active(const char *path) {
-        char buf[4096], real[PATH_MAX];
-        ssize_t n = mgt_cg_read("/proc", "swaps", buf, sizeof(buf));
+/* The line of path in /proc/swaps ("Filename Type Size Used Priority"),
+ * or NULL; buf holds the file. */
+static const char *swaps_line(const char *path, char *buf, size_t size) {
+        char real[PATH_MAX];
+        ssize_t n = mgt_cg_read("/proc", "swaps", buf, size);
         size_t len;
 
         if (n <= 0)
-                return false;
+                return NULL;
         if (!realpath(path, real))
                 snprintf(real, sizeof(real), "%s", path);
         len = strlen(real);
-        /* "Filename Type Size Used Priority", one line per area */
         for (char *line = strchr(buf, '\n'); line && line[1]; line = strchr(line + 1, '\n'))
                 if (strncmp(line + 1, real, len) == 0 && (line[1 + len] == ' ' || line[1 + len] == '\t'))
-                        return true;
-        return false;
+                        return line + 1;
+        return NULL;
 }
 
-int abl_swapon(const char *path, uint32_t prio) {
+bool mgt_swap_active(const char *path) {
+        char buf[4096];
+        return swaps_line(path, buf, sizeof(buf)) != NULL;
+}
+
+uint64_t mgt_swap_used_kib(const char *path) {
+        char buf[4096];
+        const char *p = swaps_line(path, buf, sizeof(buf));
+
+        /* past the name, the type and the size */
+        for (int field = 0; field < 3 && p; field++) {
+                p = strpbrk(p, " \t");
+                p = p ? p + strspn(p, " \t") : NULL;
+        }
+        return p ? strtoull(p, NULL, 10) : 0;
+}
+
+int mgt_swapon(const char *path, uint32_t prio) {
         int flags = SWAP_FLAG_PREFER | (int) ((prio << SWAP_FLAG_PRIO_SHIFT) & SWAP_FLAG_PRIO_MASK);
         return swapon(path, flags) < 0 ? -errno : 0;
 }
 
-int abl_swapoff(const char *path) {
-        if (!abl_swap_active(path))
+int mgt_swapoff(const char *path) {
+        if (!mgt_swap_active(path))
                 return 0;
         return swapoff(path) < 0 ? -errno : 0;
 }
 
-int abl_swapfile_make(const char *path, uint64_t mib) {
+int mgt_swapfile_make(const char *path, uint64_t mib) {
         static char zero[1 << 20];
         struct stat st;
         int fd, r = 0;
 
-        if (abl_swap_active(path))
+        if (mgt_swap_active(path))
                 return 0;
         if (stat(path, &st) == 0 && (uint64_t) st.st_size == mib * MG_MIB && has_header(path))
                 return 0;
@@ -133,14 +150,14 @@ int abl_swapfile_make(const char *path, uint64_t mib) {
                 r = -errno;
         close(fd);
         if (r == 0)
-                r = abl_mkswap(path, mib * MG_MIB);
+                r = mgt_mkswap(path, mib * MG_MIB);
         if (r == 0)
                 mgt_drop_cache(path);
         return r;
 }
 
-int abl_zram_reset(const char *dev, const char *sys, uint64_t mib) {
-        int r = abl_swapoff(dev);
+int mgt_zram_reset(const char *dev, const char *sys, uint64_t mib) {
+        int r = mgt_swapoff(dev);
 
         if (r < 0)
                 return r;
@@ -148,10 +165,10 @@ int abl_zram_reset(const char *dev, const char *sys, uint64_t mib) {
                 return r;
         if ((r = mgt_cg_writef(sys, "disksize", "%" PRIu64, mib * MG_MIB)) < 0)
                 return r;
-        return abl_mkswap(dev, mib * MG_MIB);
+        return mgt_mkswap(dev, mib * MG_MIB);
 }
 
-int abl_zram_stat(const char *sys, uint64_t *ret_orig, uint64_t *ret_compr) {
+int mgt_zram_stat(const char *sys, uint64_t *ret_orig, uint64_t *ret_compr) {
         char buf[256];
         unsigned long long orig, compr;
         ssize_t n = mgt_cg_read(sys, "mm_stat", buf, sizeof(buf));
@@ -166,7 +183,7 @@ int abl_zram_stat(const char *sys, uint64_t *ret_orig, uint64_t *ret_compr) {
         return 0;
 }
 
-void abl_zram_algorithm(const char *sys, char *buf, size_t size) {
+void mgt_zram_algorithm(const char *sys, char *buf, size_t size) {
         char alg[256];
         const char *open_b, *close_b;
 
