@@ -14,13 +14,18 @@
  *  - at exit, a flush gives up on a stalled sink and freeing the queue
  *    does not wait for the stuck writer;
  *  - through the tool's printer (events.c): the same, with the count as a
- *    {"event":"dropped"} object with --json and as a text line without.
+ *    {"event":"dropped"} object with --json and as a text line without;
+ *  - a sink of its own (the journal's: entries that hold NULs, sent by a
+ *    call that blocks while journald does not read): the same, each entry
+ *    handed over whole, the sink's confinement run on the writer thread.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,9 +100,10 @@ static void skip_filler(struct text *t, size_t filler) {
         t->at = filler;
 }
 
-static void say_dropped(uint64_t n, char *buf, size_t len, void *userdata) {
+static size_t say_dropped(uint64_t n, char *buf, size_t len, void *userdata) {
         (void) userdata;
         snprintf(buf, len, "dropped %" PRIu64, n);
+        return strlen(buf);
 }
 
 #define N_LINES 10000
@@ -204,6 +210,97 @@ Test(outq, a_sink_stalled_at_exit_is_left_behind, .timeout = 60) {
          * blocked on the writer) and the writer frees the queue.  p[1]
          * stays open: the writer may not be out of write(2) yet. */
         close(p[0]);
+}
+
+/* A sink as the journal's is: it hands each entry on with a call that
+ * blocks (here a write to a pipe nobody reads yet), framed by its length
+ * since an entry holds NULs. */
+struct blocking_sink {
+        int fd;
+        pthread_t confined_on;
+        bool confined;
+};
+
+static int sink_write(const char *buf, size_t len, void *userdata) {
+        struct blocking_sink *b = userdata;
+        uint32_t n = (uint32_t) len;
+        cr_assert_eq(buf[len], '\n', "the queue's newline after the entry");
+        if (write(b->fd, &n, sizeof(n)) != sizeof(n) || write(b->fd, buf, len) != (ssize_t) len)
+                return -errno;
+        return 0;
+}
+
+static void sink_confine(void *userdata) {
+        struct blocking_sink *b = userdata;
+        b->confined_on = pthread_self();
+        b->confined = true;
+}
+
+static size_t entry_dropped(uint64_t n, char *buf, size_t len, void *userdata) {
+        (void) userdata;
+        int m = snprintf(buf, len, "PRIORITY=4%cLINES=%" PRIu64, '\0', n);
+        return m > 0 && (size_t) m < len ? (size_t) m + 1 : 0;
+}
+
+/* The next framed entry of fd (10 s without it fails the test). */
+static size_t read_entry(int fd, char *buf, size_t cap) {
+        uint32_t n;
+        size_t got = 0;
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+        cr_assert_eq(poll(&pfd, 1, 10000), 1, "no entry for 10 s");
+        cr_assert_eq(read(fd, &n, sizeof(n)), (ssize_t) sizeof(n));
+        cr_assert_leq(n, cap);
+        while (got < n) {
+                ssize_t r = read(fd, buf + got, n - got);
+                cr_assert_gt(r, 0);
+                got += (size_t) r;
+        }
+        return n;
+}
+
+Test(outq, a_sink_of_its_own_gets_whole_entries_and_never_blocks_the_producer, .timeout = 60) {
+        static char buf[BOUND];
+        struct blocking_sink b = { 0 };
+        struct mgt_outq_sink sink = { .write = sink_write, .confine = sink_confine, .userdata = &b };
+        struct mgt_outq *q;
+        char entry[64];
+        int p[2];
+        size_t queued = 0, len, filler = stalled_pipe(p);
+
+        b.fd = p[1];
+        cr_assert_eq(mgt_outq_new_sink(&sink, BOUND, entry_dropped, NULL, &q), 0);
+        for (int i = 0; i < N_LINES; i++) {
+                len = (size_t) snprintf(entry, sizeof(entry), "PRIORITY=6%cMESSAGE=entry %05d%c", '\0', i, '\0');
+                queued += (size_t) mgt_outq_push(q, entry, len);
+        }
+        cr_expect_gt(queued, 0);
+        cr_expect_lt(queued, (size_t) N_LINES, "the sink blocks: entries are dropped, the producer is not held");
+        cr_expect_eq(mgt_outq_dropped(q), N_LINES - queued);
+
+        /* the filler first, then the entries */
+        for (size_t left = filler; left > 0;) {
+                ssize_t r = read(p[0], buf, left < sizeof(buf) ? left : sizeof(buf));
+                cr_assert_gt(r, 0);
+                left -= (size_t) r;
+        }
+        for (size_t i = 0; i < queued; i++) {
+                char want[64];
+                size_t wl = (size_t) snprintf(want, sizeof(want), "PRIORITY=6%cMESSAGE=entry %05zu%c", '\0', i, '\0');
+                len = read_entry(p[0], buf, sizeof(buf));
+                cr_assert_eq(len, wl, "entry %zu whole", i);
+                cr_assert_eq(memcmp(buf, want, wl), 0, "entry %zu, its NULs kept", i);
+        }
+        len = read_entry(p[0], buf, sizeof(buf));
+        snprintf(entry, sizeof(entry), "LINES=%zu", N_LINES - queued);
+        cr_expect_eq(len, strlen("PRIORITY=4") + 1 + strlen(entry) + 1);
+        cr_expect_str_eq(buf + strlen("PRIORITY=4") + 1, entry, "the dropped entry, from dropped_fn");
+        cr_expect_eq(mgt_outq_flush(q, (uint64_t) 5 * 1000 * 1000), 0);
+        cr_expect(b.confined, "the sink's confinement ran");
+        cr_expect(!pthread_equal(b.confined_on, pthread_self()), "on the writer thread");
+        mgt_outq_free(q);
+        close(p[0]);
+        close(p[1]);
 }
 
 /* The tool's printer, with the tool's bound (MGT_OUTQ_MAX_BYTES). */

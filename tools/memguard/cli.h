@@ -20,6 +20,9 @@ int mgt_cmd_run(int argc, char **argv);
 int mgt_cmd_watch(int argc, char **argv);
 int mgt_cmd_stat(int argc, char **argv);
 int mgt_cmd_demo(int argc, char **argv);
+/* config-parse FILE (config-parse.c): in the command's parts, so the test
+ * commands run the same code. */
+int mgt_cmd_config_parse(int argc, char **argv);
 /* stat's report of cg, a cgroup v2 directory (resolved), at limit_s (NULL:
  * its memory.max, else its memory.high): the exit status.  Apart from the
  * command for the tests, which give it a directory of files. */

@@ -29,8 +29,18 @@ static const char *const key_names[_MGT_KEY_MAX] = {
         [MGT_KEY_RECLAIM_WINDOWS] = "reclaim-windows",
         [MGT_KEY_RECLAIM_COOLDOWN] = "reclaim-cooldown",
         [MGT_KEY_RECLAIM_HEADROOM] = "reclaim-headroom",
+        [MGT_KEY_PARENT] = "parent",
+        [MGT_KEY_METRICS] = "metrics",
+        [MGT_KEY_METRICS_INTERVAL] = "metrics-interval",
+        [MGT_KEY_MLOCK] = "mlock",
+        [MGT_KEY_JSON] = "json",
+        [MGT_KEY_DRY_RUN] = "dry-run",
+        [MGT_KEY_PRE_KILL_DEFER] = "pre-kill-defer",
         [MGT_KEY_METRICS_CGROUPS] = "metrics-cgroups",
 };
+
+/* The shortest metrics interval: a round reports on every guard. */
+#define METRICS_INTERVAL_MIN_USEC ((uint64_t) 1000000)
 
 int mgt_key_from_name(const char *name) {
         for (int k = 0; k < _MGT_KEY_MAX; k++)
@@ -41,6 +51,24 @@ int mgt_key_from_name(const char *name) {
 
 const char *mgt_key_name(enum mgt_key k) {
         return k < _MGT_KEY_MAX ? key_names[k] : "?";
+}
+
+bool mgt_key_is_bool(enum mgt_key k) {
+        return k == MGT_KEY_MLOCK || k == MGT_KEY_JSON || k == MGT_KEY_DRY_RUN;
+}
+
+/* Where a key whose value is a path keeps it; NULL for the others. */
+static char *path_of(struct mgt_settings *s, enum mgt_key k) {
+        switch (k) {
+        case MGT_KEY_RECLAIM_CGROUP: return s->reclaim_cgroup;
+        case MGT_KEY_PARENT: return s->parent;
+        case MGT_KEY_METRICS: return s->metrics;
+        default: return NULL;
+        }
+}
+
+const char *mgt_setting_str(const struct mgt_settings *s, enum mgt_key k) {
+        return k < _MGT_KEY_MAX && s->v[k].set ? path_of((struct mgt_settings *) s, k) : NULL;
 }
 
 int mgt_duration_parse(const char *s, uint64_t *ret_usec) {
@@ -108,6 +136,20 @@ static int cgroup_path(const char *val, char *out, size_t len) {
         return 0;
 }
 
+/* A flag of the command line as a key: the words systemd takes for a
+ * boolean.  Returns 0 or -EINVAL. */
+static int bool_parse(const char *val, uint64_t *ret) {
+        static const char *const words[][2] = { { "no", "yes" }, { "false", "true" }, { "off", "on" }, { "0", "1" } };
+
+        for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+                for (int v = 0; v < 2; v++)
+                        if (strcmp(val, words[i][v]) == 0) {
+                                *ret = (uint64_t) v;
+                                return 0;
+                        }
+        return -EINVAL;
+}
+
 /* A whole number of min to max, digits only.  Returns 0 or -EINVAL. */
 static int count_parse(const char *val, uint64_t min, uint64_t max, uint64_t *ret) {
         uint64_t v = 0;
@@ -129,7 +171,7 @@ static int count_parse(const char *val, uint64_t min, uint64_t max, uint64_t *re
 
 int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_settings *ret, char *err, size_t err_len) {
         struct mgt_setting s = { .set = true };
-        char path[sizeof(ret->reclaim_cgroup)];
+        char path[PATH_MAX];
         int r;
 
         switch (k) {
@@ -183,6 +225,42 @@ int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_settings *ret,
                         snprintf(err, err_len, "%s %.64s: %s", key_names[k], val,
                                  r == -ERANGE ? "too long" : "not a cgroup (bg, /bg, /sys/fs/cgroup/bg)");
                 break;
+        case MGT_KEY_PARENT:
+        case MGT_KEY_METRICS: {
+                /* As given: the parent is resolved at start, as --parent
+                 * is, and the metrics file is the writer's to open. */
+                size_t n = strlen(val);
+                r = n == 0 ? -EINVAL : n >= sizeof(path) ? -ERANGE : 0;
+                if (r == 0) {
+                        memcpy(path, val, n + 1);
+                        s.value = n;
+                } else {
+                        snprintf(err, err_len, "%s %.64s: %s", key_names[k], val,
+                                 r == -ERANGE ? "too long" : "empty");
+                }
+                break;
+        }
+        case MGT_KEY_MLOCK:
+        case MGT_KEY_JSON:
+        case MGT_KEY_DRY_RUN:
+                r = bool_parse(val, &s.value);
+                if (r < 0)
+                        snprintf(err, err_len, "%s %.64s: not a boolean (yes or no)", key_names[k], val);
+                break;
+        case MGT_KEY_METRICS_INTERVAL:
+                r = mgt_duration_parse(val, &s.value);
+                if (r == 0 && s.value < METRICS_INTERVAL_MIN_USEC)
+                        r = -ERANGE;
+                if (r < 0)
+                        snprintf(err, err_len, "%s %s: not a duration of 1 s or more", key_names[k], val);
+                break;
+        case MGT_KEY_PRE_KILL_DEFER:
+                r = mgt_duration_parse(val, &s.value);
+                if (r == 0 && (s.value < 1000 || s.value > MG_PRE_KILL_MAX_DEFER_USEC))
+                        r = -ERANGE;
+                if (r < 0)
+                        snprintf(err, err_len, "%s %s: not a duration of 1 ms to 60 s", key_names[k], val);
+                break;
         case MGT_KEY_RECLAIM_WINDOWS:
                 r = count_parse(val, 1, MG_RECLAIM_WINDOWS_MAX, &s.value);
                 if (r < 0)
@@ -223,8 +301,8 @@ int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_settings *ret,
         if (r < 0)
                 return r;
         ret->v[k] = s;
-        if (k == MGT_KEY_RECLAIM_CGROUP)
-                memcpy(ret->reclaim_cgroup, path, s.value + 1);
+        if (path_of(ret, k))
+                memcpy(path_of(ret, k), path, s.value + 1);
         return 0;
 }
 
@@ -296,9 +374,27 @@ int mgt_config_parse(const char *buf, size_t len, struct mgt_settings *ret, char
 void mgt_settings_merge(struct mgt_settings *base, const struct mgt_settings *over) {
         for (int k = 0; k < _MGT_KEY_MAX; k++)
                 if (over->v[k].set)
-                        base->v[k] = over->v[k];
-        if (over->v[MGT_KEY_RECLAIM_CGROUP].set)
-                memcpy(base->reclaim_cgroup, over->reclaim_cgroup, sizeof(base->reclaim_cgroup));
+                        mgt_setting_copy(base, over, (enum mgt_key) k);
+}
+
+bool mgt_setting_equal(const struct mgt_settings *a, const struct mgt_settings *b, enum mgt_key k) {
+        const char *x = mgt_setting_str(a, k), *y = mgt_setting_str(b, k);
+
+        if (a->v[k].set != b->v[k].set)
+                return false;
+        if (!a->v[k].set)
+                return true;
+        if (x || y)
+                return x && y && strcmp(x, y) == 0;
+        return a->v[k].value == b->v[k].value && a->v[k].percent == b->v[k].percent;
+}
+
+void mgt_setting_copy(struct mgt_settings *dst, const struct mgt_settings *src, enum mgt_key k) {
+        const char *p = mgt_setting_str(src, k);
+
+        dst->v[k] = src->v[k];
+        if (p)
+                memcpy(path_of(dst, k), p, src->v[k].value + 1);
 }
 
 int mgt_settings_check(const struct mgt_settings *s, const char *dashes, char *err, size_t err_len) {

@@ -2,13 +2,14 @@
 #pragma once
 
 /*
- * watch's settings: the default limit and the guard tuning that
- * mg_guard_options exposes, the reclaim actuator's included, from the
- * command line and from an optional config file of "key = value" lines
- * (memguard(1), CONFIGURATION).  Keys are the long options' names; the
- * command line wins over the file.  Parsing is pure (a buffer in, settings
- * out) so the tests drive it through `memguard config-parse` and
- * `memguard options`.
+ * watch's settings: every option of its command line but --config (the
+ * default limit, the guard tuning that mg_guard_options exposes, the
+ * reclaim actuator's, and how watch runs: its parent, metrics, output),
+ * from the command line and from a config file of "key = value" lines and
+ * its drop-ins (memguard(1), CONFIGURATION; config-load.h reads them).
+ * Keys are the long options' names; the command line wins over the files.
+ * Parsing is pure (a buffer in, settings out) so the tests drive it through
+ * `memguard config-parse` and `memguard-test-commands options`.
  */
 
 #include <limits.h>
@@ -21,7 +22,7 @@
 /* One setting: set or not (unset: the library's tuned default). */
 struct mgt_setting {
         bool set;
-        uint64_t value;         /* bytes, usec, permyriad or a count (reclaim-cgroup: its path's length;
+        uint64_t value;         /* bytes, usec, permyriad, a count, 0 or 1 (a path: its length;
                                  * metrics-cgroups: 0 none, UINT64_MAX all) */
         bool percent;           /* margin: value is permyriad of each actor's limit */
 };
@@ -44,7 +45,17 @@ enum mgt_key {
         MGT_KEY_RECLAIM_WINDOWS,
         MGT_KEY_RECLAIM_COOLDOWN,
         MGT_KEY_RECLAIM_HEADROOM,
-        MGT_KEY_METRICS_CGROUPS,        /* not a guard's: which cgroups --metrics gives series (metrics.h) */
+        /* How watch runs rather than how a guard decides.  parent, metrics,
+         * mlock and json take effect at start only: a reload that changes
+         * them says so and keeps the values in force (watch.c). */
+        MGT_KEY_PARENT,
+        MGT_KEY_METRICS,
+        MGT_KEY_METRICS_INTERVAL,
+        MGT_KEY_MLOCK,
+        MGT_KEY_JSON,
+        MGT_KEY_DRY_RUN,
+        MGT_KEY_PRE_KILL_DEFER,
+        MGT_KEY_METRICS_CGROUPS,        /* which cgroups --metrics gives series (metrics.h) */
         _MGT_KEY_MAX,
 };
 
@@ -54,11 +65,21 @@ struct mgt_settings {
          * are /sys/fs/cgroup/bg; a path in the mount is taken as it is).
          * A copy of the settings is a copy of the path. */
         char reclaim_cgroup[PATH_MAX];
+        /* parent and metrics, when set: as given (watch resolves the
+         * parent at start, as it does --parent). */
+        char parent[PATH_MAX];
+        char metrics[PATH_MAX];
 };
 
 /* The key of a long option or config key name ("stall-window"), or -1. */
 int mgt_key_from_name(const char *name);
 const char *mgt_key_name(enum mgt_key k);
+/* Whether k is a flag without a value on the command line (--json): in a
+ * file it takes a boolean (yes, no, true, false, on, off, 1, 0). */
+bool mgt_key_is_bool(enum mgt_key k);
+/* The text of a key whose value is a path (reclaim-cgroup, parent,
+ * metrics), NULL for any other key or one not set. */
+const char *mgt_setting_str(const struct mgt_settings *s, enum mgt_key k);
 
 /* Parses one value for key into s->v[k] (and s->reclaim_cgroup).  Returns
  * 0 or a negative errno, the message in err: -EINVAL not a value of its
@@ -70,8 +91,12 @@ int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_settings *s, c
  * written only on success. */
 int mgt_config_parse(const char *buf, size_t len, struct mgt_settings *ret, char *err, size_t err_len);
 
-/* over's settings that are set replace base's. */
+/* over's settings that are set replace base's (the paths with them). */
 void mgt_settings_merge(struct mgt_settings *base, const struct mgt_settings *over);
+/* Whether a and b say the same of k (both unset, or the same value). */
+bool mgt_setting_equal(const struct mgt_settings *a, const struct mgt_settings *b, enum mgt_key k);
+/* dst's k as src's (unset if src's is). */
+void mgt_setting_copy(struct mgt_settings *dst, const struct mgt_settings *src, enum mgt_key k);
 
 /* Whether the settings fit together, checked on the merged ones (the
  * reclaim keys need reclaim-dose, which may come from the other source):

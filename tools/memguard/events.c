@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "events.h"
+#include "journal.h"
 #include "json.h"
 #include "outq.h"
 #include "size.h"
@@ -22,32 +26,13 @@ static struct mgt_outq *out_queue;
 static bool out_json;                   /* the format of the "dropped" line */
 static bool out_stalled;                /* stopped with lines it could not write */
 static uint64_t out_dropped;            /* the queue's count when it was stopped */
+static enum mgt_journal_mode out_journal; /* lines as journal entries (mgt_output_journal()) */
+static int out_fd = STDERR_FILENO;      /* the stream: lines, and a line the journal refused */
 
-/* A line stays one line whatever went into it: a control byte (a tenant's
- * xattr value, a cgroup's name, in a text line) is written as \xNN, a byte
- * that is not UTF-8 as U+FFFD.  A JSON line, escaped already, passes as
- * it is. */
-static const char *line_escape_byte(unsigned char c, char buf[8]) {
-        if (c >= 0x20 && c != 0x7f)
-                return NULL;
-        snprintf(buf, 8, "\\x%02x", c);
-        return buf;
-}
-
-void mgt_print_line(const char *s) {
-        char stack[4096], *b = stack;
-        /* room for the newline after the escaper's text */
-        size_t n = mgt_escape(s, stack, sizeof(stack) - 1, "\xef\xbf\xbd", line_escape_byte);
-
-        if (n >= sizeof(stack) - 1) {
-                char *big = malloc(n + 2);
-                if (big) {
-                        (void) mgt_escape(s, big, n + 1, "\xef\xbf\xbd", line_escape_byte);
-                        b = big;
-                } else {
-                        n = sizeof(stack) - 2; /* out of memory: the line cut where the escaper stopped */
-                }
-        }
+/* n bytes of b (b[n] must be writable: the newline goes there) to the
+ * queue, or written here with one write() so lines of concurrent writers
+ * do not interleave. */
+static void put(char *b, size_t n) {
         if (out_queue) {
                 (void) mgt_outq_push(out_queue, b, n);
         } else if (out_stalled) {
@@ -55,7 +40,7 @@ void mgt_print_line(const char *s) {
         } else {
                 b[n] = '\n';
                 for (size_t off = 0; off < n + 1;) {
-                        ssize_t w = write(STDERR_FILENO, b + off, n + 1 - off);
+                        ssize_t w = write(out_fd, b + off, n + 1 - off);
                         if (w < 0 && errno == EINTR)
                                 continue;
                         if (w <= 0)
@@ -63,8 +48,127 @@ void mgt_print_line(const char *s) {
                         off += (size_t) w;
                 }
         }
+}
+
+/* A line stays one line whatever went into it (mgt_line_escape()); a JSON
+ * line, escaped already, passes as it is. */
+void mgt_print_line(const char *s) {
+        char stack[4096], *b = stack;
+        /* room for the newline after the escaper's text */
+        size_t n = mgt_line_escape(s, stack, sizeof(stack) - 1);
+
+        if (n >= sizeof(stack) - 1) {
+                char *big = malloc(n + 2);
+                if (big) {
+                        (void) mgt_line_escape(s, big, n + 1);
+                        b = big;
+                } else {
+                        n = sizeof(stack) - 2; /* out of memory: the line cut where the escaper stopped */
+                }
+        }
+        put(b, n);
         if (b != stack)
                 free(b);
+}
+
+/* The MESSAGE= of an entry's fields, written to the stream: what the
+ * journal refused is not lost.  One writev(), as a line is one write(). */
+static void write_message(int fd, const char *buf, size_t len) {
+        static const char key[] = "MESSAGE=";
+        struct iovec f[MGT_JOURNAL_FIELDS_MAX];
+        size_t n = mgt_journal_iovec(buf, len, f, MGT_JOURNAL_FIELDS_MAX);
+
+        for (size_t i = 0; i < n; i++)
+                if (f[i].iov_len >= sizeof(key) - 1 && memcmp(f[i].iov_base, key, sizeof(key) - 1) == 0) {
+                        struct iovec line[2] = {
+                                { .iov_base = (char *) f[i].iov_base + sizeof(key) - 1,
+                                  .iov_len = f[i].iov_len - (sizeof(key) - 1) },
+                                { .iov_base = (void *) "\n", .iov_len = 1 },
+                        };
+                        ssize_t w;
+                        do
+                                w = writev(fd, line, 2);
+                        while (w < 0 && errno == EINTR);
+                        return;
+                }
+}
+
+/* The queue's sink in MGT_JOURNAL_NATIVE: on its writer thread, which
+ * journald may block (journal.h).  A refused entry (not journald's
+ * absence, which libsystemd calls a success) goes to the stream. */
+static int journal_sink(const char *buf, size_t len, void *userdata) {
+        int r = mgt_journal_send(buf, len);
+
+        if (r < 0)
+                write_message(*(const int *) userdata, buf, len);
+        return r;
+}
+
+static void journal_sink_confine(void *userdata) {
+        (void) userdata;
+        /* -EOPNOTSUPP without libseccomp, an error under valgrind: the
+         * writer runs either way, as the set's restore worker does. */
+        (void) mgt_journal_confine_thread();
+}
+
+/* An entry out: its fields (MESSAGE= the last) to the journal, through
+ * the queue once it runs; in MGT_JOURNAL_EXPORT one "FIELD=value" line
+ * each and a blank line, to the stream. */
+static void put_entry(struct mgt_journal_entry *e) {
+        if (out_journal == MGT_JOURNAL_EXPORT) {
+                /* The values are escaped: no field holds a newline. */
+                for (size_t i = 0; i < e->len; i++)
+                        if (e->buf[i] == '\0')
+                                e->buf[i] = '\n';
+                put(e->buf, e->len); /* the line's newline after the last field's: the blank line */
+        } else if (out_queue) {
+                (void) mgt_outq_push(out_queue, e->buf, e->len);
+        } else if (out_stalled) {
+                out_dropped++;
+        } else if (mgt_journal_send(e->buf, e->len) < 0) {
+                write_message(out_fd, e->buf, e->len);
+        }
+}
+
+/* One line out: as it is, or in an entry's MESSAGE= (e: the entry with
+ * its other fields; NULL without the journal). */
+static void emit(struct mgt_journal_entry *e, const char *line) {
+        if (!e || out_journal == MGT_JOURNAL_OFF) {
+                mgt_print_line(line);
+                return;
+        }
+        mgt_journal_add(e, "MESSAGE", line);
+        put_entry(e);
+}
+
+int mgt_output_journal(enum mgt_journal_mode mode) {
+        if (out_queue)
+                return -EBUSY;
+        if (mode == MGT_JOURNAL_NATIVE && !mgt_journal_available())
+                return -EOPNOTSUPP;
+        out_journal = mode;
+        return 0;
+}
+
+enum mgt_journal_mode mgt_output_journal_mode(void) {
+        return out_journal;
+}
+
+/* The entry each field of a JSON object also goes to. */
+static void tap_field(const char *key, const char *value, void *userdata) {
+        mgt_journal_add_event_field(userdata, key, value);
+}
+
+/* With the journal on: e as an entry of priority and kind m, and the tap
+ * that fills it with the fields of the object built with it (its JSON
+ * text built only for --json).  NULL, with the journal off. */
+static const struct mgt_json_tap *journal_begin(struct mgt_journal_entry *e, struct mgt_json_tap *t, int priority,
+                                                enum mgt_msg m, bool json) {
+        if (out_journal == MGT_JOURNAL_OFF)
+                return NULL;
+        mgt_journal_entry_init(e, priority, m);
+        *t = (struct mgt_json_tap) { .field = tap_field, .userdata = e, .no_text = !json };
+        return t;
 }
 
 static uint64_t realtime_of(uint64_t monotonic_usec);
@@ -85,8 +189,36 @@ static void dropped_line(bool json, uint64_t n, char *buf, size_t len) {
                  MGT_EVENTS_FORMAT_VERSION, n);
 }
 
-static void on_dropped(uint64_t n, char *buf, size_t len, void *userdata) {
-        dropped_line(*(const bool *) userdata, n, buf, len);
+/* The journal entry of the same (the "dropped" event's fields). */
+static void dropped_entry(bool json, uint64_t n, struct mgt_journal_entry *e) {
+        char line[256], num[24], t[40];
+
+        dropped_line(json, n, line, sizeof(line));
+        snprintf(num, sizeof(num), "%" PRIu64, n);
+        mgt_journal_entry_init(e, mgt_msg_priority(MGT_MSG_DROPPED), MGT_MSG_DROPPED);
+        mgt_journal_add_event_field(e, "event", "dropped");
+        if (mgt_rfc3339(realtime_of(0), t, sizeof(t)))
+                mgt_journal_add_event_field(e, "time", t);
+        mgt_journal_add_event_field(e, "lines", num);
+        mgt_journal_add(e, "MESSAGE", line);
+}
+
+static size_t on_dropped(uint64_t n, char *buf, size_t len, void *userdata) {
+        struct mgt_journal_entry e;
+
+        if (out_journal == MGT_JOURNAL_OFF) {
+                dropped_line(*(const bool *) userdata, n, buf, len);
+                return strnlen(buf, len);
+        }
+        dropped_entry(*(const bool *) userdata, n, &e);
+        if (out_journal == MGT_JOURNAL_EXPORT)
+                for (size_t i = 0; i < e.len; i++)
+                        if (e.buf[i] == '\0')
+                                e.buf[i] = '\n';
+        if (e.len > len)
+                e.len = len;
+        memcpy(buf, e.buf, e.len);
+        return e.len;
 }
 
 int mgt_output_start(int fd, bool json) {
@@ -95,6 +227,12 @@ int mgt_output_start(int fd, bool json) {
         out_json = json;
         out_stalled = false;
         out_dropped = 0;
+        out_fd = fd;
+        if (out_journal == MGT_JOURNAL_NATIVE) {
+                const struct mgt_outq_sink sink = { .write = journal_sink, .confine = journal_sink_confine,
+                                                    .userdata = &out_fd };
+                return mgt_outq_new_sink(&sink, MGT_OUTQ_MAX_BYTES, on_dropped, &out_json, &out_queue);
+        }
         return mgt_outq_new(fd, MGT_OUTQ_MAX_BYTES, on_dropped, &out_json, &out_queue);
 }
 
@@ -110,6 +248,7 @@ void mgt_output_stop(void) {
         out_dropped = mgt_outq_dropped(q);
         out_queue = NULL;
         mgt_outq_free(q);
+        out_fd = STDERR_FILENO; /* lines after it are written directly, as before it */
 }
 
 uint64_t mgt_output_dropped(void) {
@@ -117,26 +256,40 @@ uint64_t mgt_output_dropped(void) {
 }
 
 void mgt_dropped_event(const struct mgt_out *o, uint64_t n) {
+        struct mgt_journal_entry e;
         char line[256];
 
+        if (out_journal != MGT_JOURNAL_OFF) {
+                dropped_entry(o && o->json, n, &e);
+                put_entry(&e);
+                return;
+        }
         dropped_line(o && o->json, n, line, sizeof(line));
         mgt_print_line(line);
 }
 
-static void print_json(struct mgt_json *j) {
+/* The object's text, or, out of memory, an error object in its place
+ * from the stack (oom: 160 bytes). */
+static const char *json_text(struct mgt_json *j, char *oom, size_t oom_len) {
         const char *s = mgt_json_end(j);
-        char t[40], oom[160];
+        char t[40];
 
-        if (!s) { /* an event was lost; say so in the same format, from the stack */
-                if (!mgt_rfc3339(realtime_of(0), t, sizeof(t)))
-                        snprintf(t, sizeof(t), "1970-01-01T00:00:00.000Z");
-                snprintf(oom, sizeof(oom),
-                         "{\"event\":\"error\",\"time\":\"%s\",\"format_version\":%d,\"what\":\"json\","
-                         "\"message\":\"out of memory: an event was not printed\"}",
-                         t, MGT_EVENTS_FORMAT_VERSION);
-                s = oom;
-        }
-        mgt_print_line(s);
+        if (s)
+                return s;
+        if (!mgt_rfc3339(realtime_of(0), t, sizeof(t)))
+                snprintf(t, sizeof(t), "1970-01-01T00:00:00.000Z");
+        snprintf(oom, oom_len,
+                 "{\"event\":\"error\",\"time\":\"%s\",\"format_version\":%d,\"what\":\"json\","
+                 "\"message\":\"out of memory: an event was not printed\"}",
+                 t, MGT_EVENTS_FORMAT_VERSION);
+        return oom;
+}
+
+/* An object out (e: its entry, or NULL), then freed. */
+static void emit_json(struct mgt_journal_entry *e, struct mgt_json *j) {
+        char oom[160];
+
+        emit(e, json_text(j, oom, sizeof(oom)));
         mgt_json_free(j);
 }
 
@@ -165,13 +318,18 @@ static uint64_t realtime_of(uint64_t monotonic_usec) {
         return rt_usec - (mono_usec - monotonic_usec);
 }
 
-void mgt_event_json_begin(struct mgt_json *j, const char *event, uint64_t monotonic_usec) {
+void mgt_event_json_begin_tap(struct mgt_json *j, const struct mgt_json_tap *tap, const char *event,
+                              uint64_t monotonic_usec) {
         char t[40];
 
-        mgt_json_begin(j);
+        mgt_json_begin_tap(j, tap);
         mgt_json_str(j, "event", event);
         mgt_json_str(j, "time", mgt_rfc3339(realtime_of(monotonic_usec), t, sizeof(t)) ? t : NULL);
         mgt_json_u64(j, "format_version", MGT_EVENTS_FORMAT_VERSION);
+}
+
+void mgt_event_json_begin(struct mgt_json *j, const char *event, uint64_t monotonic_usec) {
+        mgt_event_json_begin_tap(j, NULL, event, monotonic_usec);
 }
 
 static uint64_t ms_between(uint64_t from, uint64_t to) {
@@ -544,8 +702,9 @@ static void event_text(const struct mg_event *ev, const struct pre_kill_answer *
         }
 }
 
-static void event_json(const struct mg_event *ev, const struct pre_kill_answer *a, struct mgt_json *j) {
-        mgt_event_json_begin(j, mg_event_type_to_string(ev->type), ev->time_usec);
+static void event_json(const struct mg_event *ev, const struct pre_kill_answer *a, struct mgt_json *j,
+                       const struct mgt_json_tap *tap) {
+        mgt_event_json_begin_tap(j, tap, mg_event_type_to_string(ev->type), ev->time_usec);
         switch (ev->type) {
         case MG_EVENT_KILL:
         case MG_EVENT_KILL_DRY_RUN:
@@ -672,9 +831,37 @@ static void event_json(const struct mg_event *ev, const struct pre_kill_answer *
         }
 }
 
+/* The journal's own field for the errno of an error event. */
+static void event_errno(const struct mg_event *ev, struct mgt_journal_entry *e) {
+        char num[16];
+
+        if (ev->type != MG_EVENT_ERROR || ev->error >= 0)
+                return;
+        snprintf(num, sizeof(num), "%d", -ev->error);
+        mgt_journal_add(e, "ERRNO", num);
+}
+
+void mgt_event_journal(const struct mg_event *ev, uint64_t kill_id, const char *message, struct mgt_journal_entry *e) {
+        struct pre_kill_answer a = { .kill_id = kill_id };
+        enum mgt_msg m = mgt_msg_of(mg_event_type_to_string(ev->type));
+        struct mgt_json_tap t = { .field = tap_field, .userdata = e, .no_text = true };
+        struct mgt_json j;
+
+        mgt_journal_entry_init(e, mgt_msg_priority(m), m);
+        event_json(ev, &a, &j, &t);
+        mgt_json_free(&j);
+        event_errno(ev, e);
+        mgt_journal_add(e, "MESSAGE", message);
+}
+
 void mgt_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
         struct mgt_out *o = userdata;
         struct pre_kill_answer a = { .dry_run = o->dry_run };
+        enum mgt_msg m = mgt_msg_of(mg_event_type_to_string(ev->type));
+        struct mgt_journal_entry e;
+        struct mgt_json_tap t;
+        const struct mgt_json_tap *tap = journal_begin(&e, &t, mgt_msg_priority(m), m, o->json);
+        struct mgt_json j;
         char line[4096];
 
         switch (ev->type) {
@@ -701,13 +888,18 @@ void mgt_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
                 break;
         }
         a.kill_id = kill_id_of(o, g, ev->type);
+        /* One walk of the fields: the JSON text, the entry's fields, or both. */
+        if (o->json || tap)
+                event_json(ev, &a, &j, tap);
+        if (tap)
+                event_errno(ev, &e);
         if (o->json) {
-                struct mgt_json j;
-                event_json(ev, &a, &j);
-                print_json(&j);
+                emit_json(tap ? &e : NULL, &j);
         } else {
+                if (tap)
+                        mgt_json_free(&j);
                 event_text(ev, &a, line, sizeof(line));
-                mgt_print_line(line);
+                emit(tap ? &e : NULL, line);
         }
         /* The set allows removing a guard from its own callback. */
         if (ev->type == MG_EVENT_GONE && o->remove_gone_from)
@@ -730,101 +922,170 @@ void mgt_kill_options(const struct mgt_out *o, struct mg_guard_options *opt) {
         opt->pre_kill_max_defer_usec = (uint32_t) o->pre_kill_defer_usec;
 }
 
+/*
+ * The library's log.  On a stream only its errors: its warnings and
+ * information say again what the events say.  In the journal every level
+ * but debug, at its priority (the library's levels are syslog's), so
+ * `journalctl -p warning` filters them and nothing is lost to a reader
+ * who wants the detail; they have no JSON form, so their MESSAGE= is the
+ * text line whatever the format.
+ */
 void mgt_on_log(int level, const char *msg, void *userdata) {
         const struct mgt_out *o = userdata;
+        struct mgt_journal_entry e;
+        struct mgt_json_tap t;
+        const struct mgt_json_tap *tap;
         char line[1024];
 
-        if (level > MG_LOG_ERR)
+        if (level > (out_journal != MGT_JOURNAL_OFF ? MG_LOG_INFO : MG_LOG_ERR))
                 return;
-        if (o->json) {
+        tap = journal_begin(&e, &t, level, level <= MG_LOG_ERR ? MGT_MSG_ERROR : MGT_MSG_NONE, o->json);
+        if (level <= MG_LOG_ERR && (o->json || tap)) {
                 struct mgt_json j;
-                mgt_event_json_begin(&j, "error", 0);
+                mgt_event_json_begin_tap(&j, tap, "error", 0);
                 mgt_json_str(&j, "what", "log");
                 mgt_json_str(&j, "message", msg);
-                print_json(&j);
-        } else {
-                snprintf(line, sizeof(line), "memguard: %s", msg);
-                mgt_print_line(line);
+                if (o->json) {
+                        emit_json(tap ? &e : NULL, &j);
+                        return;
+                }
+                mgt_json_free(&j);
         }
+        snprintf(line, sizeof(line), "memguard: %s", msg);
+        emit(tap ? &e : NULL, line);
 }
 
 void mgt_error(const struct mgt_out *o, const char *cmd, int err, const char *fmt, ...) {
-        char msg[1024], line[1200];
+        struct mgt_journal_entry e;
+        struct mgt_json_tap t;
+        const struct mgt_json_tap *tap = journal_begin(&e, &t, LOG_ERR, MGT_MSG_ERROR, o && o->json);
+        char msg[1024], line[1200], num[16];
         va_list ap;
 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        if (o && o->json) {
+        if ((o && o->json) || tap) {
                 struct mgt_json j;
-                mgt_event_json_begin(&j, "error", 0);
+                mgt_event_json_begin_tap(&j, tap, "error", 0);
                 mgt_json_str(&j, "what", cmd);
                 mgt_json_str(&j, "message", msg);
                 if (err) {
                         mgt_json_str(&j, "error", strerror(-err));
                         mgt_json_i64(&j, "errno", -err);
+                        if (tap) {
+                                snprintf(num, sizeof(num), "%d", -err);
+                                mgt_journal_add(&e, "ERRNO", num);
+                        }
                 }
-                print_json(&j);
-                return;
+                if (o && o->json) {
+                        emit_json(tap ? &e : NULL, &j);
+                        return;
+                }
+                mgt_json_free(&j);
         }
         if (err)
                 snprintf(line, sizeof(line), "memguard %s: %s: %s", cmd, msg, strerror(-err));
         else
                 snprintf(line, sizeof(line), "memguard %s: %s", cmd, msg);
-        mgt_print_line(line);
+        emit(tap ? &e : NULL, line);
+}
+
+/* A note for people at a priority, nothing with --json. */
+static void note(const struct mgt_out *o, int priority, enum mgt_msg m, const char *msg) {
+        struct mgt_journal_entry e;
+        struct mgt_json_tap t;
+
+        if (o && o->json)
+                return;
+        emit(journal_begin(&e, &t, priority, m, false) ? &e : NULL, msg);
 }
 
 void mgt_note(const struct mgt_out *o, const char *fmt, ...) {
         char msg[1024];
         va_list ap;
 
-        if (o && o->json)
-                return;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        mgt_print_line(msg);
+        note(o, LOG_NOTICE, MGT_MSG_NONE, msg);
+}
+
+/* One of watch's own events: its object begun (for --json, the journal's
+ * fields, or both), NULL when neither wants it. */
+static struct mgt_json *own_event(const struct mgt_out *o, struct mgt_json *j, struct mgt_journal_entry *e,
+                                  struct mgt_json_tap *t, int priority, const char *event) {
+        const struct mgt_json_tap *tap = journal_begin(e, t, priority, mgt_msg_of(event), o->json);
+
+        if (!o->json && !tap)
+                return NULL;
+        mgt_event_json_begin_tap(j, tap, event, 0);
+        return j;
+}
+
+/* Its end: the object for --json, else the text line (for people:
+ * nothing more with --json). */
+static void own_event_end(const struct mgt_out *o, struct mgt_json *j, struct mgt_journal_entry *e, int priority,
+                          const char *text) {
+        bool journal = out_journal != MGT_JOURNAL_OFF;
+
+        if (o->json) {
+                emit_json(journal ? e : NULL, j);
+                return;
+        }
+        if (journal) {
+                mgt_json_free(j);
+                emit(e, text);
+                return;
+        }
+        note(o, priority, MGT_MSG_NONE, text);
 }
 
 void mgt_watch_event(const struct mgt_out *o, const char *event, const char *cg, uint64_t limit,
                      const char *source) {
-        char lim[32];
+        struct mgt_journal_entry e;
+        struct mgt_json_tap t;
+        struct mgt_json j, *jp = own_event(o, &j, &e, &t, LOG_INFO, event);
+        char lim[32], text[PATH_MAX + 128];
 
-        if (o->json) {
-                struct mgt_json j;
-                mgt_event_json_begin(&j, event, 0);
-                mgt_json_str(&j, "cgroup", cg);
-                mgt_json_u64(&j, "limit_bytes", limit);
-                mgt_json_str(&j, "limit_source", source);
-                print_json(&j);
-        } else {
-                mgt_note(o, "memguard: %s %s, limit %s (%s)", strcmp(event, "watch") == 0 ? "watching" : event, cg,
-                         mgt_size_format(limit, lim, sizeof(lim)), source);
+        if (jp) {
+                mgt_json_str(jp, "cgroup", cg);
+                mgt_json_u64(jp, "limit_bytes", limit);
+                mgt_json_str(jp, "limit_source", source);
         }
+        snprintf(text, sizeof(text), "memguard: %s %s, limit %s (%s)", strcmp(event, "watch") == 0 ? "watching" : event,
+                 cg, mgt_size_format(limit, lim, sizeof(lim)), source);
+        own_event_end(o, jp, &e, LOG_INFO, text);
 }
 
 void mgt_unwatch_event(const struct mgt_out *o, const char *cg, const char *why) {
-        if (o->json) {
-                struct mgt_json j;
-                mgt_event_json_begin(&j, "unwatch", 0);
-                mgt_json_str(&j, "cgroup", cg);
-                mgt_json_str(&j, "why", why);
-                print_json(&j);
-        } else {
-                mgt_note(o, "memguard: no longer watching %s (%s)", cg, why);
+        struct mgt_journal_entry e;
+        struct mgt_json_tap t;
+        struct mgt_json j, *jp = own_event(o, &j, &e, &t, LOG_INFO, "unwatch");
+        char text[PATH_MAX + 128];
+
+        if (jp) {
+                mgt_json_str(jp, "cgroup", cg);
+                mgt_json_str(jp, "why", why);
         }
+        snprintf(text, sizeof(text), "memguard: no longer watching %s (%s)", cg, why);
+        own_event_end(o, jp, &e, LOG_INFO, text);
 }
 
 void mgt_reload_event(const struct mgt_out *o, const char *config, uint64_t n_cgroups, bool ok) {
-        if (o->json) {
-                struct mgt_json j;
-                mgt_event_json_begin(&j, "reload", 0);
-                mgt_json_str(&j, "config", config);
-                mgt_json_u64(&j, "cgroups", n_cgroups);
-                mgt_json_bool(&j, "ok", ok);
-                print_json(&j);
-        } else {
-                mgt_note(o, "memguard: reloaded%s%s%s: %" PRIu64 " cgroups%s", config ? " " : "", config ? config : "",
-                         config ? "" : " (no config file)", n_cgroups, ok ? "" : "; the config has errors, kept the last good one");
+        int priority = ok ? LOG_INFO : LOG_WARNING;
+        struct mgt_journal_entry e;
+        struct mgt_json_tap t;
+        struct mgt_json j, *jp = own_event(o, &j, &e, &t, priority, "reload");
+        char text[PATH_MAX + 128];
+
+        if (jp) {
+                mgt_json_str(jp, "config", config);
+                mgt_json_u64(jp, "cgroups", n_cgroups);
+                mgt_json_bool(jp, "ok", ok);
         }
+        snprintf(text, sizeof(text), "memguard: reloaded%s%s%s: %" PRIu64 " cgroups%s", config ? " " : "",
+                 config ? config : "", config ? "" : " (no config file)", n_cgroups,
+                 ok ? "" : "; the config has errors, kept the last good one");
+        own_event_end(o, jp, &e, priority, text);
 }

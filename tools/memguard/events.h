@@ -4,6 +4,9 @@
 /*
  * What `run` and `watch` print on stderr: one readable line per event, or
  * one JSON object per line with --json (the fields are in memguard(1)).
+ * watch, when its stderr is the journal, sends each as a journal entry
+ * instead (journal.h): the line in MESSAGE=, the object's fields as
+ * MEMGUARD_* fields, whichever the format.
  */
 
 #include <stdbool.h>
@@ -56,17 +59,27 @@ size_t mgt_rfc3339(uint64_t realtime_usec, char *buf, size_t len);
 /* Opens an event object: "event", "time" (the wall-clock time of
  * monotonic_usec, a CLOCK_MONOTONIC instant; 0: now) and "format_version". */
 void mgt_event_json_begin(struct mgt_json *j, const char *event, uint64_t monotonic_usec);
+/* The same, each field passed to tap too (json.h). */
+void mgt_event_json_begin_tap(struct mgt_json *j, const struct mgt_json_tap *tap, const char *event,
+                              uint64_t monotonic_usec);
 
+struct mgt_journal_entry;
+/* The journal entry of a library event, as watch sends it: PRIORITY= and
+ * MESSAGE_ID= of its kind, each field of its JSON object as a MEMGUARD_*
+ * field (kill_id as given; a pre-kill event as one not deferred), ERRNO=
+ * for an error, and MESSAGE=message.  Pure: prints nothing. */
+void mgt_event_journal(const struct mg_event *ev, uint64_t kill_id, const char *message, struct mgt_journal_entry *e);
 /* mg_event_fn; userdata is a struct mgt_out. */
 void mgt_on_event(mg_guard *g, const struct mg_event *ev, void *userdata);
-/* mg_log_fn: errors only (the events already say the rest). */
+/* mg_log_fn: errors only on a stream (the events already say the rest);
+ * in the journal every level but debug, at its priority. */
 void mgt_on_log(int level, const char *msg, void *userdata);
 
 /* A failure of the tool itself: "memguard CMD: MESSAGE[: strerror]" or an
  * {"event":"error"} object.  err is a negative errno or 0. */
 void mgt_error(const struct mgt_out *o, const char *cmd, int err, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
-/* A note for people; nothing with --json. */
+/* A note for people; nothing with --json (in the journal: notice). */
 void mgt_note(const struct mgt_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The kill record's fields, added to an open object. */
@@ -88,9 +101,25 @@ void mgt_print_line(const char *s);
  * "dropped" event with json, "memguard: dropped N lines ..." without.
  * Call it before mg_confine_thread() (it starts a thread).  Returns 0,
  * -EBUSY if started already, or -ENOMEM/-EAGAIN (lines are then written
- * directly, as before).
+ * directly, as before).  With MGT_JOURNAL_NATIVE (below) the queue holds
+ * journal entries and its thread sends them (journal.h), fd taking only
+ * what the journal refuses.
  */
 int mgt_output_start(int fd, bool json);
+
+/* How lines go out from here on (before mgt_output_start()): */
+enum mgt_journal_mode {
+        MGT_JOURNAL_OFF,        /* lines on the stream (stderr) */
+        MGT_JOURNAL_NATIVE,     /* journal entries, through sd_journal_sendv() (journal.h) */
+        /* The same entries as text on the stream, a "FIELD=value" line each
+         * and a blank line after each entry (journalctl -o export's form
+         * for text fields): what the tests read. */
+        MGT_JOURNAL_EXPORT,
+};
+/* Returns 0, -EOPNOTSUPP for NATIVE in a build without libsystemd
+ * (nothing changes), or -EBUSY once the queue is started. */
+int mgt_output_journal(enum mgt_journal_mode mode);
+enum mgt_journal_mode mgt_output_journal_mode(void);
 /* At the end of run and watch, after their last line: waits up to
  * MGT_OUTPUT_FLUSH_USEC for the queued lines to be written, then ends the
  * writer.  Lines after it are written directly; after a flush that timed

@@ -65,16 +65,18 @@ static const struct command_help {
                 .summary = "Guards existing cgroups, or each child of DIR as it appears, until stopped.",
                 .more = "Each cgroup's limit: its user.memguard.limit xattr, else its memory.max, else\n"
                         "--limit.  SIGHUP re-reads the config and the limits.  SIGINT or SIGTERM\n"
-                        "restores any lent memory.high and exits 0; a cgroup that vanishes is dropped.",
+                        "restores any lent memory.high and exits 0; a cgroup that vanishes is dropped.\n"
+                        "Every flag but --config is also a config key (memguard config-parse checks a\n"
+                        "file).  With stderr the journal, events are journal entries with fields.",
                 .flags = {
                         { "--limit SIZE", "The default limit, for a cgroup that neither its xattr nor its\n"
                                           "memory.max gives one.  (default: the config file's limit; required\n"
                                           "with CGROUPs listed if the config gives none)" },
                         { "--parent DIR", "Guard every child cgroup of DIR as it comes and goes, instead of\n"
                                           "CGROUPs listed.  (default: none)" },
-                        { "--config FILE", "Read settings (\"key = value\" lines; the keys are the tuning flags'\n"
-                                           "names and limit) at start and on SIGHUP; the command line wins.\n"
-                                           "(default: none)" },
+                        { "--config FILE", "Read settings at start and on SIGHUP: \"key = value\" lines, a key\n"
+                                           "for every flag here but --config, then FILE.d/*.conf in lexical\n"
+                                           "order, a later file winning; the command line wins.  (default: none)" },
                         { "--metrics FILE", "Write Prometheus text metrics to FILE (node_exporter's textfile\n"
                                             "collector) every --metrics-interval.  (default: none)" },
                         { "--metrics-interval DURATION", "How often --metrics is written; at least 1 s.  (default: 15s)" },
@@ -144,6 +146,19 @@ static const struct command_help {
                         { "-h, --help", "This text." },
                 },
                 .tail = "DURATION: 250ms, 2s, 1.5s, 1m, 500us, or plain seconds.",
+        },
+        {
+                .name = "config-parse",
+                .usage = "config-parse FILE",
+                .summary = "Checks watch's config FILE and its drop-ins, and prints the settings.",
+                .more = "Reads FILE, then FILE.d/*.conf in lexical order, a later file winning, as\n"
+                        "watch does at start and on SIGHUP, and checks the keys that go together as\n"
+                        "watch does with no key on its command line.  Prints a \"key value\" line\n"
+                        "per setting and exits 0, or one line naming the file and line at fault and\n"
+                        "exits 1.",
+                .flags = {
+                        { "-h, --help", "This text." },
+                },
         },
         {
                 .name = "stat",

@@ -72,6 +72,18 @@ size_t mgt_escape(const char *s, char *out, size_t size, const char *invalid,
         return need;
 }
 
+/* A line stays one line whatever went into it; UTF-8 passes. */
+static const char *line_escape_byte(unsigned char c, char buf[8]) {
+        if (c >= 0x20 && c != 0x7f)
+                return NULL;
+        snprintf(buf, 8, "\\x%02x", c);
+        return buf;
+}
+
+size_t mgt_line_escape(const char *s, char *out, size_t size) {
+        return mgt_escape(s, out, size, "\xef\xbf\xbd", line_escape_byte);
+}
+
 /* '"', '\\' and every control character. */
 static const char *json_escape_byte(unsigned char c, char buf[8]) {
         switch (c) {
@@ -109,7 +121,19 @@ static void grow(struct mgt_json *j, size_t more) {
         j->cap = cap;
 }
 
+/* The field to the tap, if any. */
+static void tap(struct mgt_json *j, const char *k, const char *value) {
+        if (j->tap && j->tap->field)
+                j->tap->field(k, value, j->tap->userdata);
+}
+
+static bool no_text(const struct mgt_json *j) {
+        return j->tap && j->tap->no_text;
+}
+
 static void append(struct mgt_json *j, const char *s, size_t n) {
+        if (no_text(j))
+                return;
         grow(j, n);
         if (j->failed)
                 return;
@@ -127,7 +151,11 @@ static void append_num(struct mgt_json *j, const char *num, int n) {
 }
 
 static void append_string(struct mgt_json *j, const char *s) {
-        size_t n = mgt_json_escape(s, NULL, 0);
+        size_t n;
+
+        if (no_text(j))
+                return;
+        n = mgt_json_escape(s, NULL, 0);
         append(j, "\"", 1);
         grow(j, n);
         if (j->failed)
@@ -145,34 +173,45 @@ static void key(struct mgt_json *j, const char *k) {
         append(j, ":", 1);
 }
 
-void mgt_json_begin(struct mgt_json *j) {
-        *j = (struct mgt_json) { .first = true };
+void mgt_json_begin_tap(struct mgt_json *j, const struct mgt_json_tap *t) {
+        *j = (struct mgt_json) { .first = true, .tap = t };
         append(j, "{", 1);
+}
+
+void mgt_json_begin(struct mgt_json *j) {
+        mgt_json_begin_tap(j, NULL);
 }
 
 void mgt_json_str(struct mgt_json *j, const char *k, const char *val) {
         key(j, k);
-        if (val)
+        if (val) {
                 append_string(j, val);
-        else
+                tap(j, k, val);
+        } else {
                 append(j, "null", 4);
+        }
 }
 
 void mgt_json_u64(struct mgt_json *j, const char *k, uint64_t val) {
         char num[24];
+        int n = snprintf(num, sizeof(num), "%" PRIu64, val);
         key(j, k);
-        append_num(j, num, snprintf(num, sizeof(num), "%" PRIu64, val));
+        append_num(j, num, n);
+        tap(j, k, num);
 }
 
 void mgt_json_i64(struct mgt_json *j, const char *k, int64_t val) {
         char num[24];
+        int n = snprintf(num, sizeof(num), "%" PRId64, val);
         key(j, k);
-        append_num(j, num, snprintf(num, sizeof(num), "%" PRId64, val));
+        append_num(j, num, n);
+        tap(j, k, num);
 }
 
 void mgt_json_bool(struct mgt_json *j, const char *k, bool val) {
         key(j, k);
         append(j, val ? "true" : "false", val ? 4 : 5);
+        tap(j, k, val ? "true" : "false");
 }
 
 void mgt_json_null(struct mgt_json *j, const char *k) {
@@ -189,11 +228,27 @@ void mgt_json_bytes(struct mgt_json *j, const char *k, uint64_t val) {
 
 void mgt_json_centi(struct mgt_json *j, const char *k, uint64_t centi) {
         char num[32];
+        int n = snprintf(num, sizeof(num), "%" PRIu64 ".%02" PRIu64, centi / 100, centi % 100);
         key(j, k);
-        append_num(j, num, snprintf(num, sizeof(num), "%" PRIu64 ".%02" PRIu64, centi / 100, centi % 100));
+        append_num(j, num, n);
+        tap(j, k, num);
+}
+
+/* An array's items for the tap: space-separated, as far as they fit (the
+ * arrays are short: 16 pids, 8 windows). */
+struct items {
+        char text[512];
+        size_t len;
+};
+
+static void item(struct items *it, const char *s) {
+        int n = snprintf(it->text + it->len, sizeof(it->text) - it->len, "%s%s", it->len ? " " : "", s);
+        if (n > 0 && (size_t) n < sizeof(it->text) - it->len)
+                it->len += (size_t) n;
 }
 
 void mgt_json_i32_array(struct mgt_json *j, const char *k, const int32_t *val, size_t n) {
+        struct items it = { .len = 0 };
         char num[16];
         key(j, k);
         append(j, "[", 1);
@@ -201,11 +256,14 @@ void mgt_json_i32_array(struct mgt_json *j, const char *k, const int32_t *val, s
                 if (i)
                         append(j, ",", 1);
                 append_num(j, num, snprintf(num, sizeof(num), "%" PRId32, val[i]));
+                item(&it, num);
         }
         append(j, "]", 1);
+        tap(j, k, it.text);
 }
 
 void mgt_json_u64_array(struct mgt_json *j, const char *k, const uint64_t *val, size_t n) {
+        struct items it = { .len = 0 };
         char num[24];
         key(j, k);
         append(j, "[", 1);
@@ -213,23 +271,33 @@ void mgt_json_u64_array(struct mgt_json *j, const char *k, const uint64_t *val, 
                 if (i)
                         append(j, ",", 1);
                 append_num(j, num, snprintf(num, sizeof(num), "%" PRIu64, val[i]));
+                item(&it, num);
         }
         append(j, "]", 1);
+        tap(j, k, it.text);
 }
 
 void mgt_json_char_array(struct mgt_json *j, const char *k, const char *val, size_t n, char unknown) {
+        struct items it = { .len = 0 };
         key(j, k);
         append(j, "[", 1);
         for (size_t i = 0; i < n; i++) {
                 char one[2] = { val[i], '\0' };
                 if (i)
                         append(j, ",", 1);
-                if (val[i] == unknown || val[i] == '\0')
+                if (val[i] == unknown || val[i] == '\0') {
                         append(j, "null", 4);
-                else
+                        if (!unknown)
+                                one[0] = '?';
+                        else
+                                one[0] = unknown;
+                } else {
                         append_string(j, one);
+                }
+                item(&it, one);
         }
         append(j, "]", 1);
+        tap(j, k, it.text);
 }
 
 const char *mgt_json_end(struct mgt_json *j) {

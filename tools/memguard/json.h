@@ -11,10 +11,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Each field of an object as it is added, for another format (the
+ * journal's, journal.h): its key and its value as text, a string as it
+ * is (unescaped), a number in decimal, "true" or "false", an array's items
+ * separated by spaces; a null is not passed.  With no_text the object's
+ * JSON is not built at all (no allocation; mgt_json_end() returns NULL). */
+struct mgt_json_tap {
+        void (*field)(const char *key, const char *value, void *userdata);
+        void *userdata;
+        bool no_text;
+};
+
 struct mgt_json {
         char *buf;
         size_t len, cap;
         bool failed, first;
+        const struct mgt_json_tap *tap;
 };
 
 /*
@@ -32,11 +44,19 @@ size_t mgt_json_escape(const char *s, char *out, size_t size);
 size_t mgt_escape(const char *s, char *out, size_t size, const char *invalid,
                   const char *(*esc)(unsigned char c, char buf[8]));
 
+/* s as one line of text, as every line the tool prints is: a control
+ * byte (a tenant's xattr value, a cgroup's name) written as \xNN, a byte
+ * that is not UTF-8 as U+FFFD.  Returns the length it needed, like
+ * snprintf. */
+size_t mgt_line_escape(const char *s, char *out, size_t size);
+
 /* Length of the valid UTF-8 sequence at s (1-4), 0 if it is not one (no
  * overlongs, no surrogates, nothing above U+10FFFF; stops at a NUL). */
 size_t mgt_utf8_len(const unsigned char *s);
 
 void mgt_json_begin(struct mgt_json *j);
+/* The same, with each field passed to tap too (NULL: none). */
+void mgt_json_begin_tap(struct mgt_json *j, const struct mgt_json_tap *tap);
 void mgt_json_str(struct mgt_json *j, const char *key, const char *val);   /* NULL: null */
 void mgt_json_u64(struct mgt_json *j, const char *key, uint64_t val);
 void mgt_json_i64(struct mgt_json *j, const char *key, int64_t val);

@@ -170,6 +170,7 @@ static const struct {
         { "watch", mgt_cmd_watch },
         { "stat", mgt_cmd_stat },
         { "demo", mgt_cmd_demo },
+        { "config-parse", mgt_cmd_config_parse },
 };
 
 int main(int argc, char **argv) {

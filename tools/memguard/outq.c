@@ -26,6 +26,7 @@ struct line {
 
 struct mgt_outq {
         int fd;
+        struct mgt_outq_sink sink;      /* .write NULL: lines to fd */
         size_t max_bytes;
         mgt_outq_dropped_fn dropped_fn;
         void *userdata;
@@ -87,15 +88,23 @@ static int write_all(int fd, const char *buf, size_t n) {
         return 0;
 }
 
-/* Writes the line that says gap lines were dropped. */
-static void write_dropped(struct mgt_outq *q, uint64_t gap) {
-        char note[512];
-        size_t n;
+/* One entry to the sink: buf[len] is its newline. */
+static void write_entry(struct mgt_outq *q, const char *buf, size_t len) {
+        if (q->sink.write)
+                (void) q->sink.write(buf, len, q->sink.userdata);
+        else
+                (void) write_all(q->fd, buf, len + 1);
+}
 
-        q->dropped_fn(gap, note, sizeof(note) - 1, q->userdata);
-        n = strnlen(note, sizeof(note) - 1);
+/* Writes the entry that says gap lines were dropped. */
+static void write_dropped(struct mgt_outq *q, uint64_t gap) {
+        char note[1024];
+        size_t n = q->dropped_fn(gap, note, sizeof(note) - 1, q->userdata);
+
+        if (n > sizeof(note) - 1)
+                n = sizeof(note) - 1;
         note[n] = '\n';
-        (void) write_all(q->fd, note, n + 1);
+        write_entry(q, note, n);
 }
 
 /* Confines itself before it touches a line (outq.h says what it calls).
@@ -107,7 +116,10 @@ static void *writer_main(void *userdata) {
 
         /* -EOPNOTSUPP without libseccomp, an error under valgrind: the
          * writer runs either way, as the set's restore worker does. */
-        (void) mg_confine_thread(0);
+        if (q->sink.confine)
+                q->sink.confine(q->sink.userdata);
+        else
+                (void) mg_confine_thread(0);
 
         pthread_mutex_lock(&q->mu);
         while (!q->stop) {
@@ -133,7 +145,7 @@ static void *writer_main(void *userdata) {
                 if (gap)
                         write_dropped(q, gap);
                 if (l)
-                        (void) write_all(q->fd, l->text, l->len);
+                        write_entry(q, l->text, l->len - 1);
 
                 pthread_mutex_lock(&q->mu);
                 q->writing = false;
@@ -153,7 +165,8 @@ static void *writer_main(void *userdata) {
         return NULL;
 }
 
-int mgt_outq_new(int fd, size_t max_bytes, mgt_outq_dropped_fn dropped, void *userdata, struct mgt_outq **ret) {
+static int outq_new(int fd, const struct mgt_outq_sink *sink, size_t max_bytes, mgt_outq_dropped_fn dropped,
+                    void *userdata, struct mgt_outq **ret) {
         struct mgt_outq *q = calloc(1, sizeof(*q));
         pthread_condattr_t ca;
         sigset_t all, old;
@@ -162,6 +175,8 @@ int mgt_outq_new(int fd, size_t max_bytes, mgt_outq_dropped_fn dropped, void *us
         if (!q)
                 return -ENOMEM;
         q->fd = fd;
+        if (sink)
+                q->sink = *sink;
         q->max_bytes = max_bytes;
         q->dropped_fn = dropped;
         q->userdata = userdata;
@@ -187,6 +202,15 @@ int mgt_outq_new(int fd, size_t max_bytes, mgt_outq_dropped_fn dropped, void *us
         }
         *ret = q;
         return 0;
+}
+
+int mgt_outq_new(int fd, size_t max_bytes, mgt_outq_dropped_fn dropped, void *userdata, struct mgt_outq **ret) {
+        return outq_new(fd, NULL, max_bytes, dropped, userdata, ret);
+}
+
+int mgt_outq_new_sink(const struct mgt_outq_sink *sink, size_t max_bytes, mgt_outq_dropped_fn dropped,
+                      void *userdata, struct mgt_outq **ret) {
+        return outq_new(-1, sink, max_bytes, dropped, userdata, ret);
 }
 
 int mgt_outq_push(struct mgt_outq *q, const char *s, size_t len) {

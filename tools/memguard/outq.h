@@ -22,6 +22,10 @@
  * list of the guard thread: it needs write, poll (a sink left
  * non-blocking), futex and clock_gettime, and libc's thread exit.  The
  * queue is loop-free: nothing to poll, the writer wakes on a condition.
+ *
+ * An entry need not be a line: with a sink of its own (mgt_outq_new_sink())
+ * the writer hands each entry to it, as bytes that may hold NULs (a journal
+ * entry, journal.h), and the sink confines the writer as it needs.
  */
 
 #include <stddef.h>
@@ -37,15 +41,30 @@
 
 struct mgt_outq;
 
-/* Writes into buf (len bytes) the line, without its newline, that says n
- * lines were dropped.  Runs on the writer thread, confined: formatting
- * only. */
-typedef void (*mgt_outq_dropped_fn)(uint64_t n, char *buf, size_t len, void *userdata);
+/* Writes into buf (len bytes) the entry, without its newline, that says n
+ * lines were dropped; returns its length (at most len).  Runs on the
+ * writer thread, confined: formatting only. */
+typedef size_t (*mgt_outq_dropped_fn)(uint64_t n, char *buf, size_t len, void *userdata);
+
+/* Where the writer puts each entry: buf[0..len), with at buf[len] the
+ * newline the queue adds (a sink of lines writes len + 1 bytes).  Returns
+ * 0 or a negative errno: the entry is lost, and not counted (the count
+ * would go to the same sink). */
+struct mgt_outq_sink {
+        int (*write)(const char *buf, size_t len, void *userdata);
+        /* On the writer thread, before it touches an entry: confines it. */
+        void (*confine)(void *userdata);
+        void *userdata;
+};
 
 /* A queue of at most max_bytes (MGT_OUTQ_MAX_BYTES for the tool) to fd,
  * which it does not own (it stays open until mgt_outq_free()), and its
  * writer.  Returns 0, -ENOMEM, or pthread_create()'s error (-EAGAIN). */
 int mgt_outq_new(int fd, size_t max_bytes, mgt_outq_dropped_fn dropped, void *userdata, struct mgt_outq **ret);
+/* The same with entries handed to sink (copied) instead of written to an
+ * fd. */
+int mgt_outq_new_sink(const struct mgt_outq_sink *sink, size_t max_bytes, mgt_outq_dropped_fn dropped,
+                      void *userdata, struct mgt_outq **ret);
 
 /* Queues s (len bytes; the newline is added) and returns at once: 1 if
  * queued, 0 if dropped because it did not fit (or its copy found no

@@ -9,7 +9,15 @@
  *                                    guards' kill decisions interleaved
  *   metrics-sample [--cgroups none|all|N] [--dry-run] [--pre-kill-defer]
  *                                    the metrics text of made-up actors
- *   config-parse FILE                the settings a config file gives
+ *   journal-sample [--json]          the same events as journal entries (MGT_JOURNAL_EXPORT: a
+ *                                    "FIELD=value" line each, a blank line after each entry), with
+ *                                    the library's log lines of every level
+ *   journal-detect                   "journal" if stderr is the stream $JOURNAL_STREAM names, else
+ *                                    "stream"; then "native" if this build sends entries, else
+ *                                    "no-libsystemd"
+ *   journal-ids                      each kind of entry: its event name, MESSAGE_ID and priority
+ *   config-parse FILE                `memguard config-parse`, the same code
+ *   config-keys                      every key a config file takes
  *   options LIMIT [--config FILE] [--KEY VALUE]...
  *                                    the guard options watch makes of them for a cgroup of LIMIT
  *   stat-dir DIR [LIMIT]             stat of a directory that need not be on cgroup2
@@ -21,8 +29,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config-load.h"
 #include "config.h"
 #include "events.h"
+#include "journal.h"
 #include "json.h"
 #include "memguard/memguard.h"
 #include "metrics.h"
@@ -152,6 +162,10 @@ static int cmd_event_sample(int argc, char **argv) {
         for (size_t i = 0; i < sizeof(linked) / sizeof(linked[0]); i++)
                 mgt_on_event(linked[i].g, &linked[i].ev, &out);
         mgt_on_log(MG_LOG_ERR, "a log line of the library", &out);
+        /* on a stream these are not printed; in the journal all but debug */
+        mgt_on_log(MG_LOG_WARNING, "a warning of the library", &out);
+        mgt_on_log(MG_LOG_INFO, "information of the library", &out);
+        mgt_on_log(MG_LOG_DEBUG, "debugging of the library", &out);
         mgt_watch_event(&out, "watch", cg, 256u << 20, "xattr");
         mgt_unwatch_event(&out, cg, "removed");
         mgt_reload_event(&out, "/etc/memguard/watch.conf", 3, true);
@@ -246,31 +260,49 @@ static int cmd_metrics_sample(int argc, char **argv) {
         return MGT_EXIT_OK;
 }
 
-/* `memguard config-parse FILE`: the settings a config file gives, one
- * "key value" line each (value in bytes, usec or permyriad, "NNN%" for a
- * margin in permyriad of the limit), or the error and exit 1. */
-static int cmd_config_parse(int argc, char **argv) {
-        struct mgt_settings s;
-        char buf[65536], err[320];
-        size_t n;
-        FILE *f;
+/* `journal-sample [--json]`: event-sample's events as journal entries, in
+ * the export form on stderr. */
+static int cmd_journal_sample(int argc, char **argv) {
+        if (mgt_output_journal(MGT_JOURNAL_EXPORT) < 0)
+                return MGT_EXIT_FAIL;
+        return cmd_event_sample(argc, argv);
+}
 
-        if (argc != 2)
-                return mgt_usage_error("config-parse", "usage: memguard config-parse FILE");
-        f = fopen(argv[1], "re");
-        if (!f)
-                return mgt_usage_error("config-parse", "%s: %s", argv[1], strerror(errno));
-        n = fread(buf, 1, sizeof(buf), f);
-        fclose(f);
-        if (mgt_config_parse(buf, n, &s, err, sizeof(err)) < 0) {
-                fprintf(stderr, "%s\n", err);
+/* `journal-detect`: what watch decides of its stderr. */
+static int cmd_journal_detect(int argc, char **argv) {
+        int r;
+
+        (void) argv;
+        if (argc != 1)
+                return mgt_usage_error("journal-detect", "usage: memguard journal-detect");
+        r = mgt_journal_stderr_is_journal();
+        if (r < 0) {
+                printf("error: %s\n", strerror(-r));
                 return MGT_EXIT_FAIL;
         }
+        printf("%s\n%s\n", r ? "journal" : "stream", mgt_journal_available() ? "native" : "no-libsystemd");
+        return MGT_EXIT_OK;
+}
+
+/* `journal-ids`: "NAME MESSAGE_ID PRIORITY" for each kind of entry, for
+ * the check against the catalog and memguard(1). */
+static int cmd_journal_ids(int argc, char **argv) {
+        (void) argv;
+        if (argc != 1)
+                return mgt_usage_error("journal-ids", "usage: memguard journal-ids");
+        for (int m = MGT_MSG_NONE + 1; m < _MGT_MSG_MAX; m++)
+                printf("%s %s %d\n", mgt_msg_name((enum mgt_msg) m), mgt_msg_id((enum mgt_msg) m),
+                       mgt_msg_priority((enum mgt_msg) m));
+        return MGT_EXIT_OK;
+}
+
+/* `config-keys`: every key of config.h, one a line. */
+static int cmd_config_keys(int argc, char **argv) {
+        (void) argv;
+        if (argc != 1)
+                return mgt_usage_error("config-keys", "usage: memguard config-keys");
         for (int k = 0; k < _MGT_KEY_MAX; k++)
-                if (k == MGT_KEY_RECLAIM_CGROUP && s.v[k].set)
-                        printf("%s %s\n", mgt_key_name((enum mgt_key) k), s.reclaim_cgroup);
-                else if (s.v[k].set)
-                        printf("%s %" PRIu64 "%s\n", mgt_key_name((enum mgt_key) k), s.v[k].value, s.v[k].percent ? "%" : "");
+                printf("%s\n", mgt_key_name((enum mgt_key) k));
         return MGT_EXIT_OK;
 }
 
@@ -285,7 +317,7 @@ static int cmd_options(int argc, char **argv) {
         struct mgt_settings file = {}, cli = {}; /* the file's and the flags' */
         struct mg_guard_options o;
         const char *config = NULL;
-        char buf[65536], err[512];
+        char err[1024];
         uint64_t limit;
         mg_guard *g = NULL;
         int r;
@@ -307,17 +339,9 @@ static int cmd_options(int argc, char **argv) {
         }
         if (!config && mgt_settings_check(&cli, "--", err, sizeof(err)) < 0)
                 return mgt_usage_error("options", "%s", err);
-        if (config) {
-                FILE *f = fopen(config, "re");
-                size_t n;
-                if (!f)
-                        return mgt_usage_error("options", "%s: %s", config, strerror(errno));
-                n = fread(buf, 1, sizeof(buf), f);
-                fclose(f);
-                if (mgt_config_parse(buf, n, &file, err, sizeof(err)) < 0) {
-                        fprintf(stderr, "--config %s: %s\n", config, err);
-                        return MGT_EXIT_FAIL;
-                }
+        if (config && mgt_config_load(config, &file, err, sizeof(err)) < 0) {
+                fprintf(stderr, "memguard options: %s\n", err);
+                return MGT_EXIT_FAIL;
         }
         mgt_settings_merge(&file, &cli);
         if (mgt_settings_check(&file, "", err, sizeof(err)) < 0) {
@@ -368,7 +392,11 @@ static const struct {
         { "json-escape", cmd_json_escape },
         { "event-sample", cmd_event_sample },
         { "metrics-sample", cmd_metrics_sample },
-        { "config-parse", cmd_config_parse },
+        { "journal-sample", cmd_journal_sample },
+        { "journal-detect", cmd_journal_detect },
+        { "journal-ids", cmd_journal_ids },
+        { "config-parse", mgt_cmd_config_parse },
+        { "config-keys", cmd_config_keys },
         { "options", cmd_options },
 };
 
@@ -377,6 +405,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; argc > 1 && i < sizeof(commands) / sizeof(commands[0]); i++)
                 if (strcmp(argv[1], commands[i].name) == 0)
                         return commands[i].fn(argc - 1, argv + 1);
-        fprintf(stderr, "usage: memguard-test-commands size-parse|json-escape|event-sample|metrics-sample|config-parse|options|stat-dir ...\n");
+        fprintf(stderr, "usage: memguard-test-commands size-parse|json-escape|event-sample|metrics-sample|journal-sample|\n"
+                        "    journal-detect|journal-ids|config-parse|config-keys|options|stat-dir ...\n");
         return MGT_EXIT_USAGE;
 }

@@ -5,11 +5,14 @@
  * child of DIR, as it appears (inotify on the cgroupfs directory, and a
  * scan at start) until it goes.  Each cgroup's limit: the user.memguard.limit
  * xattr of its directory, else its memory.max, else the default (--limit or
- * the config's limit).  SIGHUP re-reads the config file and every cgroup's
- * limit; a guard whose options change is made anew (once its lend is over
- * and no kill is under way).  One guard set and one poll() with the signal
- * pipe, the inotify fd and the metrics writer's pipe; removing the guards
- * at the end restores any memory.high a lend left raised.
+ * the config's limit).  Every option but --config is also a key of the
+ * config file and its drop-ins (config-load.h); the command line wins.
+ * SIGHUP re-reads them and every cgroup's limit, with the service
+ * manager's reload protocol around it (notify.h); a guard whose options
+ * change is made anew (once its lend is over and no kill is under way).
+ * One guard set and one poll() with the signal pipe, the inotify fd and
+ * the metrics writer's pipe; removing the guards at the end restores any
+ * memory.high a lend left raised.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,8 +35,10 @@
 #include "cgdir.h"
 #include "util.h"
 #include "cli.h"
+#include "config-load.h"
 #include "config.h"
 #include "events.h"
+#include "journal.h"
 #include "loop.h"
 #include "memguard/memguard.h"
 #include "metrics.h"
@@ -60,7 +65,7 @@
 #define FDS_RECLAIM 3
 #define FDS_SLOW_GUARDS 64
 #define FDS_OWN 64
-#define CONFIG_MAX ((size_t) 64 * 1024)
+#define METRICS_INTERVAL_USEC ((uint64_t) 15 * 1000000)
 
 struct watch;
 
@@ -113,6 +118,9 @@ struct watch {
         struct mgt_streak no_fds;       /* children left unguarded for want of descriptors, said once */
         int ino;                        /* inotify fd, -1 */
         const char *config;
+        bool listed;                    /* CGROUPs on the command line: a config's parent is not used */
+        /* The command line's settings, and the config merged under them:
+         * the settings in force (a failed reload keeps them). */
         struct mgt_settings cli, eff;
         struct mgt_counts node;
         struct mgt_kill_latency latency;
@@ -570,77 +578,92 @@ static void reap_dead(struct watch *w) {
         }
 }
 
-/* Reads the config file into *ret.  Returns 0 or -EINVAL/-errno with the
- * reason reported. */
-static int load_config(struct watch *w, struct mgt_settings *ret) {
-        char *buf, err[320];
-        size_t len = 0;
-        int fd, r;
+/* The settings of the config file and its drop-ins (none without
+ * --config) with the command line's over them.  Returns 0, or a negative
+ * errno with the reason reported and in err. */
+static int load_settings(struct watch *w, struct mgt_settings *ret, char *err, size_t err_len) {
+        struct mgt_settings s = {};
+        char why[512];
+        int r;
 
-        if (!w->config) {
-                *ret = (struct mgt_settings) {};
-                return 0;
-        }
-        fd = open(w->config, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                r = -errno;
-                mgt_error(&w->out, "watch", r, "--config %s", w->config);
-                return r;
-        }
-        buf = malloc(CONFIG_MAX);
-        if (!buf) {
-                close(fd);
-                mgt_error(&w->out, "watch", -ENOMEM, "--config %s", w->config);
-                return -ENOMEM;
-        }
-        for (;;) {
-                ssize_t n = read(fd, buf + len, CONFIG_MAX - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        r = -errno;
-                        close(fd);
-                        free(buf);
-                        mgt_error(&w->out, "watch", r, "--config %s", w->config);
+        if (w->config) {
+                r = mgt_config_load(w->config, &s, err, err_len);
+                if (r < 0) {
+                        mgt_error(&w->out, "watch", 0, "%s", err);
                         return r;
                 }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-                if (len == CONFIG_MAX) {
-                        close(fd);
-                        free(buf);
-                        mgt_error(&w->out, "watch", 0, "--config %s: larger than %zu bytes", w->config, CONFIG_MAX);
-                        return -EFBIG;
-                }
         }
-        close(fd);
-        r = mgt_config_parse(buf, len, ret, err, sizeof(err));
-        free(buf);
-        if (r < 0)
-                mgt_error(&w->out, "watch", 0, "--config %s: %s", w->config, err);
-        return r;
+        mgt_settings_merge(&s, &w->cli);
+        /* CGROUPs listed on the command line win over a config's parent. */
+        if (w->listed)
+                s.v[MGT_KEY_PARENT].set = false;
+        if (mgt_settings_check(&s, w->config ? "" : "--", why, sizeof(why)) < 0) {
+                if (w->config)
+                        snprintf(err, err_len, "--config %s with the command line: %s", w->config, why);
+                else
+                        snprintf(err, err_len, "%s", why);
+                mgt_error(&w->out, "watch", 0, "%s", err);
+                return -EINVAL;
+        }
+        *ret = s;
+        return 0;
 }
 
-/* SIGHUP: the config again (a bad one keeps the last good settings), then
- * every cgroup's limit. */
-static void reload(struct watch *w) {
-        struct mgt_settings file, eff;
-        bool ok;
-        char status[128], err[512];
+/* What the settings say of watch itself, not of a guard: a change of
+ * dry-run or pre-kill-defer reaches each guard as it is made anew
+ * (recheck_actor()). */
+static void apply_run_settings(struct watch *w, const struct mgt_settings *s) {
+        const struct mgt_setting *v = s->v;
+        uint64_t interval = v[MGT_KEY_METRICS_INTERVAL].set ? v[MGT_KEY_METRICS_INTERVAL].value : METRICS_INTERVAL_USEC;
 
-        (void) mgt_notify(w->notify, "RELOADING=1");
-        w->reloads++;
-        ok = load_config(w, &file) == 0;
-        if (ok) {
-                eff = file;
-                mgt_settings_merge(&eff, &w->cli);
-                ok = mgt_settings_check(&eff, "", err, sizeof(err)) == 0;
-                if (!ok)
-                        mgt_error(&w->out, "watch", 0, "--config %s with the command line: %s", w->config, err);
+        w->out.dry_run = v[MGT_KEY_DRY_RUN].set && v[MGT_KEY_DRY_RUN].value;
+        w->out.pre_kill_defer_usec = v[MGT_KEY_PRE_KILL_DEFER].set ? v[MGT_KEY_PRE_KILL_DEFER].value : 0;
+        if (interval != w->metrics_interval && w->next_metrics != UINT64_MAX)
+                w->next_metrics = mg_mono_usec() + interval;
+        w->metrics_interval = interval;
+}
+
+/* The keys read at start only: the parent is the inotify watch made then,
+ * the metrics writer a process forked before the guards, mlockall and the
+ * output's format a set-up the confined thread cannot redo. */
+static const enum mgt_key start_only[] = { MGT_KEY_PARENT, MGT_KEY_METRICS, MGT_KEY_MLOCK, MGT_KEY_JSON };
+
+/* A reload's settings keep the start-only values in force, and say each
+ * one the config changes, until a restart takes it. */
+static void keep_start_only(struct watch *w, struct mgt_settings *next) {
+        for (size_t i = 0; i < sizeof(start_only) / sizeof(start_only[0]); i++) {
+                enum mgt_key k = start_only[i];
+                if (mgt_setting_equal(next, &w->eff, k))
+                        continue;
+                mgt_error(&w->out, "watch", 0, "--config %s: %s changed: watch reads it at start only, the value in "
+                          "force stays until a restart", w->config, mgt_key_name(k));
+                mgt_setting_copy(next, &w->eff, k);
         }
+}
+
+/*
+ * SIGHUP: the config again, then every cgroup's limit.  Under systemd's
+ * Type=notify-reload the manager waits for RELOADING=1, with a
+ * MONOTONIC_USEC= later than its request (so an earlier reload's answer is
+ * not taken for this one's), then READY=1.  A config with an error keeps
+ * the last good settings; STATUS= says why.  The reload of systemd's
+ * protocol cannot fail (READY=1 ends it either way): the unit's
+ * ExecReload=, `memguard config-parse`, is what fails `systemctl reload`
+ * on such a file.
+ */
+static void reload(struct watch *w) {
+        struct mgt_settings next;
+        char status[1400], err[1024];
+        bool ok;
+
+        snprintf(status, sizeof(status), "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=reloading", mg_mono_usec());
+        (void) mgt_notify(w->notify, status);
+        w->reloads++;
+        ok = load_settings(w, &next, err, sizeof(err)) == 0;
         if (ok) {
-                w->eff = eff;
+                keep_start_only(w, &next);
+                apply_run_settings(w, &next);
+                w->eff = next;
         } else {
                 w->reload_errors++;
         }
@@ -648,8 +671,8 @@ static void reload(struct watch *w) {
                 recheck_actor(w->a[i]);
         readd_pending(w);
         mgt_reload_event(&w->out, w->config, w->n_guarded, ok);
-        snprintf(status, sizeof(status), "READY=1\nSTATUS=guarding %zu cgroups%s", w->n_guarded,
-                 ok ? "" : "; the config has errors, the last good one is in force");
+        snprintf(status, sizeof(status), "READY=1\nSTATUS=guarding %zu cgroups%s%s", w->n_guarded,
+                 ok ? "" : "; reload failed, the last good config is in force: ", ok ? "" : err);
         (void) mgt_notify(w->notify, status);
 }
 
@@ -866,8 +889,9 @@ static void write_metrics(struct watch *w) {
 }
 
 int mgt_cmd_watch(int argc, char **argv) {
-        enum { OPT_METRICS_INTERVAL = 0x100, OPT_CONFIG, OPT_METRICS, OPT_MLOCK, OPT_PARENT, OPT_DRY_RUN,
-               OPT_PRE_KILL_DEFER, OPT_KEY };
+        enum { OPT_CONFIG = 0x100, OPT_KEY };
+        /* Every option but --config is a key (config.h): the file may say
+         * anything the command line can. */
         static const struct option opts[] = {
                 { "limit", required_argument, NULL, OPT_KEY + MGT_KEY_LIMIT },
                 { "tick", required_argument, NULL, OPT_KEY + MGT_KEY_TICK },
@@ -887,75 +911,74 @@ int mgt_cmd_watch(int argc, char **argv) {
                 { "reclaim-cooldown", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_COOLDOWN },
                 { "reclaim-headroom", required_argument, NULL, OPT_KEY + MGT_KEY_RECLAIM_HEADROOM },
                 { "metrics-cgroups", required_argument, NULL, OPT_KEY + MGT_KEY_METRICS_CGROUPS },
-                { "parent", required_argument, NULL, OPT_PARENT },
+                { "parent", required_argument, NULL, OPT_KEY + MGT_KEY_PARENT },
                 { "config", required_argument, NULL, OPT_CONFIG },
-                { "metrics", required_argument, NULL, OPT_METRICS },
-                { "metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL },
-                { "mlock", no_argument, NULL, OPT_MLOCK },
-                { "dry-run", no_argument, NULL, OPT_DRY_RUN },
-                { "pre-kill-defer", required_argument, NULL, OPT_PRE_KILL_DEFER },
-                { "json", no_argument, NULL, 'j' },
+                { "metrics", required_argument, NULL, OPT_KEY + MGT_KEY_METRICS },
+                { "metrics-interval", required_argument, NULL, OPT_KEY + MGT_KEY_METRICS_INTERVAL },
+                { "mlock", no_argument, NULL, OPT_KEY + MGT_KEY_MLOCK },
+                { "dry-run", no_argument, NULL, OPT_KEY + MGT_KEY_DRY_RUN },
+                { "pre-kill-defer", required_argument, NULL, OPT_KEY + MGT_KEY_PRE_KILL_DEFER },
+                { "json", no_argument, NULL, OPT_KEY + MGT_KEY_JSON },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, 0 };
         struct watch w = { .ino = -1, .euid = geteuid(), .next_recheck = UINT64_MAX, .mw = { .fd = -1 },
-                           .metrics_interval = (uint64_t) 15 * 1000000 };
-        const char *parent_arg = NULL, *metrics = NULL, *what = NULL;
-        bool mlock = false, have_kill = true;
-        struct mgt_settings file;
-        char err[512], status[160];
+                           .next_metrics = UINT64_MAX };
+        const char *parent_arg, *metrics, *what = NULL;
+        bool mlock, have_kill = true;
+        char err[1024], status[160];
         int c, e, sigfd, ret = MGT_EXIT_FAIL;
 
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
                 switch (c) {
-                case 'j': w.out.json = true; break;
                 case 'h': return mgt_help("watch");
-                case OPT_PARENT: parent_arg = optarg; break;
                 case OPT_CONFIG: w.config = optarg; break;
-                case OPT_METRICS: metrics = optarg; break;
-                case OPT_MLOCK: mlock = true; break;
-                case OPT_DRY_RUN: w.out.dry_run = true; break;
-                case OPT_PRE_KILL_DEFER:
-                        if (mgt_pre_kill_defer_parse(optarg, &w.out.pre_kill_defer_usec) < 0)
-                                return mgt_usage_error("watch", "--pre-kill-defer %s: not a duration of 1 ms to 60 s",
-                                                       optarg);
-                        break;
-                case OPT_METRICS_INTERVAL:
-                        if (mgt_duration_parse(optarg, &w.metrics_interval) < 0 || w.metrics_interval < 1000000)
-                                return mgt_usage_error("watch", "--metrics-interval %s: not a duration of 1 s or more", optarg);
-                        break;
                 default:
                         if (c >= OPT_KEY && c < OPT_KEY + _MGT_KEY_MAX) {
                                 enum mgt_key k = (enum mgt_key) (c - OPT_KEY);
-                                if (mgt_setting_parse(k, optarg, &w.cli, err, sizeof(err)) < 0)
+                                /* --json is "json = yes" */
+                                if (mgt_setting_parse(k, mgt_key_is_bool(k) ? "yes" : optarg, &w.cli, err,
+                                                      sizeof(err)) < 0)
                                         return mgt_usage_error("watch", "--%s", err);
                                 break;
                         }
                         return mgt_getopt_error("watch", c, argv);
                 }
         }
-        if (parent_arg && optind < argc)
+        parent_arg = mgt_setting_str(&w.cli, MGT_KEY_PARENT);
+        w.listed = optind < argc;
+        if (parent_arg && w.listed)
                 return mgt_usage_error("watch", "--parent %s and a list of CGROUPs: one or the other", parent_arg);
-        if (!parent_arg && optind >= argc && !w.cli.v[MGT_KEY_LIMIT].set && !w.config)
+        /* Without a config what is missing is known now; with one, once
+         * it is read (it may give the parent and the limit). */
+        if (!w.config && !parent_arg && !w.listed && !w.cli.v[MGT_KEY_LIMIT].set)
                 return mgt_usage_error("watch", "missing --limit SIZE");
-        if (!parent_arg && optind >= argc)
+        if (!w.config && !parent_arg && !w.listed)
                 return mgt_usage_error("watch", "missing CGROUP (or --parent DIR)");
         if (!w.config && mgt_settings_check(&w.cli, "--", err, sizeof(err)) < 0)
                 return mgt_usage_error("watch", "%s", err);
 
+        /* Before anything is said: the config's errors at start are the
+         * journal's entries too, with their priority, and in the command
+         * line's format (the files' json is known once they are read). */
+        if (mgt_journal_stderr_is_journal() > 0)
+                (void) mgt_output_journal(MGT_JOURNAL_NATIVE);
+        w.out.json = w.cli.v[MGT_KEY_JSON].set && w.cli.v[MGT_KEY_JSON].value;
+
         /* The config, at start: an error is fatal here, a kept setting on SIGHUP. */
-        if (load_config(&w, &file) < 0)
+        if (load_settings(&w, &w.eff, err, sizeof(err)) < 0)
                 return MGT_EXIT_FAIL;
-        w.eff = file;
-        mgt_settings_merge(&w.eff, &w.cli);
+        parent_arg = mgt_setting_str(&w.eff, MGT_KEY_PARENT);
+        if (!parent_arg && !w.listed)
+                return mgt_usage_error("watch", "missing CGROUP (or --parent DIR)");
         if (!parent_arg && !w.eff.v[MGT_KEY_LIMIT].set)
                 return mgt_usage_error("watch", "missing --limit SIZE");
-        if (mgt_settings_check(&w.eff, "", err, sizeof(err)) < 0) {
-                mgt_error(&w.out, "watch", 0, "--config %s with the command line: %s", w.config, err);
-                return MGT_EXIT_FAIL;
-        }
+        metrics = mgt_setting_str(&w.eff, MGT_KEY_METRICS);
+        mlock = w.eff.v[MGT_KEY_MLOCK].set && w.eff.v[MGT_KEY_MLOCK].value;
+        w.out.json = w.eff.v[MGT_KEY_JSON].set && w.eff.v[MGT_KEY_JSON].value;
+        apply_run_settings(&w, &w.eff);
 
         signal(SIGPIPE, SIG_IGN); /* the metrics writer gone is an EPIPE, not our death */
         /* Before any thread: the writer is forked from a process with one. */

@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # The memguard command on any host (no cgroup v2 needed): help and version,
 # exit 2 with exactly one line on stderr for bad arguments, clear errors for
-# things that are not cgroups; the size parser, the config parser and JSON
-# escaping, the guard options watch makes of its flags and config, and the
-# event lines, through memguard-test-commands (not installed).  TAP on stdout.
+# things that are not cgroups; watch's configuration (`memguard config-parse`:
+# a key for every flag, the drop-ins, errors naming the file and line); the
+# size parser and JSON escaping, the guard options watch makes of its flags
+# and config, and the event lines, through memguard-test-commands (not
+# installed).  TAP on stdout.
 #
 #   tests/cli/memguard/test-cli.sh build/tools/memguard/memguard build/tools/memguard/memguard-test-commands
 set -u
@@ -74,7 +76,7 @@ help_flags() { # COMMAND: the long options it takes
         demo) echo kernel native ;;
     esac
 }
-for cmd in run watch stat demo; do
+for cmd in run watch config-parse stat demo; do
     expect_ok "$cmd --help exits 0" "$cmd" --help
     cp "$tmp/out" "$tmp/help"
     head -1 "$tmp/help" | grep -q "^usage: memguard $cmd " && ok "$cmd --help starts with its usage" ||
@@ -310,13 +312,15 @@ Max                     -            error
 EOF
 
 # ---- watch's config file: what a file gives, and its errors with the line
+# (`memguard config-parse`: one line on stderr, exit 1)
 config() { # DESCRIPTION WANT-OUTPUT-OR-error:PATTERN TEXT
     printf '%s' "$3" >"$tmp/watch.conf"
-    "$tc" config-parse "$tmp/watch.conf" >"$tmp/out" 2>"$tmp/err"
+    "$mg" config-parse "$tmp/watch.conf" >"$tmp/out" 2>"$tmp/err"
     st=$?
     case $2 in
         error:*)
-            if [ $st = 1 ] && grep -q -- "${2#error:}" "$tmp/err"; then ok "config: $1: $(cat "$tmp/err")"
+            if [ $st = 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
+                grep -q -- "${2#error:}" "$tmp/err"; then ok "config: $1: $(cat "$tmp/err")"
             else not_ok "config: $1 (status $st, want an error matching '${2#error:}')"; diag "$tmp/out" "$tmp/err"; fi ;;
         *)
             if [ $st = 0 ] && [ "$(cat "$tmp/out")" = "$2" ]; then ok "config: $1"
@@ -341,16 +345,27 @@ config "a bad duration" "error:line 1: tick 5 minutes: not a duration" $'tick = 
 config "a zero duration" "error:line 1: kill-wait 0s: not a duration above 0" $'kill-wait = 0s\n'
 config "a pressure over 100 %" "error:line 1: stall-pressure 101%" $'stall-pressure = 101%\n'
 config "a margin of the whole limit" "error:line 1: margin 100%: out of range" $'margin = 100%\n'
-config "every reclaim key" "$(printf '%s\n' 'reclaim-dose 67108864' 'reclaim-cgroup /sys/fs/cgroup/background' \
-    'reclaim-some 5000' 'reclaim-full 1000' 'reclaim-windows 4' 'reclaim-cooldown 30000000' 'reclaim-headroom 16777216')" \
-    $'reclaim-dose = 64M\nreclaim-cgroup = background\nreclaim-some = 5ms\nreclaim-full = 1000us\nreclaim-windows = 4\nreclaim-cooldown = 30s\nreclaim-headroom = 16M\n'
-config "a reclaim cgroup in the mount, as it is but its trailing slash" "reclaim-cgroup /sys/fs/cgroup/a b/c" \
-    $'reclaim-cgroup = /sys/fs/cgroup/a b/c/\n'
-config "a reclaim cgroup from the mount's root" "reclaim-cgroup /sys/fs/cgroup/bg" $'reclaim-cgroup = //bg\n'
-config "the largest reclaim stall, in windows of a second" "$(printf '%s\n' 'reclaim-some 1000000' 'reclaim-windows 8')" \
-    $'reclaim-some = 1s\nreclaim-windows = 8\n'
-config "a reclaim key alone (the dose may come from the command line)" "reclaim-headroom 1048576" \
-    $'reclaim-headroom = 1M\n'
+config "every reclaim key of the pressure predicate" "$(printf '%s\n' 'reclaim-dose 67108864' \
+    'reclaim-cgroup /sys/fs/cgroup/background' 'reclaim-some 5000' 'reclaim-full 1000' 'reclaim-windows 4' \
+    'reclaim-cooldown 30000000')" \
+    $'reclaim-dose = 64M\nreclaim-cgroup = background\nreclaim-some = 5ms\nreclaim-full = 1000us\nreclaim-windows = 4\nreclaim-cooldown = 30s\n'
+config "the headroom rule" "$(printf '%s\n' 'reclaim-dose 8388608' 'reclaim-headroom 16777216')" \
+    $'reclaim-headroom = 16M\nreclaim-dose = 8M\n'
+config "a reclaim cgroup in the mount, as it is but its trailing slash" \
+    "$(printf '%s\n' 'reclaim-dose 1048576' 'reclaim-cgroup /sys/fs/cgroup/a b/c')" \
+    $'reclaim-dose = 1M\nreclaim-cgroup = /sys/fs/cgroup/a b/c/\n'
+config "a reclaim cgroup from the mount's root" "$(printf '%s\n' 'reclaim-dose 1048576' 'reclaim-cgroup /sys/fs/cgroup/bg')" \
+    $'reclaim-dose = 1M\nreclaim-cgroup = //bg\n'
+config "the largest reclaim stall, in windows of a second" \
+    "$(printf '%s\n' 'reclaim-dose 1048576' 'reclaim-some 1000000' 'reclaim-windows 8')" \
+    $'reclaim-dose = 1M\nreclaim-some = 1s\nreclaim-windows = 8\n'
+config "the headroom rule with a reclaim cgroup" \
+    "error:reclaim-headroom with reclaim-cgroup: the headroom rule doses the actor.s own cgroup only" \
+    $'reclaim-dose = 1M\nreclaim-headroom = 1M\nreclaim-cgroup = bg\n'
+# config-parse checks the keys that go together as watch does with none on
+# its command line (the unit's case); a dose from the command line: options below
+config "a reclaim key alone: refused as watch without the flag would" \
+    "error:watch.conf and its drop-ins: reclaim-headroom without reclaim-dose" $'reclaim-headroom = 1M\n'
 config "a zero dose" "error:line 1: reclaim-dose 0: not a size above 0" $'reclaim-dose = 0\n'
 config "a dose in SI units" "error:line 2: reclaim-dose 64MB: not a size above 0" $'\nreclaim-dose = 64MB\n'
 config "a stall longer than a window" "error:line 2: reclaim-some 1.5s: not a duration above 0 and at most 1s" \
@@ -365,6 +380,108 @@ config "metrics-cgroups: a negative count" "error:line 1: metrics-cgroups -1: no
     $'metrics-cgroups = -1\n'
 config "metrics-cgroups: past a million" "error:line 1: metrics-cgroups 1000001: not none, all or a number" \
     $'metrics-cgroups = 1000001\n'
+
+config "how watch runs: every other key" "$(printf '%s\n' 'parent sandboxes.slice' 'metrics /var/lib/m.prom' \
+    'metrics-interval 30000000' 'mlock yes' 'json no' 'dry-run yes' 'pre-kill-defer 2500000')" \
+    $'parent = sandboxes.slice\nmetrics = /var/lib/m.prom\nmetrics-interval = 30s\nmlock = on\njson = false\ndry-run = 1\npre-kill-defer = 2.5s\n'
+config "a boolean that is not one" "error:line 1: json maybe: not a boolean (yes or no)" $'json = maybe\n'
+config "a metrics interval under a second" "error:line 2: metrics-interval 10ms: not a duration of 1 s or more" \
+    $'\nmetrics-interval = 10ms\n'
+config "a pre-kill deferral past 60 s" "error:line 1: pre-kill-defer 61s: not a duration of 1 ms to 60 s" \
+    $'pre-kill-defer = 61s\n'
+config "an empty parent" "error:line 1: parent : empty" $'parent =\n'
+
+# ---- one configuration: every flag of watch is a key of its config file,
+# and every key a flag (--config and --help aside), so a flag added without
+# its key, or a key without its flag, fails here.
+"$mg" watch --help | sed -n 's/^  \(-h, \)\{0,1\}--\([a-z][a-z-]*\).*/\2/p' | sort -u >"$tmp/flags"
+"$tc" config-keys | sort >"$tmp/keys"
+grep -vxE 'config|help' "$tmp/flags" >"$tmp/flags.keyed"
+if [ -s "$tmp/keys" ] && [ "$(wc -l <"$tmp/flags.keyed")" -ge 20 ] && cmp -s "$tmp/flags.keyed" "$tmp/keys"; then
+    ok "every watch flag but --config and --help is a config key, and every key a flag ($(wc -l <"$tmp/keys") keys)"
+else
+    not_ok "every watch flag but --config and --help is a config key, and every key a flag"
+    diff "$tmp/flags.keyed" "$tmp/keys" | sed 's/^/# flags vs keys: /'
+fi
+missing=
+while read -r key; do
+    printf '%s = ?\n' "$key" >"$tmp/one.conf"
+    "$mg" config-parse "$tmp/one.conf" >/dev/null 2>"$tmp/err"
+    grep -q 'unknown key' "$tmp/err" && missing="$missing $key"
+    "$mg" watch --"$key" 2>&1 </dev/null | grep -q 'unknown option' && missing="$missing --$key"
+done <"$tmp/flags.keyed"
+[ -z "$missing" ] && ok "config-parse knows each flag's key, watch each key's flag" ||
+    not_ok "config-parse knows each flag's key, watch each key's flag (missing:$missing)"
+
+# ---- drop-ins: FILE.d/*.conf after FILE, in lexical order, a later file winning
+mkdir -p "$tmp/d"
+printf 'limit = 1G\ntick = 100ms\nstall-pressure = 10%%\n' >"$tmp/d/watch.conf"
+mkdir "$tmp/d/watch.conf.d"
+printf 'limit = 2G\nmargin = 8M\n' >"$tmp/d/watch.conf.d/50-site.conf"
+printf 'limit = 3G\n' >"$tmp/d/watch.conf.d/10-vendor.conf"
+printf 'tick = 200ms\n' >"$tmp/d/watch.conf.d/90-local.conf"
+printf 'limit = 9G\n' >"$tmp/d/watch.conf.d/99-ignored.conf.bak"
+printf 'limit = 9G\n' >"$tmp/d/watch.conf.d/.99-hidden.conf"
+mkdir "$tmp/d/watch.conf.d/95-dir.conf"
+ln -s 50-site.conf "$tmp/d/watch.conf.d/60-link.conf"
+want=$(printf '%s\n' 'limit 2147483648' 'tick 200000' 'margin 8388608' 'stall-pressure 1000')
+run 0 config-parse "$tmp/d/watch.conf"
+if [ "$(cat "$tmp/out")" = "$want" ] && [ ! -s "$tmp/err" ]; then
+    ok "drop-ins: read after the file in lexical order, later keys win; not *.conf, hidden and directories skipped"
+else
+    not_ok "drop-ins: read after the file in lexical order, later keys win (status $status)"
+    diag "$tmp/out" "$tmp/err"
+fi
+printf 'limit = 4G\nlimits = 5G\n' >"$tmp/d/watch.conf.d/70-bad.conf"
+expect_error 1 "^memguard config-parse: $tmp/d/watch.conf.d/70-bad.conf: line 2: unknown key \"limits\"$" \
+    "drop-ins: a bad drop-in refused, with its path and line" config-parse "$tmp/d/watch.conf"
+printf 'limit = 4G\nlimit = 5G\n' >"$tmp/d/watch.conf.d/70-bad.conf"
+expect_error 1 "70-bad.conf: line 2: limit set twice" "drop-ins: a key twice within one drop-in" \
+    config-parse "$tmp/d/watch.conf"
+rm "$tmp/d/watch.conf.d/70-bad.conf"
+printf 'reclaim-headroom = 16M\n' >"$tmp/d/watch.conf.d/80-headroom.conf"
+expect_error 1 "watch.conf and its drop-ins: reclaim-headroom without reclaim-dose" \
+    "drop-ins: the keys that go together are checked on the files merged" config-parse "$tmp/d/watch.conf"
+printf 'reclaim-dose = 8M\n' >"$tmp/d/watch.conf"
+run 0 config-parse "$tmp/d/watch.conf" && grep -qx 'reclaim-headroom 16777216' "$tmp/out" &&
+    ok "drop-ins: a drop-in's key goes with the file's" || { not_ok "drop-ins: a drop-in's key goes with the file's"; diag "$tmp/err"; }
+rm "$tmp/d/watch.conf"
+expect_error 1 "$tmp/d/watch.conf: No such file or directory" "drop-ins without their file: refused" \
+    config-parse "$tmp/d/watch.conf"
+expect_error 2 'missing FILE' "config-parse: no FILE" config-parse
+expect_error 2 'one FILE only' "config-parse: two FILEs" config-parse a b
+expect_error 2 'unknown option --frob' "config-parse: an option" config-parse --frob
+
+# ---- watch takes what its config gives as it takes its flags
+printf 'limit = 64M\n' >"$tmp/w.conf"
+expect_error 2 'missing CGROUP (or --parent DIR)' "watch: a config without a parent, and no CGROUP" \
+    watch --config "$tmp/w.conf"
+printf 'parent = %s\nlimit = 64M\n' "$tmp" >"$tmp/w.conf"
+expect_error 1 "--parent $tmp: not a cgroup v2 directory" "watch: the config's parent" watch --config "$tmp/w.conf"
+mkdir -p "$tmp/listed"
+expect_error 1 "$tmp/listed: not a cgroup v2 directory" "watch: CGROUPs listed win over the config's parent" \
+    watch --config "$tmp/w.conf" "$tmp/listed"
+printf 'limit = 64M\njson = yes\n' >"$tmp/w.conf"
+expect_error 1 '^{"event":"error",.*not a cgroup v2 directory' "watch: the config's json = yes" \
+    watch --config "$tmp/w.conf" "$tmp"
+printf 'limit = 64M\nmetrics-interval = 10ms\n' >"$tmp/w.conf"
+expect_error 1 "^memguard watch: $tmp/w.conf: line 2: metrics-interval 10ms: not a duration of 1 s or more$" \
+    "watch: a bad key at start, named with its file and line" watch --config "$tmp/w.conf" "$tmp"
+
+# ---- $JOURNAL_STREAM: stderr is the journal only where it is the stream named
+: >"$tmp/stream"
+: >"$tmp/elsewhere"
+detect() { # JOURNAL_STREAM-VALUE: the first line journal-detect prints, stderr on $tmp/stream
+    JOURNAL_STREAM=$1 "$tc" journal-detect 2>>"$tmp/stream" | head -1
+}
+[ "$(detect "$(stat -L -c %d:%i "$tmp/stream")")" = journal ] &&
+    ok "journal: stderr is the journal where \$JOURNAL_STREAM names its device and inode" ||
+    not_ok "journal: stderr is the journal where \$JOURNAL_STREAM names its device and inode"
+[ "$(detect "$(stat -L -c %d:%i "$tmp/elsewhere")")" = stream ] &&
+    ok "journal: inherited, naming another file: not the journal" ||
+    not_ok "journal: inherited, naming another file: not the journal"
+[ "$(detect '')" = stream ] && [ "$(detect "$(stat -L -c %d:%i "$tmp/stream")x")" = stream ] &&
+    ok "journal: empty or malformed: not the journal" || not_ok "journal: empty or malformed: not the journal"
 
 # ---- the guard options watch makes of its tuning flags and config for a
 # cgroup of LIMIT, and whether the library takes them
@@ -398,6 +515,9 @@ options "the config's reclaim keys, a flag winning over its dose" 0 "$(printf '%
     'library takes them')" 256M --config "$tmp/reclaim.conf" --reclaim-dose 48M
 options "a headroom the limit leaves no room for: the library refuses it" 1 "$(printf '%s\n' \
     'reclaim_headroom_bytes 67108864' 'library refuses them: Invalid argument')" 64M --reclaim-dose 8M --reclaim-headroom 64M
+printf 'reclaim-headroom = 16M\n' >"$tmp/headroom.conf"
+options "the config's headroom armed by the command line's dose" 0 "$(printf '%s\n' 'reclaim_dose_bytes 8388608' \
+    'reclaim_headroom_bytes 16777216' 'library takes them')" 256M --config "$tmp/headroom.conf" --reclaim-dose 8M
 options "a headroom without a dose: refused before the library" 2 \
     "memguard options: --reclaim-headroom without --reclaim-dose" 256M --reclaim-headroom 16M
 options "the config's headroom with a flag's reclaim cgroup" 1 \

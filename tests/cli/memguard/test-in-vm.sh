@@ -474,7 +474,7 @@ sed 's/^/# pk metrics: /' "$tmp/pk.prom" | grep -E 'kills'
 stop_watch $pkpid "watch --pre-kill-defer" "$tmp/pk.err" "$pk"
 
 # ---- watch under a service manager: READY=1 once confined, RELOADING=1
-# and READY=1 around a SIGHUP, watchdog pings, STOPPING=1 (the manager's
+# (with MONOTONIC_USEC=) and READY=1 around a SIGHUP, watchdog pings, STOPPING=1 (the manager's
 # end: test-notify listen)
 if [ -x /mg/test-notify ]; then
     mkdir "$base/sd" && echo +memory >"$base/sd/cgroup.subtree_control" && mkdir "$base/sd/x"
@@ -491,8 +491,9 @@ if [ -x /mg/test-notify ]; then
     fi
     check "watch: WATCHDOG=1 at half of \$WATCHDOG_USEC" wait_grep "$tmp/notify.out" '^WATCHDOG=1$' 3
     kill -HUP $sdpid
-    check "watch: RELOADING=1 on SIGHUP" wait_grep "$tmp/notify.out" '^RELOADING=1$'
-    check "watch: ... then READY=1 again" sh -c "sed -n '/^RELOADING=1\$/,\$p' '$tmp/notify.out' | grep -q '^READY=1|'"
+    check "watch: RELOADING=1 with MONOTONIC_USEC= on SIGHUP (the notify protocol)" \
+        wait_grep "$tmp/notify.out" '^RELOADING=1|MONOTONIC_USEC=[0-9][0-9]*|'
+    check "watch: ... then READY=1 again" sh -c "sed -n '/^RELOADING=1|/,\$p' '$tmp/notify.out' | grep -q '^READY=1|'"
     kill -TERM $sdpid
     wait $sdpid
     check "watch: STOPPING=1 on SIGTERM" wait_grep "$tmp/notify.out" '^STOPPING=1$'
