@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -37,6 +38,24 @@ static inline uint64_t mg_mono_usec(void) {
 /* A function of the fast tick: gcc and clang place these together
  * (.text.hot), so that a tick's code spans few cache lines and pages. */
 #define MG_HOT __attribute__((hot))
+
+/* The p-th percentile of n values, by nearest rank (the smallest value
+ * with at least p % of them at or below it); sorts v in place.  0 if n is
+ * 0.  For the tools' and benchmarks' latency figures. */
+static inline int mg_cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+static inline uint64_t mg_percentile_u64(uint64_t *v, size_t n, unsigned p) {
+        size_t rank;
+
+        if (n == 0)
+                return 0;
+        qsort(v, n, sizeof(*v), mg_cmp_u64);
+        rank = (n * p + 99) / 100;
+        return v[rank ? rank - 1 : 0];
+}
 
 /* The struct a member pointer p of type's member is in. */
 #define mg_container_of(p, type, member) ((type *) (void *) ((char *) (p) - offsetof(type, member)))

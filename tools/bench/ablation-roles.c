@@ -94,6 +94,21 @@ static void sleep_until(uint64_t usec) {
         (void) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
+/* The next step of a role's pace: STEP_USEC on, slept until.  Behind by
+ * more than 100 ms (its own reclaim stalled it), the debt is dropped, not
+ * paid in a burst, and counted in *lag_usec. */
+static void pace(uint64_t *next, uint64_t *lag_usec) {
+        uint64_t now;
+
+        *next += STEP_USEC;
+        now = mg_mono_usec();
+        if (now > *next + 100 * MG_USEC_PER_MSEC) {
+                *lag_usec += now - *next;
+                *next = now;
+        }
+        sleep_until(*next);
+}
+
 /* ---- the canaries' loop ---------------------------------------------------- */
 
 int abl_canary_loop(const char *name, int (*work)(void *ud), void *ud, uint32_t period_ms, uint32_t max_s) {
@@ -264,15 +279,7 @@ static int role_bg(int argc, char **argv) {
                         w[cursor % (PAGE / sizeof(*w))] += 1;
                         touched++;
                 }
-                next += STEP_USEC;
-                uint64_t now = mg_mono_usec();
-                /* Behind by more than 100 ms (its own reclaim stalled it):
-                 * the debt is dropped, not paid in a burst, and counted. */
-                if (now > next + 100 * MG_USEC_PER_MSEC) {
-                        lag_usec += now - next;
-                        next = now;
-                }
-                sleep_until(next);
+                pace(&next, &lag_usec);
         }
         printf("bg written_mib=%" PRIu64 " touched_mib=%" PRIu64 " lag_ms=%" PRIu64 "\n", written * PAGE / MG_MIB,
                touched * PAGE / MG_MIB, lag_usec / 1000);
@@ -334,13 +341,7 @@ static int role_reader(int argc, char **argv) {
                         }
                         m[anon++ * PAGE] = 1;
                 }
-                next += STEP_USEC;
-                uint64_t now = mg_mono_usec();
-                if (now > next + 100 * MG_USEC_PER_MSEC) {
-                        lag_usec += now - next;
-                        next = now;
-                }
-                sleep_until(next);
+                pace(&next, &lag_usec);
         }
         printf("reader read_mib=%" PRIu64 " anon_cycles=%" PRIu64 " lag_ms=%" PRIu64 "\n", total / MG_MIB, cycles,
                lag_usec / 1000);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ablation.h"
+#include "util.h"
 
 const char *const abl_canary_names[ABL_CANARY_N] = { "compute", "sqlite" };
 
@@ -31,19 +32,6 @@ int abl_parse_trace(const char *text, struct abl_rec *recs, size_t max) {
                                                .nvcsw = v[4], .nivcsw = v[5] };
         }
         return (int) n;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-/* Nearest rank: the smallest value with at least p % of them at or below. */
-static uint64_t pct(uint64_t *v, size_t n, unsigned p) {
-        if (n == 0)
-                return 0;
-        size_t rank = (n * p + 99) / 100;
-        return v[rank ? rank - 1 : 0];
 }
 
 void abl_lat_compute(const struct abl_rec *recs, size_t n, uint64_t period_usec, uint64_t warm_from,
@@ -75,23 +63,18 @@ void abl_lat_compute(const struct abl_rec *recs, size_t n, uint64_t period_usec,
                 ret->misses += r->done >= r->sched + period_usec;
                 m++;
         }
-        qsort(resp, m, sizeof(uint64_t), cmp_u64);
-        qsort(wake, m, sizeof(uint64_t), cmp_u64);
-        qsort(svc, m, sizeof(uint64_t), cmp_u64);
-        qsort(warm, nw, sizeof(uint64_t), cmp_u64);
-        qsort(rec, nr, sizeof(uint64_t), cmp_u64);
         ret->n = (unsigned) m;
-        ret->p50 = pct(resp, m, 50);
-        ret->p95 = pct(resp, m, 95);
-        ret->p99 = pct(resp, m, 99);
-        ret->wake50 = pct(wake, m, 50);
-        ret->wake95 = pct(wake, m, 95);
-        ret->wake99 = pct(wake, m, 99);
-        ret->svc50 = pct(svc, m, 50);
-        ret->svc95 = pct(svc, m, 95);
-        ret->svc99 = pct(svc, m, 99);
-        ret->warm_p99 = pct(warm, nw, 99);
-        ret->rec_p99 = pct(rec, nr, 99);
+        ret->p50 = mg_percentile_u64(resp, m, 50);
+        ret->p95 = mg_percentile_u64(resp, m, 95);
+        ret->p99 = mg_percentile_u64(resp, m, 99);
+        ret->wake50 = mg_percentile_u64(wake, m, 50);
+        ret->wake95 = mg_percentile_u64(wake, m, 95);
+        ret->wake99 = mg_percentile_u64(wake, m, 99);
+        ret->svc50 = mg_percentile_u64(svc, m, 50);
+        ret->svc95 = mg_percentile_u64(svc, m, 95);
+        ret->svc99 = mg_percentile_u64(svc, m, 99);
+        ret->warm_p99 = mg_percentile_u64(warm, nw, 99);
+        ret->rec_p99 = mg_percentile_u64(rec, nr, 99);
         /* the counters after the request before the phase, to after its last */
         if (first && last && last->majflt >= first->majflt) {
                 ret->majflt = last->majflt - first->majflt;

@@ -30,17 +30,6 @@ static uint64_t xorshift(void) {
         return rng;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-static uint64_t pct(uint64_t *v, size_t n, unsigned p) {
-        if (n == 0)
-                return 0;
-        qsort(v, n, sizeof(*v), cmp_u64);
-        return v[(n - 1) * p / 100];
-}
 
 static void hold(long seconds) {
         fflush(stdout);
@@ -162,8 +151,8 @@ static int mode_throttle(int argc, char **argv) {
         printf("workload=throttle mib=%" PRIu64 " steps=%zu grow_ms=%" PRIu64 " step_p50_us=%" PRIu64
                " step_p99_us=%" PRIu64 " step_max_us=%" PRIu64 " hold_steps=%zu hold_p50_us=%" PRIu64
                " hold_p90_us=%" PRIu64 "\n",
-               mib, n, grown / 1000, pct(lat, n, 50), pct(lat, n, 99), pct(lat, n, 100), h, pct(held, h, 50),
-               pct(held, h, 90));
+               mib, n, grown / 1000, mg_percentile_u64(lat, n, 50), mg_percentile_u64(lat, n, 99), mg_percentile_u64(lat, n, 100), h, mg_percentile_u64(held, h, 50),
+               mg_percentile_u64(held, h, 90));
         free(held);
         free(lat);
         return 0;
@@ -361,7 +350,7 @@ static int mode_filehot(int argc, char **argv) {
         uint64_t elapsed = (mg_mono_usec() - t0) / 1000, first = n ? pass_ms[0] : 0;
         printf("workload=filehot mode=%s pages=%" PRIu64 " anon_mib=%" PRIu64 " passes=%zu first_pass_ms=%" PRIu64
                " pass_p50_ms=%" PRIu64 " pass_max_ms=%" PRIu64 " elapsed_ms=%" PRIu64 " sum=%" PRIu64 "\n",
-               argv[2], pages, anon, n, first, pct(pass_ms, n, 50), pct(pass_ms, n, 100), elapsed, sum);
+               argv[2], pages, anon, n, first, mg_percentile_u64(pass_ms, n, 50), mg_percentile_u64(pass_ms, n, 100), elapsed, sum);
         return 0;
 }
 
@@ -530,7 +519,7 @@ static int mode_canary(int argc, char **argv) {
         }
         printf("workload=canary n=%zu wake_p50_us=%" PRIu64 " wake_p99_us=%" PRIu64 " wake_max_us=%" PRIu64
                " service_p50_us=%" PRIu64 " service_p99_us=%" PRIu64 " misses=%" PRIu64 "\n",
-               n, pct(wake, n, 50), pct(wake, n, 99), pct(wake, n, 100), pct(svc, n, 50), pct(svc, n, 99), misses);
+               n, mg_percentile_u64(wake, n, 50), mg_percentile_u64(wake, n, 99), mg_percentile_u64(wake, n, 100), mg_percentile_u64(svc, n, 50), mg_percentile_u64(svc, n, 99), misses);
         return 0;
 }
 
