@@ -498,6 +498,11 @@ static uint64_t kill_id_of(struct mgt_out *o, const mg_guard *g, enum mg_event_t
         size_t i = 0;
         uint64_t id;
 
+        /* Only a kill decision's events (and the guard's end) look in the
+         * table of pending kills; every other event passes it by. */
+        if (type != MG_EVENT_PRE_KILL && type != MG_EVENT_KILL && type != MG_EVENT_KILL_DRY_RUN &&
+            type != MG_EVENT_KILL_AVERTED && type != MG_EVENT_GONE)
+                return 0;
         while (i < o->n_pending_kills && o->pending_kills[i].guard != g)
                 i++;
         switch (type) {
