@@ -74,11 +74,9 @@ int mg_reclaim_new(mg_guard *g, unsigned cg_flags, const struct mg_io *io) {
         rc->reclaim_fd = r;
         if (rc->pressure && rc->cg.fd[MG_CG_PRESSURE] < 0)
                 return -EOPNOTSUPP;
-        /* The baseline of pgsteal's layout, and what is kept open: the
-         * rest of the target's files go. */
+        /* What is kept open: the rest of the target's files go.  The job
+         * is filled at each dose (dose()). */
         mg_cgroup_trim(&rc->cg, MG_CG_BIT(MG_CG_STAT) | MG_CG_BIT(MG_CG_PRESSURE));
-        rc->job.job.kind = MG_JOB_RECLAIM;
-        rc->job.job.guard = g;
         atomic_init(&rc->job.job.state, MG_JOB_IDLE);
         return 0;
 }
@@ -136,24 +134,27 @@ void mg_reclaim_run(struct mg_reclaim_job *j) {
                 j->achieved_bytes = (after - before) * j->page_bytes;
 }
 
+/* The target's files say it was removed: no more doses, said once. */
+static void target_gone(mg_guard *g) {
+        g->reclaim->stopped = true;
+        mg_guard_log(g, MG_LOG_WARNING, "the reclaim target %s is gone: no more doses", g->reclaim->target);
+}
+
 /* The dose in flight is over: told, and what it says of the target. */
 static void dose_told(mg_guard *g) {
         struct mg_reclaim *rc = g->reclaim;
         struct mg_reclaim_job *j = &rc->job;
         struct mg_reclaim_info *in = &rc->info;
+        bool gone = mg_gone_errno(j->r);
 
         in->achieved_bytes = j->achieved_bytes;
         in->duration_usec = j->duration_usec;
-        in->error = j->r;
-        if (mg_gone_errno(j->r)) {
-                in->error = -ENODEV;
-                rc->stopped = true;
-        }
+        in->error = gone ? -ENODEV : j->r;
         in->counted = j->r == 0 && j->duration_usec <= MG_RECLAIM_DOSE_MAX_USEC &&
                       j->achieved_bytes >= in->asked_bytes / 5 * 4;
         atomic_store(&j->job.state, MG_JOB_IDLE);
-        if (rc->stopped)
-                mg_guard_log(g, MG_LOG_WARNING, "the reclaim target %s is gone: no more doses", rc->target);
+        if (gone)
+                target_gone(g);
         else if (j->r < 0 && j->r != -EAGAIN)
                 mg_guard_log(g, MG_LOG_WARNING, "%s %s/memory.reclaim failed: %s",
                              j->read_failed ? "reading around a dose to" : "a dose to", rc->target, strerror(-j->r));
@@ -166,6 +167,7 @@ int mg_reclaim_done(mg_guard *g) {
         return 0;
 }
 
+/* A dose of bytes, its info zeroed and filled with what fired it. */
 static void dose(mg_guard *g, uint64_t now, uint64_t bytes, enum mg_reclaim_why why) {
         struct mg_reclaim *rc = g->reclaim;
         struct mg_reclaim_job *j = &rc->job;
@@ -173,7 +175,6 @@ static void dose(mg_guard *g, uint64_t now, uint64_t bytes, enum mg_reclaim_why 
         rc->info.target = rc->target;
         rc->info.why = why;
         rc->info.asked_bytes = bytes;
-        rc->info.achieved_bytes = rc->info.duration_usec = 0;
         *j = (struct mg_reclaim_job) { .job = { .kind = MG_JOB_RECLAIM, .guard = g }, .cg = &rc->cg,
                                        .reclaim_fd = rc->reclaim_fd, .rd = &rc->rd, .page_bytes = g->page_bytes,
                                        .asked_bytes = bytes, .cache_only = why == MG_RECLAIM_HEADROOM };
@@ -216,14 +217,11 @@ void mg_reclaim_tick(mg_guard *g, uint64_t now, uint64_t current) {
                         memcpy(rc->info.some_usec, rc->win.some_usec, sizeof(rc->info.some_usec));
                         memcpy(rc->info.full_usec, rc->win.full_usec, sizeof(rc->info.full_usec));
                         rc->info.current_bytes = current;
-                        rc->info.file_bytes = 0;
                         dose(g, now, g->opt.reclaim_dose_bytes, MG_RECLAIM_PRESSURE);
                         return;
                 }
-                if (r < 0 && r != -EBUSY && mg_gone_errno(r)) {
-                        rc->stopped = true;
-                        mg_guard_log(g, MG_LOG_WARNING, "the reclaim target %s is gone: no more doses", rc->target);
-                }
+                if (r < 0 && r != -EBUSY && mg_gone_errno(r))
+                        target_gone(g);
         }
         if (g->opt.reclaim_headroom_bytes && ready && now >= rc->headroom_due_usec &&
             current + g->opt.reclaim_headroom_bytes > g->params.limit_bytes) {

@@ -71,6 +71,17 @@ static int cached_actor(const char *cg, char *file, size_t size, pid_t *ret) {
         return KT_PASS;
 }
 
+/* The guard of reclaim-dose and reclaim-lend: the headroom rule, 128 MiB
+ * below a 256 MiB limit (the line at 128 MiB), doses of 64 MiB. */
+static int headroom_guard(mg_set *s, const char *cg, struct mgt_events *ev, mg_guard **ret) {
+        struct mg_guard_options o;
+        mg_guard_options_init(&o, 256 * MG_MIB);
+        o.reclaim_dose_bytes = 64 * MG_MIB;
+        o.reclaim_headroom_bytes = 128 * MG_MIB;
+        o.log = log_fn;
+        return kt_guard_opts(s, cg, &o, ev, ret);
+}
+
 /*
  * "reclaim-dose": the cached actor above, a guard with the headroom rule
  * (128 MiB below its 256 MiB limit: the line at 128 MiB) and doses of
@@ -82,7 +93,6 @@ int t_reclaim_dose(void) {
         char file[512];
         struct mgt_events ev = {};
         struct mg_memstat before, after;
-        struct mg_guard_options o;
         pid_t pid;
         mg_set *s = kt_set_new();
         const char *cg = kt_cg_new("reclaim-dose");
@@ -91,11 +101,7 @@ int t_reclaim_dose(void) {
         if (r != KT_PASS)
                 return r;
         KT_CHECK(mgt_cg_read_memstat(cg, &before) == 0, "memory.stat");
-        mg_guard_options_init(&o, 256 * MG_MIB);
-        o.reclaim_dose_bytes = 64 * MG_MIB;
-        o.reclaim_headroom_bytes = 128 * MG_MIB;
-        o.log = log_fn;
-        KT_CHECK(kt_guard_opts(s, cg, &o, &ev, NULL) == 0, "guard");
+        KT_CHECK(headroom_guard(s, cg, &ev, NULL) == 0, "guard");
         mgt_run(s, 10 * MG_USEC_PER_SEC, reclaim_told, NULL, &ev);
         KT_CHECK(mgt_cg_read_memstat(cg, &after) == 0, "memory.stat");
         mg_set_free(s);
@@ -127,7 +133,6 @@ int t_reclaim_lend(void) {
         char file[512];
         struct mgt_events ev = {};
         struct mg_memstat before, during;
-        struct mg_guard_options o;
         mg_guard *g;
         uint64_t lend;
         pid_t pid;
@@ -137,11 +142,7 @@ int t_reclaim_lend(void) {
         int r = cached_actor(cg, file, sizeof(file), &pid);
         if (r != KT_PASS)
                 return r;
-        mg_guard_options_init(&o, 256 * MG_MIB);
-        o.reclaim_dose_bytes = 64 * MG_MIB;
-        o.reclaim_headroom_bytes = 128 * MG_MIB;
-        o.log = log_fn;
-        KT_CHECK(kt_guard_opts(s, cg, &o, &ev, &g) == 0, "guard");
+        KT_CHECK(headroom_guard(s, cg, &ev, &g) == 0, "guard");
         KT_CHECK(mg_guard_lend_begin(g, 64 * MG_MIB, 0, &lend) == 0, "lend");
         KT_CHECK(mgt_cg_read_memstat(cg, &before) == 0, "memory.stat");
         mgt_run(s, 4 * MG_USEC_PER_SEC, reclaim_told, NULL, &ev);
