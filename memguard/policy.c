@@ -92,14 +92,19 @@ static bool losing_workingset(const struct mg_ring_sample *o, const struct mg_ri
                delta(x->restores, o->restores) > 0;
 }
 
-/* What a window's restores must come to before they are a thrash rather
- * than a burst: a 64th of the cache (x's), counting 4 KiB pages (a larger
- * page only lowers the bar).  When a cgroup first reaches its limit, 6.12's
- * MGLRU evicts part of a mapped hot set it faulted in first, and the actor
- * restores it at once: 1.7 MiB of a 256 MiB actor's 64 MiB set, 6 MiB of a
- * 1 GiB actor's 256 MiB set (disk-healthy-256, -1024), then nothing more. */
-static bool restores_weigh(const struct mg_ring_sample *o, const struct mg_ring_sample *x) {
-        return (unsigned __int128) delta(x->restores, o->restores) * 4096 >= x->file_bytes / 64;
+/* What a window re-read must come to before it is a thrash rather than a
+ * burst: a 64th of the cache (x's), in restores (counting 4 KiB pages: a
+ * larger page only lowers the bar) or in file refaults, whichever is more.
+ * When a cgroup first reaches its limit, 6.12's MGLRU evicts part of a
+ * mapped hot set it faulted in first, and the actor restores it at once:
+ * 1.7 MiB of a 256 MiB actor's 64 MiB set, 6 MiB of a 1 GiB actor's 256 MiB
+ * set (disk-healthy-256, -1024), then nothing more.  A thrash of its own
+ * code on 7.2 books few restores (0.5 MiB in 2 s) but re-reads tens of
+ * MiB a second (thrash-own-code): the refaults weigh it. */
+static bool reread_weighs(const struct mg_ring_sample *o, const struct mg_ring_sample *x) {
+        uint64_t restored = delta(x->restores, o->restores), refaulted = delta(x->refault_bytes, o->refault_bytes);
+
+        return (unsigned __int128) restored * 4096 >= x->file_bytes / 64 || refaulted >= x->file_bytes / 64;
 }
 
 /* At least half of the cache is mapped (the stats lag: mapped may read
@@ -339,7 +344,7 @@ enum mg_verdict mg_policy_decide(const struct mg_policy_params *p, struct mg_pol
         } else if (x->have_events && x->have_pressure && s->count > 1) {
                 o = sample_older_than(s, p->stall_window_usec);
                 const struct mg_ring_sample *b = o ? o : sample_oldest(s);
-                if (losing_workingset(b, xr) && restores_weigh(b, xr) && lost_time(p, b, xr) && ring_faulting(b, xr) &&
+                if (losing_workingset(b, xr) && reread_weighs(b, xr) && lost_time(p, b, xr) && ring_faulting(b, xr) &&
                     !mapping_grows(b->mapped_bytes, xr->mapped_bytes, delta(xr->refault_bytes, b->refault_bytes),
                                    xr->file_bytes)) {
                         v = MG_VERDICT_STALLING;

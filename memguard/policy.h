@@ -186,9 +186,11 @@ enum mg_verdict mg_policy_confirm(const struct mg_policy_params *p, enum mg_verd
  * every MG_POLICY_FAULT_EVERY_USEC) rather than reading files through
  * read(), which a finite job (a backup, a checksum) does as a thrash would:
  *  - restores: across the stall window the limit was hit, pages of the
- *    working set were read back (workingset_restore rose) and what it has
- *    mapped did not grow with what it re-read (see the faulting path
- *    below), and in each half of it the actor was faulting and lost time;
+ *    working set were read back (workingset_restore rose), a 64th of the
+ *    cache was re-read (restores or file refaults) and what it has mapped
+ *    did not grow with what it re-read (see the faulting path below); in
+ *    each half of it the actor was faulting and lost time; and the whole
+ *    window lies after the limit was first hit;
  *  - refaults: time is cut into segments of half a stall window; a streak
  *    is the run of qualifying segments up to now.  Two paths:
  *     - faulting: a segment qualifies if the actor lost time, was faulting
