@@ -3,7 +3,7 @@
  * The kill decision and the kill: from a verdict of the policy (policy.c)
  * over the slow tick's sample to cgroup.kill (kill.c) and the kill record,
  * through the confirming reads, the caller's pre-kill deferral and a dry
- * run; the wait for the cgroup to empty; and the episodes that hold a kill
+ * run, or a park in its place; the wait for the cgroup to empty; and the episodes that hold a kill
  * back (over the limit with no process, members that outlived a kill).  It
  * uses guard.c's voice and reads, and writes only the guard's kill state
  * (state, detect_usec, the slow path's record and episode fields).
@@ -11,9 +11,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "decide.h"
 #include "kill.h"
+#include "park.h"
 
 /*
  * Over the limit with no process: the memory is held by something a kill
@@ -227,7 +229,11 @@ void mg_guard_defer_drop(mg_guard *g, const char *why) {
         mg_guard_log(g, MG_LOG_INFO, "%s: the deferred kill is dropped: %s", g->path, why);
 }
 
+/* cgroup.kill, and the record of rep.  From a park, cgroup.events is
+ * watched already (and the record is rep's source: copied first). */
 static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep) {
+        struct mg_report copy = *rep;
+        bool watched = g->state == MG_GUARD_PARKED;
         enum mg_kill_method method;
         int r;
 
@@ -239,11 +245,12 @@ static int start_kill(mg_guard *g, enum mg_kill_reason reason, const struct mg_r
                 return mg_guard_error(g, MG_ERR_KILL, MG_LOG_ERR, NULL, "kill", r);
         }
         mg_guard_error_clear(g, MG_ERR_KILL);
-        record_fill(g, reason, method, rep, mg_guard_now(g));
+        record_fill(g, reason, method, &copy, mg_guard_now(g));
         g->state = MG_GUARD_KILLING;
         mg_guard_log(g, MG_LOG_WARNING, "%s: killed (%s): used %" PRIu64 " of limit %" PRIu64, g->path,
-             mg_kill_reason_to_string(reason), rep->used_bytes, rep->limit_bytes);
-        host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, true);
+             mg_kill_reason_to_string(reason), copy.used_bytes, copy.limit_bytes);
+        if (!watched)
+                host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, true);
         return 1;
 }
 
@@ -304,8 +311,47 @@ int mg_guard_tick_killing(mg_guard *g, uint64_t now) {
         return 0;
 }
 
-/* The kill, or under MG_GUARD_DRY_RUN what it would be.  Returns 1 if it
- * killed, 0 (a dry run) or a negative errno. */
+/* The kill of rep, and the first look for the cgroup emptying.  Returns 1
+ * or a negative errno. */
+static int kill_now(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep) {
+        int r = start_kill(g, reason, rep);
+
+        if (r < 0)
+                return r;
+        /* cgroup.kill is synchronous for signalling; the group may already be empty. */
+        mg_guard_tick_killing(g, mg_guard_now(g));
+        return 1;
+}
+
+/* A park ends in a kill (end says why): the record's report, or a fresher
+ * read (rep), with the park's fields, is the kill's.  A kill that fails
+ * leaves the park open, and the next tick tries again. */
+static int park_kill(mg_guard *g, enum mg_park_end end, const struct mg_report *rep, uint64_t now) {
+        const struct mg_report *pr = &g->slow_state->kill.report;
+        struct mg_report r = *rep;
+        int e;
+
+        r.park_id = pr->park_id;
+        r.park_usec = pr->park_usec;
+        r.frozen_usec = pr->frozen_usec;
+        r.park_end = end;
+        r.park_end_usec = now;
+        r.verdict = pr->verdict;
+        r.stall_usec = pr->stall_usec;
+        r.stall_signals = pr->stall_signals;
+        r.stall_refault_bytes = pr->stall_refault_bytes;
+        r.stall_reclaimed_bytes = pr->stall_reclaimed_bytes;
+        e = start_kill(g, g->slow_state->kill.reason, &r);
+        if (e < 0)
+                return e;
+        mg_park_close(g, end, now);
+        mg_guard_tick_killing(g, mg_guard_now(g));
+        return 1;
+}
+
+/* The kill, a park instead (mg_guard_options.park_deadline_usec), or under
+ * MG_GUARD_DRY_RUN what it would be.  Returns 1 if it killed or parked, 0
+ * (a dry run) or a negative errno. */
 static int act(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep, uint64_t now) {
         int r;
 
@@ -313,12 +359,109 @@ static int act(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *
                 dry_kill(g, reason, rep, now);
                 return 0;
         }
-        r = start_kill(g, reason, rep);
+        if (!g->opt.park_deadline_usec)
+                return kill_now(g, reason, rep);
+        record_fill(g, reason, kill_method(g), rep, 0);
+        r = mg_park_begin(g, now);
+        if (r < 0) {
+                /* No freezer (before 5.2), or it cannot be written: the
+                 * kill the park stood for, at once. */
+                mg_guard_log(g, MG_LOG_ERR, "%s: cannot park (cgroup.freeze: %s): killed instead", g->path,
+                             strerror(-r));
+                g->slow_state->kill.report.park_id = ++g->park_last_id;
+                g->slow_state->kill.report.park_usec = now;
+                g->slow_state->kill.report.park_end = MG_PARK_END_NO_FREEZE;
+                g->slow_state->kill.report.park_end_usec = now;
+                return kill_now(g, reason, &g->slow_state->kill.report);
+        }
+        /* An empty cgroup, or one whose tasks were all in user space,
+         * reads frozen at once. */
+        r = mg_park_frozen(g, now);
+        return r < 0 && g->state == MG_GUARD_GONE ? r : 1;
+}
+
+/*
+ * MG_GUARD_PARKED: the park's promise.  Until MG_EVENT_PARK went out,
+ * cgroup.events is read for "frozen 1", for at most kill_wait_usec; then
+ * the deadline; then the hard bound, on memory.current first and on used
+ * (memory.stat) only where memory.current passes it.  Returns 1 if it
+ * killed, 0, or a negative errno.
+ */
+int mg_guard_tick_parked(mg_guard *g, uint64_t now) {
+        struct mg_slow *sl = g->slow_state;
+        struct mg_report rep;
+        struct mg_sample x;
+        uint64_t current;
+        int r;
+
+        if (!sl->park_told) {
+                r = mg_park_frozen(g, now);
+                if (g->state != MG_GUARD_PARKED)
+                        return r < 0 ? r : 0; /* gone, or ended by its callback */
+                if (r == 0 && now - sl->kill.report.park_usec >= g->opt.kill_wait_usec)
+                        return park_kill(g, MG_PARK_END_NOT_FROZEN, &sl->kill.report, now);
+        }
+        if (now >= sl->park_deadline_usec)
+                return park_kill(g, MG_PARK_END_DEADLINE, &sl->kill.report, now);
+        r = mg_guard_read_current(g, &current);
         if (r < 0)
                 return r;
-        /* cgroup.kill is synchronous for signalling; the group may already be empty. */
-        mg_guard_tick_killing(g, mg_guard_now(g));
-        return 1;
+        if (mg_policy_may_defer(&g->params, current, g->max_bytes))
+                return 0;
+        r = mg_guard_read_sample(g, current, MG_READ_CONFIRM, &rep, &x);
+        if (r < 0)
+                return r;
+        if (mg_policy_may_defer(&g->params, rep.used_bytes, g->max_bytes))
+                return 0;
+        mg_guard_report_limits(g, &rep);
+        return park_kill(g, MG_PARK_END_BOUND, &rep, now);
+}
+
+int mg_guard_park_finish(mg_guard *g, uint64_t park_id, enum mg_park_action action, uint64_t new_limit_bytes) {
+        struct mg_slow *sl = g->slow_state;
+        struct mg_policy_params p = g->params;
+        uint64_t now = mg_guard_now(g), current;
+        struct mg_report rep;
+        struct mg_sample x;
+        int r;
+
+        if ((action != MG_PARK_KILL && action != MG_PARK_THAW) || park_id == 0 || new_limit_bytes == MG_UNLIMITED ||
+            (action == MG_PARK_KILL && new_limit_bytes))
+                return -EINVAL;
+        if (g->state != MG_GUARD_PARKED)
+                return -ENOENT;
+        if (park_id != sl->kill.report.park_id)
+                return -ESTALE;
+        if (action == MG_PARK_KILL)
+                return park_kill(g, MG_PARK_END_KILL, &sl->kill.report, now);
+        if (new_limit_bytes) {
+                /* The margin keeps its share of the limit. */
+                p.margin_bytes = (uint64_t) ((unsigned __int128) p.margin_bytes * new_limit_bytes / p.limit_bytes);
+                p.limit_bytes = new_limit_bytes;
+        }
+        /* Judged at once, still frozen: a thaw into an overshoot would
+         * only let it grow until the next window. */
+        r = mg_guard_read_current(g, &current);
+        if (r < 0)
+                return r;
+        r = mg_guard_read_sample(g, current, MG_READ_CONFIRM, &rep, &x);
+        if (r < 0)
+                return r;
+        g->params.limit_bytes = p.limit_bytes;
+        g->params.margin_bytes = p.margin_bytes;
+        mg_guard_limits_read(g);
+        if (mg_policy_overshoot(&g->params, rep.current_bytes, rep.used_bytes)) {
+                mg_guard_report_limits(g, &rep);
+                return park_kill(g, MG_PARK_END_OVER_LIMIT, &rep, now);
+        }
+        r = mg_park_thaw(g);
+        if (r < 0)
+                return r;
+        mg_guard_window_reset(g);
+        g->detect_usec = 0;
+        mg_park_close(g, MG_PARK_END_THAW, now);
+        host_reschedule(g, now);
+        return 0;
 }
 
 /*
@@ -403,7 +546,9 @@ int mg_guard_defer_end(mg_guard *g, uint64_t now, uint64_t current) {
  *  4. an empty cgroup is never killed: an overshoot there is reported;
  *  5. MG_EVENT_PRE_KILL, which may put the kill off (mg_guard_defer_kill():
  *     mg_guard_defer_end() runs steps 3 to 5 again when that time is up), and
- *     cgroup.kill (start_kill()).
+ *     cgroup.kill (start_kill()), or a park where the options ask for one
+ *     (act(): the freeze, park.c; its end, mg_guard_tick_parked() and
+ *     mg_guard_park_finish()).
  * Returns 1 if it killed, 0 if not, or a negative errno.
  */
 int mg_guard_kill_decide(mg_guard *g, enum mg_verdict v, uint64_t now, struct mg_report *rep, uint64_t stall_usec,

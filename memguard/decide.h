@@ -23,3 +23,8 @@ int mg_guard_defer_end(mg_guard *g, uint64_t now, uint64_t current);
 void mg_guard_defer_drop(mg_guard *g, const char *why);
 /* The episode of over the limit with no process ends (why: for the log). */
 void mg_guard_end_empty(mg_guard *g, const char *why);
+/* MG_GUARD_PARKED: the park's deadline and bounds (mg_guard_options.
+ * park_deadline_usec); 1 if it killed. */
+int mg_guard_tick_parked(mg_guard *g, uint64_t now);
+/* mg_guard_park_end(), inside the guard's bracket. */
+int mg_guard_park_finish(mg_guard *g, uint64_t park_id, enum mg_park_action action, uint64_t new_limit_bytes);

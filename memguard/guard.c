@@ -61,6 +61,10 @@ static void count_event(struct mg_guard_counts *c, const struct mg_event *ev) {
                         c->kills_stall++;
                 else
                         c->kills_overshoot++;
+                if (ev->kill->report.park_end == MG_PARK_END_KILL)
+                        c->parks_killed++;
+                else if (ev->kill->report.park_end != MG_PARK_OPEN && ev->kill->report.park_end != MG_PARK_END_NO_FREEZE)
+                        c->parks_expired++;
                 break;
         case MG_EVENT_KILL_DRY_RUN: c->dry_run_kills++; break;
         case MG_EVENT_KERNEL_OOM: c->kernel_oom_kills += (uint32_t) ev->count; break;
@@ -69,6 +73,8 @@ static void count_event(struct mg_guard_counts *c, const struct mg_event *ev) {
         case MG_EVENT_LEND_EXPIRED: c->lend_expiries++; break;
         case MG_EVENT_THROTTLED: c->throttles++; break;
         case MG_EVENT_KILL_AVERTED: c->kills_averted++; break;
+        case MG_EVENT_PARK: c->parks++; break;
+        case MG_EVENT_THAW: c->parks_thawed++; break;
         case MG_EVENT_RECLAIM:
                 c->reclaims++;
                 c->reclaimed_bytes += ev->reclaim->achieved_bytes;
@@ -309,6 +315,10 @@ void mg_guard_stats_add(const mg_guard *g, struct mg_stats *sum) {
         sum->kills_averted += c->kills_averted;
         sum->reclaims += c->reclaims;
         sum->reclaimed_bytes += c->reclaimed_bytes;
+        sum->parks += c->parks;
+        sum->parks_thawed += c->parks_thawed;
+        sum->parks_killed += c->parks_killed;
+        sum->parks_expired += c->parks_expired;
 }
 
 int mg_guard_get_stats(const mg_guard *g, struct mg_stats *ret) {

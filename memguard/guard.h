@@ -6,7 +6,7 @@
  * others.  The units, bottom up: read.c (reads, as data and errnos),
  * guard.c (the guard's clock, voice and judged reads), decide.c (the kill
  * decision and the kill), lend.c (lends), reclaim.c (the reclaim
- * actuator), tick.c (its life: new, attach, the tick, reports, free);
+ * actuator), park.c (freezing and thawing), tick.c (its life: new, attach, the tick, reports, free);
  * set.c hosts many.  Each uses only those below it.
  */
 
@@ -24,6 +24,7 @@ enum mg_guard_state {
         MG_GUARD_WATCHING,
         MG_GUARD_KILLING,       /* signalled; waiting for populated 0 */
         MG_GUARD_HOLDOFF,       /* after a kill, until lagging counters settle */
+        MG_GUARD_PARKED,        /* frozen instead of killed: park.c's, until mg_guard_park_end() or its deadline */
         MG_GUARD_GONE,          /* the cgroup vanished */
 };
 
@@ -36,6 +37,7 @@ enum {
         MG_ERR_KILL,                    /* cgroup.kill, or the pidfd fallback */
         MG_ERR_NOMEM,                   /* the slow path's state */
         MG_ERR_OPEN,                    /* the files a trimmed guard opens again */
+        MG_ERR_FREEZE,                  /* cgroup.freeze (a park) */
         MG_ERR_N,               /* at most 32: a bit each in mg_guard.erring */
 };
 
@@ -129,6 +131,7 @@ struct mg_guard_counts {
         uint64_t slow_ticks;
         uint32_t kills_overshoot, kills_stall, dry_run_kills, kernel_oom_kills, errors;
         uint32_t lends, lend_expiries, throttles, kills_deferred, kills_averted, reclaims;
+        uint32_t parks, parks_thawed, parks_killed, parks_expired;
         uint64_t reclaimed_bytes;
 };
 
@@ -171,6 +174,7 @@ struct mg_guard {
 
         char *path;
         uint64_t holdoff_until_usec;
+        uint64_t park_last_id;          /* the id of the last park begun; 0: none yet */
 
         struct mg_guard_lend lend;      /* lend.c's */
         struct mg_reclaim *reclaim;     /* reclaim.c's; NULL unless armed (its checks are on the tick) */
@@ -231,6 +235,11 @@ struct mg_slow {
          * (or before the actor has stayed below its line, which gives this
          * state back); 0: none. */
         uint64_t dry_hold_until_usec;
+        /* MG_GUARD_PARKED: the park's clock (its times are in
+         * kill.report's park fields): the deadline, and whether
+         * MG_EVENT_PARK went out (once frozen). */
+        uint64_t park_deadline_usec;
+        bool park_told;
         struct mg_slow *next_free;              /* the pool's */
 };
 

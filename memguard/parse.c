@@ -364,6 +364,24 @@ int mg_parse_populated(const char *buf, size_t len, int *ret_populated) {
         return 0;
 }
 
+int mg_parse_frozen(const char *buf, size_t len, int *ret_frozen) {
+        struct cgroup_events ev = {};
+        uint64_t seen;
+        int r;
+
+        if (!ret_frozen)
+                return -EINVAL;
+        r = kv_parse(buf, len, cgroup_events_keys, 2, &ev, &seen, NULL);
+        if (r < 0)
+                return r;
+        if (!(seen & 1))
+                return -ENODATA;
+        if (ev.frozen > 1)
+                return -EBADMSG;
+        *ret_frozen = (int) ev.frozen;
+        return 0;
+}
+
 /* Expects the literal word w at *p and advances past it. */
 static bool skip_word(const char **p, const char *end, const char *w) {
         size_t n = strlen(w);

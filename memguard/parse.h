@@ -65,6 +65,9 @@ int mg_parse_cpu_usage(const char *buf, size_t len, uint64_t *ret_usage_usec);
 
 /* cgroup.events: "populated" is required. */
 int mg_parse_populated(const char *buf, size_t len, int *ret_populated);
+/* cgroup.events "frozen" (5.2+): 0 or 1; -ENODATA if the kernel printed
+ * none, -EBADMSG for another value. */
+int mg_parse_frozen(const char *buf, size_t len, int *ret_frozen);
 
 /*
  * cgroup.procs: one pid per line, as the kernel prints it ("%d\n"); a read

@@ -49,6 +49,22 @@ const char *mg_event_type_to_string(enum mg_event_type t) {
         case MG_EVENT_PRE_KILL: return "pre-kill";
         case MG_EVENT_KILL_AVERTED: return "kill-averted";
         case MG_EVENT_RECLAIM: return "reclaim";
+        case MG_EVENT_PARK: return "park";
+        case MG_EVENT_THAW: return "thaw";
+        }
+        return "?";
+}
+
+const char *mg_park_end_to_string(enum mg_park_end e) {
+        switch (e) {
+        case MG_PARK_OPEN: return "parked";
+        case MG_PARK_END_KILL: return "killed at the worker's request";
+        case MG_PARK_END_THAW: return "thawed";
+        case MG_PARK_END_DEADLINE: return "killed at the park's deadline";
+        case MG_PARK_END_BOUND: return "killed: used grew past the bound while frozen";
+        case MG_PARK_END_NOT_FROZEN: return "killed: not frozen within the kill wait";
+        case MG_PARK_END_OVER_LIMIT: return "killed: over its limit at the thaw";
+        case MG_PARK_END_NO_FREEZE: return "not parked: cgroup.freeze cannot be written";
         }
         return "?";
 }
@@ -80,7 +96,7 @@ int mg_kill_record_format(const struct mg_kill_record *kr, char *buf, size_t len
         const struct mg_kill_record *k = &kc;
         const struct mg_report *r = &kc.report;
         const struct mg_memstat *s = &r->stat;
-        char reread[200] = "";
+        char reread[200] = "", park[200] = "";
 
         if (!kr || kill_record_in(&kc, kr) < 0)
                 return -EINVAL;
@@ -91,13 +107,19 @@ int mg_kill_record_format(const struct mg_kill_record *kr, char *buf, size_t len
                          "ms (page cache %" PRIu64 "kB, %" PRIu64 "%% of it mapped)",
                          MG_TO_KIB(r->stall_refault_bytes), MG_TO_KIB(r->stall_reclaimed_bytes), r->stall_usec / 1000,
                          MG_TO_KIB(s->file), s->file ? s->file_mapped * 100 / s->file : 0);
+        if (r->park_id && r->park_end != MG_PARK_END_NO_FREEZE)
+                snprintf(park, sizeof(park), ", parked %" PRIu64 "ms (%s), %s",
+                         r->park_end_usec > r->park_usec ? (r->park_end_usec - r->park_usec) / 1000 : 0,
+                         r->frozen_usec ? "frozen" : "never frozen", mg_park_end_to_string(r->park_end));
+        else if (r->park_id)
+                snprintf(park, sizeof(park), ", %s", mg_park_end_to_string(r->park_end));
         return snprintf(buf, len,
                         "memguard: %s killed: %s; limit %" PRIu64 "kB, used %" PRIu64 "kB "
                         "(anon %" PRIu64 "kB shmem %" PRIu64 "kB kernel %" PRIu64 "kB sock %" PRIu64 "kB), "
                         "memory.current %" PRIu64 "kB, page cache %" PRIu64 "kB (dirty %" PRIu64 "kB "
                         "writeback %" PRIu64 "kB, not counted), memory.high events %" PRIu64 " max %" PRIu64
                         " oom_kill %" PRIu64 ", pressure some memory %" PRIu64 "ms io %" PRIu64
-                        "ms total, stalled %" PRIu64 "ms%s%s%s, verdict to empty %" PRIu64 "ms%s",
+                        "ms total, stalled %" PRIu64 "ms%s%s%s%s, verdict to empty %" PRIu64 "ms%s",
                         k->cgroup ? k->cgroup : "?", k->reason == MG_KILL_OVERSHOOT
                                                          ? "used memory above its limit"
                                                          : "stuck at its memory limit (stall)",
@@ -106,7 +128,7 @@ int mg_kill_record_format(const struct mg_kill_record *kr, char *buf, size_t len
                         MG_TO_KIB(s->file_writeback), r->events.high, r->events.max, r->events.oom_kill,
                         r->memory_pressure.some.total_usec / 1000, r->io_pressure.some.total_usec / 1000,
                         r->stall_usec / 1000, r->stall_signals & MG_STALL_MEMORY ? " on memory" : "",
-                        r->stall_signals & MG_STALL_IO ? " on io" : "", reread,
+                        r->stall_signals & MG_STALL_IO ? " on io" : "", reread, park,
                         k->empty_usec > k->detect_usec ? (k->empty_usec - k->detect_usec) / 1000 : 0,
                         k->empty_timed_out ? " (cgroup not empty yet)" : "");
 }

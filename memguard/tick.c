@@ -19,6 +19,7 @@
 
 #include "decide.h"
 #include "lend.h"
+#include "park.h"
 #include "reclaim.h"
 #include "sized.h"
 #include "tick.h"
@@ -210,6 +211,19 @@ void mg_guard_leave(mg_guard *g, struct mg_guard_host *h) {
                 h->leave(h);
 }
 
+/* A parked actor whose guard goes would stay frozen for good: nothing
+ * else thaws it.  Thawed, with a log line (best effort: a write that
+ * fails is logged, and the actor stays frozen). */
+static void unpark(mg_guard *g) {
+        if (g->state != MG_GUARD_PARKED)
+                return;
+        host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
+        g->state = MG_GUARD_WATCHING;
+        if (mg_park_thaw(g) == 0)
+                mg_guard_log(g, MG_LOG_WARNING, "%s: park %" PRIu64 " left open by the guard's end: thawed", g->path,
+                             g->slow_state->kill.report.park_id);
+}
+
 mg_guard *mg_guard_free(mg_guard *g) {
         if (!g)
                 return NULL;
@@ -235,6 +249,7 @@ mg_guard *mg_guard_free(mg_guard *g) {
                 g->detached = true;
                 return NULL;
         }
+        unpark(g);
         /* The end of the lend tells MG_EVENT_LEND_END: a callback there
          * that frees g again only marks it, and a lend it begins is ended
          * too, untold. */
@@ -269,6 +284,7 @@ void mg_guard_attach(mg_guard *g, struct mg_guard_host *h) {
 }
 
 bool mg_guard_detach(mg_guard *g) {
+        unpark(g);
         /* A held guard's lend is the one of the write that holds it, or one
          * whose restore is under way (the job holds it): it ends as it is.
          * Any other is handed to the worker now, and that job holds it. */
@@ -404,6 +420,10 @@ MG_HOT int mg_guard_tick_at(mg_guard *g, uint64_t now) {
         if (g->state == MG_GUARD_KILLING) {
                 r = mg_guard_tick_killing(g, now);
                 return r < 0 ? r : acted;
+        }
+        if (g->state == MG_GUARD_PARKED) {
+                r = mg_guard_tick_parked(g, now);
+                return r < 0 ? r : r > 0 ? 1 : acted;
         }
         if (g->state == MG_GUARD_HOLDOFF) {
                 if (now < g->holdoff_until_usec)
@@ -549,4 +569,21 @@ int mg_guard_lend_end(mg_guard *g, uint64_t lend_id) {
         r = mg_lend_end(g, lend_id);
         mg_guard_leave(g, h);
         return r;
+}
+
+int mg_guard_park_end(mg_guard *g, uint64_t park_id, enum mg_park_action action, uint64_t new_limit_bytes) {
+        struct mg_guard_host *h;
+        int r;
+
+        if (!g)
+                return -EINVAL;
+        /* MG_EVENT_THAW, a kill's record and the logs may free g, or its set. */
+        h = mg_guard_enter(g);
+        r = mg_guard_park_finish(g, park_id, action, new_limit_bytes);
+        mg_guard_leave(g, h);
+        return r;
+}
+
+uint64_t mg_guard_get_park_id(const mg_guard *g) {
+        return g && g->state == MG_GUARD_PARKED ? g->slow_state->kill.report.park_id : 0;
 }

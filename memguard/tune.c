@@ -130,7 +130,8 @@ int mg_options_resolve(const struct mg_guard_options *o, struct mg_guard_options
             r.stall_pressure_permyriad > 10000 ||
             /* the ring must span the window (see MG_POLICY_RING) */
             r.stall_window_usec / r.tick_usec >= MG_POLICY_RING - 1 ||
-            (r.flags & ~(uint32_t) MG_GUARD_DRY_RUN) || r.pre_kill_max_defer_usec > MG_PRE_KILL_MAX_DEFER_USEC)
+            (r.flags & ~(uint32_t) MG_GUARD_DRY_RUN) || r.pre_kill_max_defer_usec > MG_PRE_KILL_MAX_DEFER_USEC ||
+            r.park_deadline_usec > MG_PARK_MAX_USEC)
                 return -EINVAL;
         e = reclaim_resolve(&r);
         if (e < 0)

@@ -112,6 +112,27 @@ struct mg_report {
         enum mg_verdict verdict;
         uint64_t stall_refault_bytes;   /* MG_STALL_REFAULT: file pages re-read over stall_usec */
         uint64_t stall_reclaimed_bytes; /* MG_STALL_REFAULT: what reclaim took (pgsteal) over stall_usec */
+        /* Added in 0.2 too: the park this read is about (a kill record's,
+         * an MG_EVENT_PARK's or _THAW's; all 0 in any other read).  See
+         * mg_guard_options.park_deadline_usec. */
+        uint64_t park_id;               /* the id to give mg_guard_park_end(); 0: not parked */
+        uint64_t park_usec;             /* CLOCK_MONOTONIC: cgroup.freeze written */
+        uint64_t frozen_usec;           /* cgroup.events "frozen 1" seen; 0: never (see park_end) */
+        uint64_t park_end_usec;         /* the park ended; 0: it has not */
+        uint32_t park_end;              /* enum mg_park_end: how it ended */
+};
+
+/* How a park ended (mg_report.park_end).  All but MG_PARK_END_THAW end in
+ * a kill, by the worker's choice or by the guard's promise. */
+enum mg_park_end {
+        MG_PARK_OPEN = 0,               /* still parked (MG_EVENT_PARK) */
+        MG_PARK_END_KILL = 1,           /* the worker asked for the kill (mg_guard_park_end()) */
+        MG_PARK_END_THAW = 2,           /* the worker thawed it (MG_EVENT_THAW) */
+        MG_PARK_END_DEADLINE = 3,       /* not ended by park_deadline_usec: killed */
+        MG_PARK_END_BOUND = 4,          /* used grew past the hard bound while frozen: killed */
+        MG_PARK_END_NOT_FROZEN = 5,     /* cgroup.events did not say frozen within kill_wait_usec: killed */
+        MG_PARK_END_OVER_LIMIT = 6,     /* a thaw was asked, but used was above the limit: killed, still frozen */
+        MG_PARK_END_NO_FREEZE = 7,      /* cgroup.freeze could not be written (before 5.2: none): killed at once */
 };
 
 enum mg_kill_reason {
@@ -163,6 +184,8 @@ enum mg_event_type {
         MG_EVENT_KILL_AVERTED,  /* .kill and .report valid: a deferred kill not made, the actor left its limit */
         /* Added in 0.2 too. */
         MG_EVENT_RECLAIM,       /* .reclaim valid: a dose of the reclaim actuator, done; not a kill */
+        MG_EVENT_PARK,          /* .kill valid: the actor is frozen instead of killed (kill_usec 0) */
+        MG_EVENT_THAW,          /* .kill valid: the worker ended the park with a thaw */
 };
 
 /*
@@ -432,6 +455,10 @@ struct mg_guard_options {
         uint32_t reclaim_windows;       /* 1 to MG_RECLAIM_WINDOWS_MAX */
         uint64_t reclaim_cooldown_usec;
         uint64_t reclaim_headroom_bytes;
+        /* Added in 0.2 too: park instead of kill (see MG_EVENT_PARK); 0,
+         * the default, is off.  The longest a park may last before the
+         * guard kills, at most MG_PARK_MAX_USEC. */
+        uint64_t park_deadline_usec;
 };
 
 enum {
@@ -444,6 +471,36 @@ enum {
  * for saving state before the kill (a checkpoint, a flush), not for
  * work that needs a lend. */
 #define MG_PRE_KILL_MAX_DEFER_USEC UINT32_C(60000000)
+
+/*
+ * MG_EVENT_PARK: with mg_guard_options.park_deadline_usec set, every kill
+ * the guard decides and confirms (after MG_EVENT_PRE_KILL and its
+ * deferral, if asked for) is a park instead: the guard writes 1 to
+ * cgroup.freeze (5.2+), and once cgroup.events says "frozen 1" (its
+ * processes stopped: no growth, no more disk traffic) it tells this
+ * event, with the record the kill would carry (kill_usec 0, not sent;
+ * report.park_id, park_usec and frozen_usec set).  The worker saves the
+ * actor meanwhile (its guest memory, through mg_snapshot_write() in a
+ * lend) and ends the park with mg_guard_park_end(): a kill, or a thaw
+ * with a new limit.  The guard keeps the promise a kill made, with a
+ * deadline: it kills the actor (still frozen: SIGKILL reaches frozen
+ * tasks) and tells MG_EVENT_KILL, report.park_end saying why, if
+ *  - the park is not ended by park_deadline_usec after the freeze
+ *    (MG_PARK_END_DEADLINE), a lend open or not;
+ *  - cgroup.events does not say frozen within kill_wait_usec (a task in
+ *    uninterruptible sleep holds the freeze back: MG_PARK_END_NOT_FROZEN);
+ *  - used grows past the hard bound of mg_guard_defer_kill() while frozen
+ *    (kernel and socket memory are charged without the tasks running: a
+ *    socket's receive queue; MG_PARK_END_BOUND);
+ *  - cgroup.freeze cannot be written (MG_PARK_END_NO_FREEZE, at once:
+ *    then no MG_EVENT_PARK).
+ * Under MG_GUARD_DRY_RUN nothing is frozen: a would-be park is
+ * MG_EVENT_KILL_DRY_RUN as any other kill.  While parked, the guard
+ * reads memory.current (and memory.stat near the bound) every tick and
+ * nothing else.  mg_guard_free() and mg_set_remove() of a parked guard
+ * thaw the actor (a log line says so): nothing else would.
+ */
+#define MG_PARK_MAX_USEC (3600 * UINT64_C(1000000))
 
 /* Fills *o with defaults tuned to limit_bytes.  Returns 0 or -EINVAL. */
 int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes);
@@ -485,7 +542,7 @@ mg_guard *mg_guard_free(mg_guard *g);
 
 /*
  * One tick for callers running their own loop: call it every
- * mg_guard_get_tick_usec().  Returns 1 if it killed or restored a lend,
+ * mg_guard_get_tick_usec().  Returns 1 if it killed, parked or restored a lend,
  * 0 otherwise, -ENODEV once the cgroup is gone, -EDEADLK from a callback
  * of a call on g (nothing done), another negative errno on a read error
  * (reported as MG_EVENT_ERROR too; never a reason to kill).  A
@@ -541,6 +598,32 @@ int mg_guard_report(mg_guard *g, struct mg_report *ret);
 int mg_guard_defer_kill(mg_guard *g, uint64_t usec);
 
 /*
+ * Ends the park park_id (report.park_id of MG_EVENT_PARK's record), on the
+ * guard's thread (a set's: see "Threads" at mg_set_options), from the
+ * event's callback or later:
+ *  - MG_PARK_KILL: the actor is killed, still frozen; MG_EVENT_KILL
+ *    follows once it is empty (report.park_end MG_PARK_END_KILL).
+ *  - MG_PARK_THAW: the actor is judged at once against new_limit_bytes
+ *    (0: the limit it had; else the guard's limit from now on, its margin
+ *    keeping its share of it: raise memory.max and memory.high first, the
+ *    line follows the lower of them).  Used above that limit: killed,
+ *    never thawed (MG_PARK_END_OVER_LIMIT).  Else cgroup.freeze 0,
+ *    MG_EVENT_THAW, and the guard watches it as before; a stall is
+ *    judged over a fresh window (the frozen time stalled nothing).
+ * Returns 0 (thawed), 1 (a kill made: MG_EVENT_KILL follows), -EINVAL,
+ * -ENOENT (no park open: it ended, by its deadline say), -ESTALE (another
+ * park is open), or the errno of a read or write (the park goes on: try
+ * again; a kill that cannot be made is retried at each tick).
+ */
+enum mg_park_action {
+        MG_PARK_KILL = 1,
+        MG_PARK_THAW = 2,
+};
+int mg_guard_park_end(mg_guard *g, uint64_t park_id, enum mg_park_action action, uint64_t new_limit_bytes);
+/* The id of the open park, 0 if none. */
+uint64_t mg_guard_get_park_id(const mg_guard *g);
+
+/*
  * What a guard, or a set, has counted.  Sized, out (the conventions
  * above): the caller sets .size, the library fills min(.size, its sizeof)
  * and zeroes the rest up to .size.  Counters only go up; a guard made anew
@@ -564,6 +647,10 @@ struct mg_stats {
         /* Added in 0.2 too. */
         uint64_t reclaims;              /* MG_EVENT_RECLAIM */
         uint64_t reclaimed_bytes;       /* their achieved_bytes */
+        uint64_t parks;                 /* MG_EVENT_PARK */
+        uint64_t parks_thawed;          /* MG_EVENT_THAW */
+        uint64_t parks_killed;          /* ended by the worker's MG_PARK_KILL */
+        uint64_t parks_expired;         /* ended by the guard: deadline, bound, not frozen, over the limit */
 };
 
 /* g's counts since it was made.  Returns 0, or -EINVAL (g or ret NULL, a
@@ -742,6 +829,7 @@ int mg_set_process(mg_set *s);
 const char *mg_verdict_to_string(enum mg_verdict v);
 const char *mg_kill_reason_to_string(enum mg_kill_reason r);
 const char *mg_event_type_to_string(enum mg_event_type t);
+const char *mg_park_end_to_string(enum mg_park_end e);
 
 /* Formats a kill record as a short OOM-style report (no trailing newline).
  * Reads only what k->size and k->report.size say exists (a field beyond

@@ -27,5 +27,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK((uint64_t) populated == e.populated);
         else
                 FUZZ_CHECK(populated == -1); /* not written on failure */
+
+        int frozen = -1;
+        int fa = mg_parse_frozen((const char *) data, size, &frozen);
+        int fb = kv_ref_parse(data, size, keys, 2, &e, &seen);
+
+        if (fb == 0 && !(seen & 2))
+                fb = -ENODATA;
+        else if (fb == 0 && e.frozen > 1)
+                fb = -EBADMSG;
+        FUZZ_CHECK(fa == fb);
+        if (fa == 0)
+                FUZZ_CHECK((uint64_t) frozen == e.frozen);
+        else
+                FUZZ_CHECK(frozen == -1);
         return 0;
 }

@@ -122,6 +122,8 @@ struct fixture_seen {
         struct mg_unkillable_info unkillable; /* the last MG_EVENT_UNKILLABLE */
         struct mg_kill_record unkillable_kill; /* and its .kill */
         struct mg_reclaim_info reclaim; /* the last MG_EVENT_RECLAIM */
+        struct mg_kill_record park;     /* the last MG_EVENT_PARK */
+        struct mg_kill_record thaw;     /* the last MG_EVENT_THAW */
         int kills_before_unkillable;    /* MG_EVENT_KILLs told before it */
         char log[4096];                 /* every log line, one a line */
         int warnings;                   /* the MG_LOG_WARNING lines */
