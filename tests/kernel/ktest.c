@@ -197,3 +197,24 @@ int kt_lend_end(mg_set *s, mg_guard *g, uint64_t lend_id, struct mgt_events *ev,
                 return lend_told(&w) ? 0 : -EPROTO; /* a lone guard's end tells at once */
         return mgt_run(s, timeout_usec, lend_told, NULL, &w) ? 0 : -ETIMEDOUT;
 }
+
+int kt_enter(struct mgt_actor *a) {
+        const char *slash = strrchr(kt_base, '/');
+        char root[512];
+
+        snprintf(root, sizeof(root), "%.*s", slash ? (int) (slash - kt_base) : 0, kt_base);
+        return mgt_actor_enter(a, root);
+}
+
+int kt_leave(struct mgt_actor *a) {
+        int r = mgt_actor_leave(a);
+        if (r < 0)
+                kt_note("cannot move back to %s: %s", a->home, strerror(-r));
+        return r;
+}
+
+bool kt_have_file(const char *cg, const char *file) {
+        char p[600];
+        snprintf(p, sizeof(p), "%s/%s", cg, file);
+        return access(p, F_OK) == 0;
+}

@@ -77,3 +77,10 @@ bool is_sigkill_status(int status);
  * timeout.  Returns 0 once told, mg_guard_lend_end()'s negative errno, or
  * -ETIMEDOUT. */
 int kt_lend_end(mg_set *s, mg_guard *g, uint64_t lend_id, struct mgt_events *ev, uint64_t timeout_usec);
+/* Moves this process into the actor's cgroup (the test's cgroup2 mount is
+ * kt_base's parent), to be charged as a microVM is for its guest memory,
+ * and back (a failure to leave is noted). */
+int kt_enter(struct mgt_actor *a);
+int kt_leave(struct mgt_actor *a);
+/* Whether this kernel has file in cg (memory.pressure without PSI, cgroup.freeze before 5.2). */
+bool kt_have_file(const char *cg, const char *file);

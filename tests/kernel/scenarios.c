@@ -41,12 +41,6 @@
 static void thrash_note(const char *what, const char *cg, uint64_t ms);
 
 
-static bool have_file(const char *cg, const char *file) {
-        char p[600];
-        snprintf(p, sizeof(p), "%s/%s", cg, file);
-        return access(p, F_OK) == 0;
-}
-
 /* ---- 1. anon overshoot ------------------------------------------------ */
 
 struct overshoot_watch {
@@ -424,7 +418,7 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
         snprintf(g_name, sizeof(g_name), "%s-guarded", name);
         const char *ctl = kt_cg_new(ctl_name), *cg = kt_cg_new(g_name);
         KT_CHECK(ctl && cg, "setup");
-        if (!have_file(cg, "memory.pressure")) {
+        if (!kt_have_file(cg, "memory.pressure")) {
                 snprintf(kt_skip_reason, sizeof(kt_skip_reason), "kernel without PSI (memory.pressure)");
                 return KT_SKIP;
         }
@@ -713,10 +707,10 @@ int t_kernel_facts(void) {
                          keys[i]);
         kt_note("memory.stat kernel key: %s",
                 mgt_cg_read_key(cg, "memory.stat", "kernel", &(uint64_t) { 0 }) == 0 ? "yes" : "derived");
-        KT_CHECK(have_file(cg, "memory.events.local"), "no memory.events.local");
-        KT_CHECK(have_file(cg, "cgroup.kill"), "no cgroup.kill");
-        KT_CHECK(have_file(cg, "memory.reclaim"), "no memory.reclaim");
-        KT_CHECK(have_file(cg, "memory.pressure"), "no memory.pressure (boot with psi=1)");
+        KT_CHECK(kt_have_file(cg, "memory.events.local"), "no memory.events.local");
+        KT_CHECK(kt_have_file(cg, "cgroup.kill"), "no cgroup.kill");
+        KT_CHECK(kt_have_file(cg, "memory.reclaim"), "no memory.reclaim");
+        KT_CHECK(kt_have_file(cg, "memory.pressure"), "no memory.pressure (boot with psi=1)");
 
         /* memory.max kills an anon overshoot: max events, then oom_kill */
         KT_CHECK(mgt_cg_writef(cg, "memory.max", "%" PRIu64, 32 * MG_MIB) == 0, "memory.max");
@@ -818,6 +812,10 @@ static const struct {
         { "reclaim-pressure", t_reclaim_pressure },
         { "reclaim-vanish", t_reclaim_vanish },
         { "reclaim-zram", t_reclaim_zram },
+        { "park-guest-thrash", t_park_guest_thrash },
+        { "park-thaw", t_park_thaw },
+        { "park-deadline", t_park_deadline },
+        { "park-neighbours", t_park_neighbours },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 

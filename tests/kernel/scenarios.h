@@ -60,3 +60,9 @@ int t_reclaim_lend(void);
 int t_reclaim_pressure(void);
 int t_reclaim_vanish(void);
 int t_reclaim_zram(void);
+
+/* park.c: park instead of kill */
+int t_park_guest_thrash(void);
+int t_park_thaw(void);
+int t_park_deadline(void);
+int t_park_neighbours(void);

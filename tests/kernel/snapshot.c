@@ -85,21 +85,6 @@ static void log_fn(int level, const char *msg, void *ud) {
                 kt_note("library: %s", msg);
 }
 
-/* The test's cgroup2 mount is the parent of kt_base. */
-static int enter(struct mgt_actor *a) {
-        const char *slash = strrchr(kt_base, '/');
-        char root[512];
-
-        snprintf(root, sizeof(root), "%.*s", slash ? (int) (slash - kt_base) : 0, kt_base);
-        return mgt_actor_enter(a, root);
-}
-
-static int leave(struct mgt_actor *a) {
-        int r = mgt_actor_leave(a);
-        if (r < 0)
-                kt_note("cannot move back to %s: %s", a->home, strerror(-r));
-        return r;
-}
 
 static int actor_start(struct mgt_actor *a, const char *name, bool guarded) {
         const char *cg = kt_cg_new(name);
@@ -120,7 +105,7 @@ static int actor_start(struct mgt_actor *a, const char *name, bool guarded) {
 /* Always run, whatever a scenario's checks said: out of the cgroup before
  * kt_cleanup_all() kills what is in it. */
 static void actor_stop(struct mgt_actor *a) {
-        (void) leave(a);
+        (void) kt_leave(a);
         (void) mgt_actor_end(a); /* stops the ticker, frees the set */
 }
 
@@ -280,7 +265,7 @@ static int write_inner(struct mgt_actor *a) {
         struct result x[4] = { { .what = "anon/auto" }, { .what = "anon/windowed" }, { .what = "anon/dontcache" },
                                { .what = "memfd/auto lend=max" } };
         KT_CHECK(actor_start(a, "snap", true) == 0, "setup");
-        KT_CHECK(enter(a) == 0, "move into %s", a->cg);
+        KT_CHECK(kt_enter(a) == 0, "move into %s", a->cg);
         uint64_t t0 = mg_mono_usec();
         uint8_t *img = img_make_anon(IMG, HOLES, 1);
         KT_CHECK(img, "mmap");
@@ -305,7 +290,7 @@ static int write_inner(struct mgt_actor *a) {
         src = (struct mg_snapshot_source) { .kind = MG_SNAPSHOT_FD, .fd = fd, .length = IMG };
         do_write(a, &x[3], &src, "snap-memfd", MG_SNAPSHOT_AUTO, MG_UNLIMITED);
         close(fd);
-        KT_CHECK(leave(a) == 0, "move out");
+        KT_CHECK(kt_leave(a) == 0, "move out");
 
         /* the guard keeps watching for a second after the last lend */
         (void) poll(NULL, 0, 1000);
@@ -363,13 +348,13 @@ int t_snapshot_write(void) {
 static int baseline_inner(struct mgt_actor *a) {
         struct result x = { .what = "anon/buffered" };
         KT_CHECK(actor_start(a, "snap-base", true) == 0, "setup");
-        KT_CHECK(enter(a) == 0, "move into %s", a->cg);
+        KT_CHECK(kt_enter(a) == 0, "move into %s", a->cg);
         uint8_t *img = img_make_anon(IMG, HOLES, 3);
         KT_CHECK(img, "mmap");
         struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = img, .length = IMG };
         do_write(a, &x, &src, "snap-buffered", MG_SNAPSHOT_BUFFERED, 0);
         munmap(img, IMG);
-        KT_CHECK(leave(a) == 0, "move out");
+        KT_CHECK(kt_leave(a) == 0, "move out");
         uint64_t dirty = UINT64_MAX;
         (void) mgt_cg_read_key(a->cg, "memory.stat", "file_dirty", &dirty);
         uint64_t file = UINT64_MAX;
@@ -452,7 +437,7 @@ static int faults_inner(struct mgt_actor *a) {
         if (statfs(small, &sfs) == 0 && access(small, W_OK) == 0) {
                 uint64_t len = 96 * MG_MIB, free0 = free_bytes(small);
                 int n0 = entries(small);
-                KT_CHECK(enter(a) == 0, "enter");
+                KT_CHECK(kt_enter(a) == 0, "enter");
                 uint8_t *img = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 KT_CHECK(img != MAP_FAILED, "mmap");
                 for (uint64_t i = 0; i < len / PAGE; i++)
@@ -488,7 +473,7 @@ static int faults_inner(struct mgt_actor *a) {
                 }
                 close(sfd);
                 munmap(img, len);
-                KT_CHECK(leave(a) == 0, "leave");
+                KT_CHECK(kt_leave(a) == 0, "leave");
         } else {
                 kt_note("no small disk at %s (tests/kernel/run passes --disk2-mib 64): ENOSPC part not run", small);
         }

@@ -35,6 +35,10 @@ void mgt_events_record(struct mgt_events *e, const struct mg_event *ev) {
                 e->empty = *ev->report;
         if (ev->type == MG_EVENT_THROTTLED)
                 e->throttle = *ev->throttle;
+        if (ev->type == MG_EVENT_PARK)
+                e->park = *ev->kill;
+        if (ev->type == MG_EVENT_THAW)
+                e->thaw = *ev->kill;
         if (ev->type == MG_EVENT_RECLAIM) {
                 if (e->n[MG_EVENT_RECLAIM] == 1) {
                         e->reclaim = *ev->reclaim;
@@ -46,6 +50,10 @@ void mgt_events_record(struct mgt_events *e, const struct mg_event *ev) {
 
 bool mgt_events_killed(void *ud) {
         return ((struct mgt_events *) ud)->n[MG_EVENT_KILL] > 0;
+}
+
+bool mgt_events_parked(void *ud) {
+        return ((struct mgt_events *) ud)->n[MG_EVENT_PARK] > 0;
 }
 
 /* ---- a workload process ------------------------------------------------- */

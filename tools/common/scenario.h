@@ -21,7 +21,7 @@
 
 /* ---- what a guard told ------------------------------------------------- */
 
-#define MGT_EVENT_N 16 /* above every enum mg_event_type */
+#define MGT_EVENT_N 32 /* above every enum mg_event_type */
 
 struct mgt_events {
         int n[MGT_EVENT_N];             /* by enum mg_event_type */
@@ -34,12 +34,16 @@ struct mgt_events {
         struct mg_reclaim_info reclaim; /* the first MG_EVENT_RECLAIM (its target string is the guard's) */
         struct mg_reclaim_info reclaim_last; /* and the last */
         uint64_t reclaim_time;          /* the first one's time_usec */
+        struct mg_kill_record park;     /* the last MG_EVENT_PARK */
+        struct mg_kill_record thaw;     /* the last MG_EVENT_THAW */
 };
 
 /* Counts ev and keeps what it carries. */
 void mgt_events_record(struct mgt_events *e, const struct mg_event *ev);
 /* For mgt_run(): ud is a struct mgt_events; true once a kill was told. */
 bool mgt_events_killed(void *ud);
+/* The same, true once a park was told. */
+bool mgt_events_parked(void *ud);
 
 /* ---- a workload process ------------------------------------------------- */
 

@@ -18,6 +18,7 @@
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
+#include "image.h"
 #include "util.h"
 
 #define PAGE 4096
@@ -283,6 +284,28 @@ static int mode_hotfile(int argc, char **argv) {
 }
 
 /*
+ * A microVM's guest memory beside its thrash: fills MIB MiB of the memfd
+ * FD (inherited from the worker that made it, as a VMM's guest RAM is the
+ * worker's) with the snapshot tests' data pattern (image.h), so the shmem is charged to
+ * this cgroup and a restore can be compared byte for byte, then runs
+ * hotfile on FILE.  Prints "guest filled" to stderr before the thrash.
+ */
+static int mode_guest(int argc, char **argv) {
+        if (argc < 4)
+                return 2;
+        int fd = (int) num_arg(argv[0]);
+        uint64_t len = (uint64_t) num_arg(argv[1]) * MG_MIB;
+        uint8_t *map = mmap(NULL, (size_t) len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED)
+                die("mmap guest");
+        for (uint64_t pg = 0; pg < len / IMG_PAGE; pg++)
+                img_fill(map + pg * IMG_PAGE, pg, 7);
+        munmap(map, (size_t) len);
+        fprintf(stderr, "# guest filled: %" PRIu64 " MiB\n", len / MG_MIB);
+        return mode_hotfile(argc - 2, argv + 2);
+}
+
+/*
  * The field's file-hot (docs/field-facts.md F3, F4), with its anon-hog beside it in the same process: hold
  * ANON_MIB MiB of heap, map FILE PROT_READ|PROT_EXEC as program text and hot
  * data are mapped, and touch its pages in passes of one touch per page of the
@@ -534,6 +557,7 @@ static const struct {
         { "write", "FILE MIB [FSYNC] [BEHIND_MIB]", mode_write },
         { "read", "FILE SECONDS", mode_read },
         { "hotfile", "FILE SECONDS [HOT_PCT] [SKEW_PCT]", mode_hotfile },
+        { "guest", "FD MIB FILE SECONDS [HOT_PCT] [SKEW_PCT] (fills the memfd FD, then hotfile)", mode_guest },
         { "filehot", "FILE SECONDS seq PAUSE_MS [ANON_MIB [PASSES]] | FILE SECONDS skew HOT_MIB PCT [ANON_MIB]", mode_filehot },
         { "churn", "ANON_MIB FILE SECONDS", mode_churn },
         { "owncode", "ANON_MIB PAD_MIB SECONDS [HOT_PCT] [SKEW_PCT] (from a copy padded with 0xc3)", mode_owncode },
