@@ -383,8 +383,9 @@ static int act(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *
 /*
  * MG_GUARD_PARKED: the park's promise.  Until MG_EVENT_PARK went out,
  * cgroup.events is read for "frozen 1", for at most kill_wait_usec; then
- * the deadline; then the hard bound, on memory.current first and on used
- * (memory.stat) only where memory.current passes it.  Returns 1 if it
+ * the deadline; then the hard bound (mg_policy_park_past_bound()), on
+ * memory.current first and on used (memory.stat) only where memory.current
+ * passes it.  Returns 1 if it
  * killed, 0, or a negative errno.
  */
 int mg_guard_tick_parked(mg_guard *g, uint64_t now) {
@@ -406,12 +407,13 @@ int mg_guard_tick_parked(mg_guard *g, uint64_t now) {
         r = mg_guard_read_current(g, &current);
         if (r < 0)
                 return r;
-        if (mg_policy_may_defer(&g->params, current, g->max_bytes))
+        /* memory.current holds used and more: below the bound, so is used */
+        if (!mg_policy_park_past_bound(&g->params, current, sl->kill.report.used_bytes, g->max_bytes))
                 return 0;
         r = mg_guard_read_sample(g, current, MG_READ_CONFIRM, &rep, &x);
         if (r < 0)
                 return r;
-        if (mg_policy_may_defer(&g->params, rep.used_bytes, g->max_bytes))
+        if (!mg_policy_park_past_bound(&g->params, rep.used_bytes, sl->kill.report.used_bytes, g->max_bytes))
                 return 0;
         mg_guard_report_limits(g, &rep);
         return park_kill(g, MG_PARK_END_BOUND, &rep, now);

@@ -57,6 +57,19 @@ bool mg_policy_may_defer(const struct mg_policy_params *p, uint64_t anon_shmem_b
         return max_bytes == MG_UNLIMITED || (max_bytes > headroom && anon_shmem_bytes < max_bytes - headroom);
 }
 
+bool mg_policy_park_past_bound(const struct mg_policy_params *p, uint64_t used_bytes, uint64_t used_at_park_bytes,
+                               uint64_t max_bytes) {
+        uint64_t over = p->limit_bytes / 8, headroom = p->limit_bytes / 32;
+        uint64_t bound = p->limit_bytes > UINT64_MAX - over ? UINT64_MAX : p->limit_bytes + over;
+
+        if (used_bytes > bound)
+                return true;
+        /* grown by more than memory.stat's lag blurs (a 64th) */
+        return used_bytes > used_at_park_bytes && used_bytes - used_at_park_bytes > p->limit_bytes / 64 &&
+               max_bytes != MG_UNLIMITED &&
+               (max_bytes <= headroom || used_bytes >= max_bytes - headroom);
+}
+
 /* The newest sample at least age_usec older than the newest, or NULL. */
 static const struct mg_ring_sample *sample_older_than(const struct mg_policy_state *s, uint64_t age_usec) {
         const struct mg_ring_sample *x = &s->ring[s->head];

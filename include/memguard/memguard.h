@@ -489,9 +489,10 @@ enum {
  *    (MG_PARK_END_DEADLINE), a lend open or not;
  *  - cgroup.events does not say frozen within kill_wait_usec (a task in
  *    uninterruptible sleep holds the freeze back: MG_PARK_END_NOT_FROZEN);
- *  - used grows past the hard bound of mg_guard_defer_kill() while frozen
- *    (kernel and socket memory are charged without the tasks running: a
- *    socket's receive queue; MG_PARK_END_BOUND);
+ *  - used grows while frozen (kernel and socket memory are charged
+ *    without the tasks running: a socket's receive queue) past limit +
+ *    limit/8, or by more than limit/64 to within limit/32 of memory.max,
+ *    where the kernel's OOM killer would act (MG_PARK_END_BOUND);
  *  - cgroup.freeze cannot be written (MG_PARK_END_NO_FREEZE, at once:
  *    then no MG_EVENT_PARK).
  * Under MG_GUARD_DRY_RUN nothing is frozen: a would-be park is

@@ -691,6 +691,24 @@ Test(policy, may_defer_up_to_the_hard_bound) {
         cr_expect(mg_policy_may_defer(&huge, UINT64_MAX - 1, MG_UNLIMITED), "no overflow near UINT64_MAX");
 }
 
+/* A park's bound: used past limit + limit/8, or grown while frozen (by
+ * more than a 64th) to within limit/32 of memory.max; an actor parked at
+ * memory.max that grows nothing stays parked. */
+Test(policy, park_bound_is_growth_near_memory_max_or_far_past_the_limit) {
+        const uint64_t l = P.limit_bytes;
+
+        cr_expect_not(mg_policy_park_past_bound(&P, l + l / 8, l, MG_UNLIMITED), "the bound itself");
+        cr_expect(mg_policy_park_past_bound(&P, l + l / 8 + 1, l, MG_UNLIMITED));
+        cr_expect(mg_policy_park_past_bound(&P, l + l / 8 + 1, l + l / 4, MG_UNLIMITED), "past it from the start");
+        cr_expect_not(mg_policy_park_past_bound(&P, l - l / 64, l - l / 64, l), "at memory.max, grown nothing");
+        cr_expect_not(mg_policy_park_past_bound(&P, l - l / 64, l - l / 32, l), "grown a 64th: stat lag");
+        cr_expect(mg_policy_park_past_bound(&P, l - l / 64, l - l / 32 - 1, l), "grown past it, near memory.max");
+        cr_expect_not(mg_policy_park_past_bound(&P, l - l / 32 - 1, l / 2, l), "grown, but not near memory.max");
+        struct mg_policy_params huge = P;
+        huge.limit_bytes = UINT64_MAX - 1;
+        cr_expect_not(mg_policy_park_past_bound(&huge, UINT64_MAX - 1, 0, MG_UNLIMITED), "no overflow");
+}
+
 /* Seed 002's predicate: the some total rising by at least 1 ms in each of
  * three one-second windows. */
 Test(reclaim_policy, three_counted_windows_fire_once_per_episode) {
