@@ -344,7 +344,7 @@ static int park_kill(mg_guard *g, enum mg_park_end end, const struct mg_report *
         e = start_kill(g, g->slow_state->kill.reason, &r);
         if (e < 0)
                 return e;
-        mg_park_close(g, end, now);
+        mg_park_close(g, end, now, NULL);
         mg_guard_tick_killing(g, mg_guard_now(g));
         return 1;
 }
@@ -361,6 +361,12 @@ static int act(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *
         }
         if (!g->opt.park_deadline_usec)
                 return kill_now(g, reason, rep);
+        if (mg_policy_park_past_bound(&g->params, rep->used_bytes, rep->used_bytes, g->max_bytes)) {
+                /* A park would end at its first tick. */
+                mg_guard_log(g, MG_LOG_WARNING, "%s: used %" PRIu64 " past the bound of a park: killed, not parked",
+                             g->path, rep->used_bytes);
+                return kill_now(g, reason, rep);
+        }
         record_fill(g, reason, kill_method(g), rep, 0);
         r = mg_park_begin(g, now);
         if (r < 0) {
@@ -419,6 +425,14 @@ int mg_guard_tick_parked(mg_guard *g, uint64_t now) {
         return park_kill(g, MG_PARK_END_BOUND, &rep, now);
 }
 
+/* The guard's limit and margin from now on (a thaw's new limit); the line
+ * follows them and the kernel limits read now. */
+static void limit_set(mg_guard *g, const struct mg_policy_params *p) {
+        g->params.limit_bytes = p->limit_bytes;
+        g->params.margin_bytes = p->margin_bytes;
+        mg_guard_limits_read(g);
+}
+
 int mg_guard_park_finish(mg_guard *g, uint64_t park_id, enum mg_park_action action, uint64_t new_limit_bytes) {
         struct mg_slow *sl = g->slow_state;
         struct mg_policy_params p = g->params;
@@ -449,19 +463,20 @@ int mg_guard_park_finish(mg_guard *g, uint64_t park_id, enum mg_park_action acti
         r = mg_guard_read_sample(g, current, MG_READ_CONFIRM, &rep, &x);
         if (r < 0)
                 return r;
-        g->params.limit_bytes = p.limit_bytes;
-        g->params.margin_bytes = p.margin_bytes;
-        mg_guard_limits_read(g);
-        if (mg_policy_overshoot(&g->params, rep.current_bytes, rep.used_bytes)) {
-                mg_guard_report_limits(g, &rep);
+        mg_guard_report_limits(g, &rep);
+        rep.limit_bytes = p.limit_bytes;
+        rep.margin_bytes = p.margin_bytes;
+        if (mg_policy_overshoot(&p, rep.current_bytes, rep.used_bytes)) {
+                limit_set(g, &p);
                 return park_kill(g, MG_PARK_END_OVER_LIMIT, &rep, now);
         }
         r = mg_park_thaw(g);
         if (r < 0)
-                return r;
+                return r; /* still parked, under the limit it had */
+        limit_set(g, &p);
         mg_guard_window_reset(g);
         g->detect_usec = 0;
-        mg_park_close(g, MG_PARK_END_THAW, now);
+        mg_park_close(g, MG_PARK_END_THAW, now, &rep);
         host_reschedule(g, now);
         return 0;
 }

@@ -73,7 +73,6 @@ static void count_event(struct mg_guard_counts *c, const struct mg_event *ev) {
         case MG_EVENT_LEND_EXPIRED: c->lend_expiries++; break;
         case MG_EVENT_THROTTLED: c->throttles++; break;
         case MG_EVENT_KILL_AVERTED: c->kills_averted++; break;
-        case MG_EVENT_PARK: c->parks++; break;
         case MG_EVENT_THAW: c->parks_thawed++; break;
         case MG_EVENT_RECLAIM:
                 c->reclaims++;

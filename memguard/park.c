@@ -32,6 +32,7 @@ int mg_park_begin(mg_guard *g, uint64_t now) {
         rep->park_end = MG_PARK_OPEN;
         sl->park_deadline_usec = mg_usec_add(now, g->opt.park_deadline_usec);
         sl->park_told = false;
+        g->counts.parks++;
         g->state = MG_GUARD_PARKED;
         host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, true);
         mg_guard_log(g, MG_LOG_WARNING, "%s: parking (%s): used %" PRIu64 " of limit %" PRIu64 ", frozen until the worker "
@@ -72,7 +73,7 @@ int mg_park_thaw(mg_guard *g) {
         return 0;
 }
 
-void mg_park_close(mg_guard *g, enum mg_park_end end, uint64_t now) {
+void mg_park_close(mg_guard *g, enum mg_park_end end, uint64_t now, const struct mg_report *read) {
         struct mg_slow *sl = g->slow_state;
         struct mg_report *rep = &sl->kill.report;
 
@@ -85,5 +86,6 @@ void mg_park_close(mg_guard *g, enum mg_park_end end, uint64_t now) {
         if (end != MG_PARK_END_THAW)
                 return;
         g->state = MG_GUARD_WATCHING;
-        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_THAW, .time_usec = now, .kill = &sl->kill });
+        mg_guard_emit(g, &(struct mg_event) { .type = MG_EVENT_THAW, .time_usec = now, .kill = &sl->kill,
+                                              .report = read });
 }

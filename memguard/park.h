@@ -20,5 +20,6 @@ int mg_park_frozen(mg_guard *g, uint64_t now);
 /* Writes 0 to cgroup.freeze.  Returns 0 or the (reported) errno. */
 int mg_park_thaw(mg_guard *g);
 /* The park is over (end): its report says how and when, the watch goes,
- * and a thaw hands the guard back to its usual rules (MG_EVENT_THAW). */
-void mg_park_close(mg_guard *g, enum mg_park_end end, uint64_t now);
+ * and a thaw hands the guard back to its usual rules (MG_EVENT_THAW, with
+ * read: the read that judged it, against the limit it has now). */
+void mg_park_close(mg_guard *g, enum mg_park_end end, uint64_t now, const struct mg_report *read);

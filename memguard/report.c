@@ -107,20 +107,29 @@ int mg_kill_record_format(const struct mg_kill_record *kr, char *buf, size_t len
                          "ms (page cache %" PRIu64 "kB, %" PRIu64 "%% of it mapped)",
                          MG_TO_KIB(r->stall_refault_bytes), MG_TO_KIB(r->stall_reclaimed_bytes), r->stall_usec / 1000,
                          MG_TO_KIB(s->file), s->file ? s->file_mapped * 100 / s->file : 0);
-        if (r->park_id && r->park_end != MG_PARK_END_NO_FREEZE)
+        /* A park's record: still open (MG_EVENT_PARK), thawed, or the
+         * kill it ended in. */
+        if (r->park_id && r->park_end == MG_PARK_OPEN)
+                snprintf(park, sizeof(park), ", frozen %" PRIu64 "ms after cgroup.freeze",
+                         r->frozen_usec > r->park_usec ? (r->frozen_usec - r->park_usec) / 1000 : 0);
+        else if (r->park_id && r->park_end != MG_PARK_END_NO_FREEZE)
                 snprintf(park, sizeof(park), ", parked %" PRIu64 "ms (%s), %s",
                          r->park_end_usec > r->park_usec ? (r->park_end_usec - r->park_usec) / 1000 : 0,
                          r->frozen_usec ? "frozen" : "never frozen", mg_park_end_to_string(r->park_end));
         else if (r->park_id)
                 snprintf(park, sizeof(park), ", %s", mg_park_end_to_string(r->park_end));
         return snprintf(buf, len,
-                        "memguard: %s killed: %s; limit %" PRIu64 "kB, used %" PRIu64 "kB "
+                        "memguard: %s %s: %s; limit %" PRIu64 "kB, used %" PRIu64 "kB "
                         "(anon %" PRIu64 "kB shmem %" PRIu64 "kB kernel %" PRIu64 "kB sock %" PRIu64 "kB), "
                         "memory.current %" PRIu64 "kB, page cache %" PRIu64 "kB (dirty %" PRIu64 "kB "
                         "writeback %" PRIu64 "kB, not counted), memory.high events %" PRIu64 " max %" PRIu64
                         " oom_kill %" PRIu64 ", pressure some memory %" PRIu64 "ms io %" PRIu64
                         "ms total, stalled %" PRIu64 "ms%s%s%s%s, verdict to empty %" PRIu64 "ms%s",
-                        k->cgroup ? k->cgroup : "?", k->reason == MG_KILL_OVERSHOOT
+                        k->cgroup ? k->cgroup : "?",
+                        !r->park_id || r->park_end == MG_PARK_END_NO_FREEZE ? "killed"
+                        : r->park_end == MG_PARK_OPEN ? "parked"
+                        : r->park_end == MG_PARK_END_THAW ? "thawed" : "killed",
+                        k->reason == MG_KILL_OVERSHOOT
                                                          ? "used memory above its limit"
                                                          : "stuck at its memory limit (stall)",
                         MG_TO_KIB(r->limit_bytes), MG_TO_KIB(r->used_bytes), MG_TO_KIB(s->anon), MG_TO_KIB(s->shmem), MG_TO_KIB(s->kernel),

@@ -185,7 +185,7 @@ enum mg_event_type {
         /* Added in 0.2 too. */
         MG_EVENT_RECLAIM,       /* .reclaim valid: a dose of the reclaim actuator, done; not a kill */
         MG_EVENT_PARK,          /* .kill valid: the actor is frozen instead of killed (kill_usec 0) */
-        MG_EVENT_THAW,          /* .kill valid: the worker ended the park with a thaw */
+        MG_EVENT_THAW,          /* .kill and .report valid: the worker ended the park with a thaw */
 };
 
 /*
@@ -495,6 +495,7 @@ enum {
  *    where the kernel's OOM killer would act (MG_PARK_END_BOUND);
  *  - cgroup.freeze cannot be written (MG_PARK_END_NO_FREEZE, at once:
  *    then no MG_EVENT_PARK).
+ * An actor already past that bound at the verdict is killed, not parked.
  * Under MG_GUARD_DRY_RUN nothing is frozen: a would-be park is
  * MG_EVENT_KILL_DRY_RUN as any other kill.  While parked, the guard
  * reads memory.current (and memory.stat near the bound) every tick and
@@ -609,19 +610,25 @@ int mg_guard_defer_kill(mg_guard *g, uint64_t usec);
  *    keeping its share of it: raise memory.max and memory.high first, the
  *    line follows the lower of them).  Used above that limit: killed,
  *    never thawed (MG_PARK_END_OVER_LIMIT).  Else cgroup.freeze 0,
- *    MG_EVENT_THAW, and the guard watches it as before; a stall is
- *    judged over a fresh window (the frozen time stalled nothing).
- * Returns 0 (thawed), 1 (a kill made: MG_EVENT_KILL follows), -EINVAL,
- * -ENOENT (no park open: it ended, by its deadline say), -ESTALE (another
- * park is open), or the errno of a read or write (the park goes on: try
- * again; a kill that cannot be made is retried at each tick).
+ *    MG_EVENT_THAW (.report: the read that judged it), and the guard
+ *    watches it as before; a stall is judged over a fresh window (the
+ *    frozen time stalled nothing).  If the thaw cannot be written, the
+ *    park goes on under the limit it had.
+ * A park may be ended from the freeze on, before MG_EVENT_PARK (its id is
+ * mg_guard_get_park_id()'s then).
+ * Returns 0 (thawed), 1 (a kill made: MG_EVENT_KILL follows), -EINVAL (g
+ * NULL, an unknown action, park_id 0, new_limit_bytes MG_UNLIMITED, or
+ * not 0 with MG_PARK_KILL), -ENOENT (no park open: it ended, by its
+ * deadline say), -ESTALE (another park is open), or the errno of a read
+ * or write (the park goes on: try again; a kill that cannot be made is
+ * retried at each tick).
  */
 enum mg_park_action {
         MG_PARK_KILL = 1,
         MG_PARK_THAW = 2,
 };
 int mg_guard_park_end(mg_guard *g, uint64_t park_id, enum mg_park_action action, uint64_t new_limit_bytes);
-/* The id of the open park, 0 if none. */
+/* The id of the open park (from the freeze on), 0 if none. */
 uint64_t mg_guard_get_park_id(const mg_guard *g);
 
 /*
@@ -648,10 +655,16 @@ struct mg_stats {
         /* Added in 0.2 too. */
         uint64_t reclaims;              /* MG_EVENT_RECLAIM */
         uint64_t reclaimed_bytes;       /* their achieved_bytes */
-        uint64_t parks;                 /* MG_EVENT_PARK */
-        uint64_t parks_thawed;          /* MG_EVENT_THAW */
-        uint64_t parks_killed;          /* ended by the worker's MG_PARK_KILL */
-        uint64_t parks_expired;         /* ended by the guard: deadline, bound, not frozen, over the limit */
+        /* Parks begun (cgroup.freeze written; MG_EVENT_PARK follows once
+         * frozen): each ends thawed (MG_EVENT_THAW), killed at the
+         * worker's request or expired (the guard's kill: deadline, bound,
+         * not frozen, over the limit at the thaw), counted as that
+         * MG_EVENT_KILL is delivered.  parks = thawed + killed + expired +
+         * those open or whose kill is under way. */
+        uint64_t parks;
+        uint64_t parks_thawed;
+        uint64_t parks_killed;
+        uint64_t parks_expired;
 };
 
 /* g's counts since it was made.  Returns 0, or -EINVAL (g or ret NULL, a

@@ -395,7 +395,10 @@ void fixture_record(struct fixture_seen *s, const struct mg_event *ev) {
         case MG_EVENT_EMPTY_OVER_LIMIT: s->empty = *ev->report; break;
         case MG_EVENT_RECLAIM: s->reclaim = *ev->reclaim; break;
         case MG_EVENT_PARK: s->park = *ev->kill; break;
-        case MG_EVENT_THAW: s->thaw = *ev->kill; break;
+        case MG_EVENT_THAW:
+                s->thaw = *ev->kill;
+                s->thaw_read = *ev->report;
+                break;
         case MG_EVENT_UNKILLABLE:
                 s->unkillable = *ev->unkillable;
                 s->unkillable_kill = *ev->kill;

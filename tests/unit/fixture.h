@@ -124,6 +124,7 @@ struct fixture_seen {
         struct mg_reclaim_info reclaim; /* the last MG_EVENT_RECLAIM */
         struct mg_kill_record park;     /* the last MG_EVENT_PARK */
         struct mg_kill_record thaw;     /* the last MG_EVENT_THAW */
+        struct mg_report thaw_read;     /* and its .report */
         int kills_before_unkillable;    /* MG_EVENT_KILLs told before it */
         char log[4096];                 /* every log line, one a line */
         int warnings;                   /* the MG_LOG_WARNING lines */

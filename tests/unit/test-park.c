@@ -129,6 +129,10 @@ Test(park, an_overshoot_is_frozen_and_told_once_frozen) {
         cr_expect_eq(seen.n[MG_EVENT_PARK], 1);
         cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
         cr_expect_eq(stats_of(g).parks, 1);
+        char text[1024];
+        cr_expect_gt(mg_kill_record_format(&seen.park, text, sizeof(text)), 0);
+        cr_expect(strstr(text, " parked: used memory above its limit") && strstr(text, "frozen 250ms after cgroup.freeze"),
+                  "%s", text);
         mg_guard_free(g);
 }
 
@@ -165,6 +169,8 @@ Test(park, a_thaw_with_a_larger_limit_watches_it_again) {
         cr_expect_str_eq(fixture_read(&fx, "cgroup.freeze"), "0");
         cr_expect_eq(seen.n[MG_EVENT_THAW], 1);
         cr_expect_eq(seen.thaw.report.park_end, MG_PARK_END_THAW);
+        cr_expect_eq(seen.thaw_read.limit_bytes, 512 * MG_MIB, "the read that judged it, against the new limit");
+        cr_expect_eq(seen.thaw_read.used_bytes, 283 * MG_MIB + 4096);
         cr_expect_eq(mg_guard_get_park_id(g), 0);
         cr_assert_eq(mg_guard_get_options(g, &o), 0);
         cr_expect_eq(o.limit_bytes, 512 * MG_MIB);
@@ -175,8 +181,8 @@ Test(park, a_thaw_with_a_larger_limit_watches_it_again) {
         cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         cr_expect_eq(stats_of(g).parks_thawed, 1);
         /* over the new limit: the next overshoot parks again, a new id */
-        fixture_current(&fx, 600 * MG_MIB);
-        fixture_stat(&fx, 580 * MG_MIB, 10 * MG_MIB, 2 * MG_MIB, 1 * MG_MIB, 4096, 0, 0);
+        fixture_current(&fx, 560 * MG_MIB);
+        fixture_stat(&fx, 530 * MG_MIB, 10 * MG_MIB, 2 * MG_MIB, 1 * MG_MIB, 4096, 0, 0);
         cr_expect_eq(tick_at(g, TICK), 1);
         cr_expect_eq(seen.n[MG_EVENT_PARK], 2, "cgroup.events still says frozen 1 in the fixture");
         cr_expect_eq(seen.park.report.park_id, 2);
@@ -245,6 +251,9 @@ Test(park, not_frozen_within_the_kill_wait_kills) {
         empties(g);
         cr_expect_eq(seen.kill.report.park_end, MG_PARK_END_NOT_FROZEN);
         cr_expect_eq(seen.kill.report.frozen_usec, 0);
+        struct mg_stats st = stats_of(g);
+        cr_expect_eq(st.parks, 1, "begun at the freeze");
+        cr_expect_eq(st.parks_expired, 1);
         mg_guard_free(g);
 }
 
@@ -262,6 +271,35 @@ Test(park, used_growing_past_the_bound_while_frozen_kills) {
         cr_expect_eq(seen.kill.report.park_end, MG_PARK_END_BOUND);
         cr_expect_eq(seen.kill.report.stat.sock, 40 * MG_MIB, "the read that saw it");
         cr_expect_eq(seen.kill.report.park_id, 1);
+        mg_guard_free(g);
+}
+
+Test(park, an_actor_past_the_bound_at_the_verdict_is_killed_not_parked) {
+        mg_guard *g = new_guard(0);
+
+        fixture_current(&fx, 330 * MG_MIB);
+        fixture_stat(&fx, 300 * MG_MIB, 10 * MG_MIB, 2 * MG_MIB, 1 * MG_MIB, 4096, 0, 0);
+        cr_expect_eq(tick_at(g, TICK), 1);
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.freeze"), "0\n", "not frozen");
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
+        empties(g);
+        cr_expect_eq(seen.kill.report.park_id, 0, "not a park");
+        cr_expect_eq(stats_of(g).parks, 0);
+        mg_guard_free(g);
+}
+
+Test(park, a_thaw_that_cannot_be_written_keeps_the_park_and_its_limit) {
+        mg_guard *g = parked();
+        struct mg_guard_options o = { .size = sizeof(o) };
+
+        fx.fail_write_errno = EBUSY;
+        cr_expect_eq(mg_guard_park_end(g, 1, MG_PARK_THAW, 512 * MG_MIB), -EBUSY);
+        fx.fail_write_errno = 0;
+        cr_expect_eq(mg_guard_get_park_id(g), 1, "still parked");
+        cr_assert_eq(mg_guard_get_options(g, &o), 0);
+        cr_expect_eq(o.limit_bytes, 256 * MG_MIB, "under the limit it had");
+        cr_expect_eq(mg_guard_park_end(g, 1, MG_PARK_THAW, 512 * MG_MIB), 0, "again");
+        cr_expect_eq(seen.n[MG_EVENT_THAW], 1);
         mg_guard_free(g);
 }
 
