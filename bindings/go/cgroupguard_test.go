@@ -354,6 +354,8 @@ func TestEveryErrorNamesItsOperation(t *testing.T) {
 	check("lend begin", path, err, syscall.EINVAL)
 	check("lend end", path, l.End(), syscall.EINVAL)
 	check("defer kill", path, g.DeferKill(time.Second), syscall.EINVAL)
+	_, err = g.ParkEnd(1, ParkKill, 0)
+	check("park end", path, err, syscall.EINVAL)
 	opt, _ := DefaultOptions(64 << 20)
 	opt.Tick = -time.Second
 	_, err = set.Add(path, opt)
@@ -391,6 +393,13 @@ func TestConstantsAreTheLibrarys(t *testing.T) {
 		"EventEmptyOverLimit": int64(EventEmptyOverLimit), "EventUnkillable": int64(EventUnkillable),
 		"EventKillDryRun": int64(EventKillDryRun), "EventPreKill": int64(EventPreKill),
 		"EventKillAverted": int64(EventKillAverted), "EventReclaim": int64(EventReclaim),
+		"EventPark": int64(EventPark), "EventThaw": int64(EventThaw),
+		"ParkOpen": int64(ParkOpen), "ParkEndKill": int64(ParkEndKill), "ParkEndThaw": int64(ParkEndThaw),
+		"ParkEndDeadline": int64(ParkEndDeadline), "ParkEndBound": int64(ParkEndBound),
+		"ParkEndNotFrozen": int64(ParkEndNotFrozen), "ParkEndOverLimit": int64(ParkEndOverLimit),
+		"ParkEndNoFreeze": int64(ParkEndNoFreeze),
+		"ParkKill":        int64(ParkKill), "ParkThaw": int64(ParkThaw),
+		"MaxParkDeadline": int64(MaxParkDeadline / time.Microsecond),
 		"ReclaimPressure": int64(ReclaimPressure), "ReclaimHeadroom": int64(ReclaimHeadroom),
 		"MaxReclaimWindows":      MaxReclaimWindows,
 		"MaxReclaimDoseDuration": int64(MaxReclaimDoseDuration / time.Microsecond),
@@ -427,6 +436,20 @@ func TestConstantsAreTheLibrarys(t *testing.T) {
 	}
 	if s := EventReclaim.String(); s != "reclaim" {
 		t.Errorf("EventReclaim.String() = %q, want reclaim", s)
+	}
+	if s := EventPark.String(); s != "park" {
+		t.Errorf("EventPark.String() = %q, want park", s)
+	}
+	if s := EventThaw.String(); s != "thaw" {
+		t.Errorf("EventThaw.String() = %q, want thaw", s)
+	}
+	for e, want := range map[ParkEnd]string{
+		ParkOpen: "parked", ParkEndThaw: "thawed", ParkEndDeadline: "killed at the park's deadline",
+		ParkEndNoFreeze: "not parked: cgroup.freeze cannot be written", ParkEnd(99): "?",
+	} {
+		if s := e.String(); s != want {
+			t.Errorf("ParkEnd(%d).String() = %q, want %q", int(e), s, want)
+		}
 	}
 }
 
@@ -716,5 +739,138 @@ func TestReclaimEventKeepsEveryField(t *testing.T) {
 		len(ev.Reclaim.FullStall) != MaxReclaimWindows {
 		t.Fatalf("100 windows: %d and %d kept, want %d", len(ev.Reclaim.SomeStall), len(ev.Reclaim.FullStall),
 			MaxReclaimWindows)
+	}
+}
+
+// Parking: the option off by default, through C and back, refused above
+// MaxParkDeadline by the library (before it opens the cgroup: a plain
+// directory is ENOTSUP for a deadline it takes, EINVAL for one it refuses).
+func TestParkOptions(t *testing.T) {
+	o, err := DefaultOptions(256 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ParkDeadline != 0 {
+		t.Fatalf("ParkDeadline is %v by default, want 0 (off)", o.ParkDeadline)
+	}
+	o.ParkDeadline = 90 * time.Second
+	c, err := o.toC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.park_deadline_usec != 90000000 {
+		t.Errorf("ParkDeadline in C: %d us", c.park_deadline_usec)
+	}
+	if back := optionsFromC(&c); !reflect.DeepEqual(back, o) {
+		t.Errorf("options through C = %+v, want %+v", back, o)
+	}
+	o.ParkDeadline = -time.Second
+	if _, err := o.toC(); err != syscall.EINVAL {
+		t.Errorf("a negative ParkDeadline: %v, want EINVAL", err)
+	}
+
+	set, err := Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		d    time.Duration
+		want syscall.Errno
+	}{
+		{time.Second, syscall.ENOTSUP},
+		{MaxParkDeadline, syscall.ENOTSUP},
+		{MaxParkDeadline + time.Microsecond, syscall.EINVAL},
+		{-time.Second, syscall.EINVAL},
+	} {
+		o, _ := DefaultOptions(64 << 20)
+		o.ParkDeadline = c.d
+		if _, err := set.Add(dir, o); !errors.Is(err, c.want) {
+			t.Errorf("Add with ParkDeadline %v: %v, want %v", c.d, err, c.want)
+		}
+	}
+}
+
+// ParkEnd and OpenParkID of a guard gone: EINVAL and 0, named. A live
+// guard's park is the VM's (mg_guard_park_end(3)).
+func TestParkEndOfAGuardGone(t *testing.T) {
+	set, err := Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	const path = "/sys/fs/cgroup/w/vm-4"
+	g := &Guard{set: set, path: path}
+	for _, c := range []struct {
+		id     uint64
+		action ParkAction
+		limit  uint64
+	}{{1, ParkKill, 0}, {1, ParkThaw, 512 << 20}, {0, ParkThaw, 0}, {1, ParkAction(3), 0}} {
+		killed, err := g.ParkEnd(c.id, c.action, c.limit)
+		var e *Error
+		if killed || !errors.As(err, &e) || e.Op != "park end" || e.Path != path || e.Err != syscall.EINVAL {
+			t.Errorf("ParkEnd(%d, %d, %d) of a guard gone: %v, %#v; want false, EINVAL", c.id, c.action, c.limit,
+				killed, err)
+		}
+	}
+	if id := g.OpenParkID(); id != 0 {
+		t.Errorf("OpenParkID of a guard gone = %d", id)
+	}
+}
+
+// The park's fields of a record, through C and out of an EventPark and an
+// EventThaw, and the park in mg_kill_record_format()'s line.
+func TestParkRecord(t *testing.T) {
+	var k KillRecord
+	var n uint64
+	fill(reflect.ValueOf(&k).Elem(), &n)
+	k.Reason, k.Method, k.KillUsec = KillOvershoot, KillCgroupKill, 0
+	k.Report.ParkID, k.Report.ParkUsec, k.Report.FrozenUsec = 3, 1000000, 1040000
+	k.Report.ParkEndUsec, k.Report.ParkEnd = 0, ParkOpen
+	for _, typ := range []EventType{EventPark, EventThaw} {
+		ev := killEventThroughC(typ, &k)
+		if ev.Type != typ || ev.Kill == nil || ev.Cgroup != k.Cgroup || ev.TimeUsec != 1040000 {
+			t.Fatalf("%v through C: %+v", typ, ev)
+		}
+		if !reflect.DeepEqual(*ev.Kill, k) {
+			t.Fatalf("%v's record through C:\n%+v\nwant\n%+v", typ, *ev.Kill, k)
+		}
+		k.Report.ParkEndUsec, k.Report.ParkEnd = 3500000, ParkEndThaw
+	}
+
+	k.Report.LimitBytes, k.Report.UsedBytes = 64<<20, 96<<20
+	for _, c := range []struct {
+		id      uint64
+		end     ParkEnd
+		endUsec uint64
+		frozen  uint64
+		want    string
+	}{
+		{3, ParkEndDeadline, 3500000, 1040000, ", parked 2500ms (frozen), killed at the park's deadline,"},
+		{3, ParkEndNotFrozen, 3000000, 0, ", parked 2000ms (never frozen), killed: not frozen within the kill wait,"},
+		{3, ParkEndNoFreeze, 1000000, 0, ", not parked: cgroup.freeze cannot be written,"},
+		{0, ParkOpen, 0, 0, ""},
+	} {
+		k.Report.ParkID, k.Report.ParkEnd, k.Report.ParkEndUsec, k.Report.FrozenUsec = c.id, c.end, c.endUsec, c.frozen
+		s := k.String()
+		if c.want == "" && strings.Contains(s, "park") || !strings.Contains(s, c.want) {
+			t.Errorf("a record of park %d ended %v: %q, want it to say %q", c.id, c.end, s, c.want)
+		}
+	}
+}
+
+// Every counter of mg_stats lands in its own field of Stats, in the
+// header's order (the park counts last).
+func TestStatsKeepEveryCounter(t *testing.T) {
+	st := numberedStats()
+	v := reflect.ValueOf(st)
+	for i := 0; i < v.NumField(); i++ {
+		if got := v.Field(i).Uint(); got != uint64(i+1) {
+			t.Errorf("Stats.%s = %d, want %d (its place in mg_stats)", v.Type().Field(i).Name, got, i+1)
+		}
+	}
+	if st.ParksExpired != uint64(v.NumField()) {
+		t.Errorf("ParksExpired = %d: not the last counter of mg_stats", st.ParksExpired)
 	}
 }

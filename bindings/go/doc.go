@@ -70,6 +70,30 @@
 // kill is made, or, if the actor has left its limit, EventKillAverted. See
 // mg_guard_defer_kill(3).
 //
+// # Parking instead of killing
+//
+// With Options.ParkDeadline set, a kill the guard has decided (after
+// EventPreKill and its deferral, if asked for) freezes the actor instead
+// (cgroup.freeze): EventPark tells it once the actor is frozen, with the
+// record the kill would carry and the park's id in Kill.Report.ParkID. The
+// worker saves the actor meanwhile and ends the park with Guard.ParkEnd:
+// ParkKill, or ParkThaw with a new limit (EventThaw; killed instead if used
+// is above that limit). The guard kills by itself past the deadline, if the
+// actor is not frozen within KillWait, or if used grows past the hard bound
+// while frozen; the record's Report.ParkEnd says which. See
+// mg_guard_park_end(3).
+//
+//	opt.ParkDeadline = 30 * time.Second
+//	opt.OnEvent = func(g *cgroupguard.Guard, ev cgroupguard.Event) {
+//		if ev.Type == cgroupguard.EventPark {
+//			id := ev.Kill.Report.ParkID
+//			go func() {
+//				// ... save the actor, then:
+//				g.ParkEnd(id, cgroupguard.ParkKill, 0)
+//			}()
+//		}
+//	}
+//
 // A callback must return quickly (every guard of the set waits for it), and
 // must not panic: a panic cannot unwind through the C frames of Process and
 // ends the program.

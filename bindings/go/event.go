@@ -63,6 +63,15 @@ const (
 	// EventReclaim is a dose of the reclaim actuator
 	// (Options.ReclaimDoseBytes), done: Reclaim set; not a kill.
 	EventReclaim EventType = 14
+	// EventPark is a kill the guard froze the actor for instead
+	// (Options.ParkDeadline set), told once cgroup.events says frozen:
+	// Kill set, KillUsec 0 (not sent), Kill.Report.ParkID the id for
+	// Guard.ParkEnd, ParkUsec and FrozenUsec set.
+	EventPark EventType = 15
+	// EventThaw is a park the worker ended with a thaw (ParkThaw): Kill
+	// set, Kill.Report.ParkEnd ParkEndThaw; the guard watches the actor as
+	// before.
+	EventThaw EventType = 16
 )
 
 // String is the type's name, as mg_event_type_to_string() gives it.
@@ -129,6 +138,40 @@ const (
 	KillPidfd KillMethod = 2
 )
 
+// ParkEnd is how a park ended (enum mg_park_end; Report.ParkEnd). All but
+// ParkEndThaw end in a kill, by the worker's choice or by the guard's
+// promise.
+type ParkEnd int
+
+// The ends of a park.
+const (
+	// ParkOpen is a park not ended (EventPark).
+	ParkOpen ParkEnd = 0
+	// ParkEndKill is the worker's ParkKill.
+	ParkEndKill ParkEnd = 1
+	// ParkEndThaw is the worker's ParkThaw, thawed (EventThaw).
+	ParkEndThaw ParkEnd = 2
+	// ParkEndDeadline is a park not ended within Options.ParkDeadline:
+	// killed.
+	ParkEndDeadline ParkEnd = 3
+	// ParkEndBound is used grown past the hard bound of
+	// mg_guard_defer_kill(3) while frozen (kernel and socket memory are
+	// charged without the tasks running): killed.
+	ParkEndBound ParkEnd = 4
+	// ParkEndNotFrozen is cgroup.events not saying frozen within
+	// Options.KillWait (a task in uninterruptible sleep): killed.
+	ParkEndNotFrozen ParkEnd = 5
+	// ParkEndOverLimit is a thaw asked for while used was above the
+	// (new) limit: killed, never thawed.
+	ParkEndOverLimit ParkEnd = 6
+	// ParkEndNoFreeze is cgroup.freeze that could not be written (before
+	// 5.2: none): killed at once, with no EventPark.
+	ParkEndNoFreeze ParkEnd = 7
+)
+
+// String is the end's wording, as mg_park_end_to_string() gives it.
+func (e ParkEnd) String() string { return C.GoString(C.mg_park_end_to_string(uint32(e))) }
+
 // PSILine is one line of a pressure file: averages in hundredths of a
 // percent, total in microseconds.
 type PSILine struct {
@@ -167,6 +210,16 @@ type Report struct {
 	Verdict             Verdict
 	StallRefaultBytes   uint64 // StallRefault: file pages re-read over Stall
 	StallReclaimedBytes uint64 // StallRefault: what reclaim took (pgsteal) over Stall
+	// The park the read is about (a kill record's, an EventPark's or an
+	// EventThaw's; all 0 in any other read): ParkID is the id for
+	// Guard.ParkEnd (0: not parked), ParkUsec when cgroup.freeze was
+	// written, FrozenUsec when cgroup.events said frozen (0: never; see
+	// ParkEnd), ParkEndUsec when the park ended (0: it has not).
+	ParkID      uint64
+	ParkUsec    uint64
+	FrozenUsec  uint64
+	ParkEndUsec uint64
+	ParkEnd     ParkEnd
 }
 
 // KillRecord is what a kill hands out: the read that decided, and when each
@@ -265,8 +318,8 @@ type ReclaimInfo struct {
 type Event struct {
 	Type       EventType
 	Cgroup     string
-	TimeUsec   uint64 // CLOCK_MONOTONIC
-	Kill       *KillRecord
+	TimeUsec   uint64      // CLOCK_MONOTONIC
+	Kill       *KillRecord // EventPark, EventThaw too: the park in Kill.Report
 	Lend       *LendInfo
 	Err        error  // EventError: a syscall.Errno
 	What       string // EventError: what failed, e.g. "memory.stat"
@@ -312,6 +365,11 @@ func reportFromC(c *C.struct_mg_report) Report {
 		Verdict:             Verdict(c.verdict),
 		StallRefaultBytes:   uint64(c.stall_refault_bytes),
 		StallReclaimedBytes: uint64(c.stall_reclaimed_bytes),
+		ParkID:              uint64(c.park_id),
+		ParkUsec:            uint64(c.park_usec),
+		FrozenUsec:          uint64(c.frozen_usec),
+		ParkEndUsec:         uint64(c.park_end_usec),
+		ParkEnd:             ParkEnd(c.park_end),
 	}
 }
 
@@ -443,6 +501,11 @@ func (r *Report) toC(c *C.struct_mg_report) {
 	c.verdict = uint32(r.Verdict)
 	c.stall_refault_bytes = C.uint64_t(r.StallRefaultBytes)
 	c.stall_reclaimed_bytes = C.uint64_t(r.StallReclaimedBytes)
+	c.park_id = C.uint64_t(r.ParkID)
+	c.park_usec = C.uint64_t(r.ParkUsec)
+	c.frozen_usec = C.uint64_t(r.FrozenUsec)
+	c.park_end_usec = C.uint64_t(r.ParkEndUsec)
+	c.park_end = C.uint32_t(r.ParkEnd)
 }
 
 // toC fills c from k; the cgroup string is C memory the caller frees.
@@ -614,6 +677,21 @@ func reclaimEventThroughC(r *ReclaimInfo, windows uint32, err int) Event {
 	ev._type = C.MG_EVENT_RECLAIM
 	ev.cgroup = cg
 	ev.reclaim = &c
+	return eventFromC(&ev)
+}
+
+// killEventThroughC hands eventFromC an event of type t whose .kill is k in
+// C (as MG_EVENT_PARK and MG_EVENT_THAW carry the park's record), for the
+// tests: a field the copy forgets comes back zero.
+func killEventThroughC(t EventType, k *KillRecord) Event {
+	var c C.struct_mg_kill_record
+	k.toC(&c)
+	defer C.free(unsafe.Pointer(c.cgroup))
+	var ev C.struct_mg_event
+	ev._type = uint32(t)
+	ev.cgroup = c.cgroup
+	ev.time_usec = C.uint64_t(k.Report.FrozenUsec)
+	ev.kill = &c
 	return eventFromC(&ev)
 }
 

@@ -61,6 +61,15 @@ type Options struct {
 	// a second.
 	ReclaimHeadroomBytes uint64
 
+	// ParkDeadline turns parking on: every kill the guard decides and
+	// confirms freezes the actor instead (cgroup.freeze, 5.2+), told as
+	// EventPark once it is frozen, for the worker to save it and end the
+	// park with Guard.ParkEnd (a kill, or a thaw with a new limit). It is
+	// the longest a park may last before the guard kills, at most
+	// MaxParkDeadline (Add is EINVAL above it); 0 (the default) is off.
+	// See mg_guard_park_end(3).
+	ParkDeadline time.Duration
+
 	// OnEvent is called on the set's thread with the event copied out
 	// (see the package documentation). It may call any method of the set
 	// but Close, including Remove of its own guard.
@@ -101,6 +110,7 @@ func optionsFromC(c *C.struct_mg_guard_options) Options {
 		ReclaimWindows:         uint32(c.reclaim_windows),
 		ReclaimCooldown:        duration(c.reclaim_cooldown_usec),
 		ReclaimHeadroomBytes:   uint64(c.reclaim_headroom_bytes),
+		ParkDeadline:           duration(c.park_deadline_usec),
 	}
 }
 
@@ -148,6 +158,7 @@ func (o *Options) toC() (C.struct_mg_guard_options, error) {
 		{o.RefaultWindow, &c.refault_window_usec},
 		{o.RefaultMappedWindow, &c.refault_mapped_window_usec},
 		{o.ReclaimCooldown, &c.reclaim_cooldown_usec},
+		{o.ParkDeadline, &c.park_deadline_usec},
 	} {
 		v, err := usec(f.d)
 		if err != nil {
@@ -268,6 +279,12 @@ type Stats struct {
 	KillsDeferred, KillsAverted uint64
 	Reclaims                    uint64 // EventReclaim
 	ReclaimedBytes              uint64 // their ReclaimInfo.AchievedBytes
+	Parks                       uint64 // EventPark
+	ParksThawed                 uint64 // EventThaw
+	ParksKilled                 uint64 // ended by ParkEnd with ParkKill
+	// ParksExpired is parks the guard ended with a kill: the deadline,
+	// the bound, not frozen in time, over the limit at a thaw.
+	ParksExpired uint64
 }
 
 func guardStatsFromC(c *C.struct_mg_stats) Stats {
@@ -279,7 +296,22 @@ func guardStatsFromC(c *C.struct_mg_stats) Stats {
 		Throttles: uint64(c.throttles), KillsDeferred: uint64(c.kills_deferred),
 		KillsAverted: uint64(c.kills_averted),
 		Reclaims:     uint64(c.reclaims), ReclaimedBytes: uint64(c.reclaimed_bytes),
+		Parks: uint64(c.parks), ParksThawed: uint64(c.parks_thawed),
+		ParksKilled: uint64(c.parks_killed), ParksExpired: uint64(c.parks_expired),
 	}
+}
+
+// numberedStats gives guardStatsFromC a C struct whose every counter is its
+// place after .size (1, 2, ...), for the tests: a counter the copy forgets
+// or takes from another field shows.
+func numberedStats() Stats {
+	var c C.struct_mg_stats
+	n := int(unsafe.Sizeof(c) / unsafe.Sizeof(c.size))
+	w := unsafe.Slice((*C.uint64_t)(unsafe.Pointer(&c)), n)
+	for i := range w {
+		w[i] = C.uint64_t(i)
+	}
+	return guardStatsFromC(&c)
 }
 
 // Stats is what the guard has counted since it was made.
@@ -351,6 +383,51 @@ func (g *Guard) DeferKill(d time.Duration) error {
 	}
 	u, _ := usec(d)
 	return g.call("defer kill", func(p *C.mg_guard) C.int { return C.mg_guard_defer_kill(p, u) })
+}
+
+// MaxParkDeadline is the bound of Options.ParkDeadline (MG_PARK_MAX_USEC).
+const MaxParkDeadline = time.Hour
+
+// ParkAction is how Guard.ParkEnd ends a park (enum mg_park_action).
+type ParkAction int
+
+// The ends a worker may give a park.
+const (
+	// ParkKill kills the actor, still frozen: EventKill follows once the
+	// cgroup is empty, its record's Report.ParkEnd ParkEndKill.
+	ParkKill ParkAction = 1
+	// ParkThaw judges the actor at once against a new limit, and thaws it
+	// (EventThaw) or, above that limit, kills it (ParkEndOverLimit).
+	ParkThaw ParkAction = 2
+)
+
+// ParkEnd ends the park id (Report.ParkID of the EventPark's record),
+// from the EventPark callback or later; it is mg_guard_park_end().
+// ParkKill kills the actor (newLimitBytes must be 0); ParkThaw judges it at
+// once against newLimitBytes (0: the limit it had; else the guard's limit
+// from now on, its margin keeping its share: raise memory.max and
+// memory.high first) and thaws it, or kills it if it is above. killed says
+// a kill was made (EventKill follows); false is a thaw (EventThaw told).
+//
+// Errors (an *Error wrapping the errno): EINVAL for an id of 0, an action
+// not ParkKill or ParkThaw, a new limit with ParkKill or of Unlimited, or a
+// guard removed; ENOENT if no park is open (it ended, by its deadline say);
+// ESTALE if another park is open (left alone); or the errno of a read or
+// write, and the park goes on (try again).
+func (g *Guard) ParkEnd(id uint64, action ParkAction, newLimitBytes uint64) (killed bool, err error) {
+	var r C.int
+	err = g.call("park end", func(p *C.mg_guard) C.int {
+		r = C.mg_guard_park_end(p, C.uint64_t(id), uint32(action), C.uint64_t(newLimitBytes))
+		return r
+	})
+	return err == nil && r == 1, err
+}
+
+// OpenParkID is the id of the open park, 0 if none (mg_guard_get_park_id()).
+func (g *Guard) OpenParkID() uint64 {
+	var id C.uint64_t
+	g.call("park id", func(p *C.mg_guard) C.int { id = C.mg_guard_get_park_id(p); return 0 })
+	return uint64(id)
 }
 
 // Lend is one lend of memory.high, from Guard.LendBegin. Its End ends that

@@ -7,8 +7,8 @@
 // with mg-workload at $CGG_WORKLOAD and a disk at /mnt/disk. A host without
 // a cgroup v2 memory controller fails these tests; they never skip.
 //
-// Tree: /sys/fs/cgroup/cgg-go-PID/{overshoot,lend,snapshot,gone,prekill}, each
-// with +memory from the parent.
+// Tree: /sys/fs/cgroup/cgg-go-PID/{overshoot,lend,snapshot,gone,prekill,
+// park,park-over,park-deadline}, each with +memory from the parent.
 //   - overshoot: no memory.max, guard limit 64 MiB, anon grows to 160 MiB:
 //     killed as an overshoot, its record complete, the guard removed from
 //     inside its own kill callback.
@@ -26,6 +26,17 @@
 //     callback ERANGE above the option, EINVAL below a microsecond, then a
 //     300 ms deferral; the kill follows it (the actor stays over), counted
 //     in KillsDeferred.
+//   - park: guard limit 64 MiB with ParkDeadline 30 s, anon held at 68 MiB:
+//     EventPark once frozen (cgroup.freeze 1, cgroup.events "frozen 1"),
+//     its record with the park's id; ParkEnd before it ENOENT, with
+//     another id ESTALE, a kill with a new limit EINVAL; a thaw to 128 MiB
+//     from the test's goroutine: EventThaw, cgroup.freeze 0, the workload
+//     alive and not killed after; Parks and ParksThawed 1.
+//   - park-over, park-deadline (one set): the same overshoot; the first
+//     thawed from its EventPark callback at its own limit, killed instead
+//     (ParkEndOverLimit); the second, ParkDeadline 1 s, left parked and
+//     killed at its deadline (ParkEndDeadline); both counted in
+//     ParksExpired.
 package cgroupguard
 
 import (
@@ -455,4 +466,160 @@ func TestVMPreKillDeferred(t *testing.T) {
 		t.Fatalf("stats %+v, %v: want one kill deferred, one made", st, err)
 	}
 	cmd.Wait()
+}
+
+// frozenState is cgroup.freeze and the "frozen" line of cgroup.events.
+func frozenState(t *testing.T, cg string) (freeze, frozen string) {
+	t.Helper()
+	for _, l := range strings.Split(readFile(t, filepath.Join(cg, "cgroup.events")), "\n") {
+		if strings.HasPrefix(l, "frozen ") {
+			frozen = strings.TrimPrefix(l, "frozen ")
+		}
+	}
+	return readFile(t, filepath.Join(cg, "cgroup.freeze")), frozen
+}
+
+func TestVMParkThawed(t *testing.T) {
+	cg := mkcg(t, "park")
+	set, err := Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	opt, _ := DefaultOptions(64 << 20)
+	opt.ParkDeadline = 30 * time.Second
+	events := make(chan Event, 64)
+	opt.OnEvent = func(g *Guard, ev Event) { events <- ev }
+	g, err := set.Add(cg, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.ParkEnd(1, ParkKill, 0); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("ParkEnd with no park open: %v, want ENOENT", err)
+	}
+	cmd := startIn(t, cg, "anon", "68", "256", "-1")
+	park := waitEvent(t, events, EventPark, 60*time.Second)
+	k := park.Kill
+	if k == nil || k.KillUsec != 0 || k.Reason != KillOvershoot || k.Report.ParkID == 0 ||
+		k.Report.ParkUsec == 0 || k.Report.FrozenUsec < k.Report.ParkUsec || k.Report.ParkEndUsec != 0 ||
+		k.Report.ParkEnd != ParkOpen {
+		t.Fatalf("park record: %+v", k)
+	}
+	id := k.Report.ParkID
+	if freeze, frozen := frozenState(t, cg); freeze != "1" || frozen != "1" {
+		t.Fatalf("parked: cgroup.freeze %q, frozen %q", freeze, frozen)
+	}
+	if got := g.OpenParkID(); got != id {
+		t.Fatalf("OpenParkID = %d, the event's %d", got, id)
+	}
+	if _, err := g.ParkEnd(id+1, ParkThaw, 0); !errors.Is(err, syscall.ESTALE) {
+		t.Fatalf("ParkEnd of another id: %v, want ESTALE", err)
+	}
+	if _, err := g.ParkEnd(id, ParkKill, 1<<20); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("ParkKill with a new limit: %v, want EINVAL", err)
+	}
+	if killed, err := g.ParkEnd(id, ParkThaw, 128<<20); killed || err != nil {
+		t.Fatalf("a thaw to 128 MiB: killed %v, %v", killed, err)
+	}
+	thaw := waitEvent(t, events, EventThaw, 10*time.Second)
+	if thaw.Kill == nil || thaw.Kill.Report.ParkID != id || thaw.Kill.Report.ParkEnd != ParkEndThaw ||
+		thaw.Kill.Report.ParkEndUsec == 0 {
+		t.Fatalf("thaw record: %+v", thaw.Kill)
+	}
+	if freeze, _ := frozenState(t, cg); freeze != "0" {
+		t.Fatalf("thawed: cgroup.freeze %q", freeze)
+	}
+	if id := g.OpenParkID(); id != 0 {
+		t.Fatalf("OpenParkID after the thaw = %d", id)
+	}
+	if _, err := g.ParkEnd(id, ParkKill, 0); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("ParkEnd after the thaw: %v, want ENOENT", err)
+	}
+	// 68 MiB under its new limit of 128: watched, not killed.
+	select {
+	case ev := <-events:
+		if ev.Type == EventKill || ev.Type == EventPark {
+			t.Fatalf("after the thaw: %v", ev.Type)
+		}
+	case <-time.After(2 * time.Second):
+	}
+	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the workload after the thaw: %v", err)
+	}
+	st, err := g.Stats()
+	if err != nil || st.Parks != 1 || st.ParksThawed != 1 || st.KillsOvershoot != 0 {
+		t.Fatalf("stats %+v, %v: want one park, thawed", st, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+}
+
+func TestVMParkEndsInAKill(t *testing.T) {
+	over, late := mkcg(t, "park-over"), mkcg(t, "park-deadline")
+	set, err := Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	events := make(chan Event, 64)
+	thawed := make(chan error, 1)
+	opt, _ := DefaultOptions(64 << 20)
+	opt.ParkDeadline = 30 * time.Second
+	opt.OnEvent = func(g *Guard, ev Event) {
+		events <- ev // first: the kill may be told inside ParkEnd
+		if ev.Type == EventPark {
+			// At its own limit, still over it: killed, never thawed.
+			killed, err := g.ParkEnd(ev.Kill.Report.ParkID, ParkThaw, 0)
+			if err == nil && !killed {
+				err = errors.New("thawed over its limit")
+			}
+			thawed <- err
+		}
+	}
+	gOver, err := set.Add(over, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lateEvents := make(chan Event, 64)
+	opt.ParkDeadline = time.Second
+	opt.OnEvent = func(g *Guard, ev Event) { lateEvents <- ev }
+	gLate, err := set.Add(late, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdOver := startIn(t, over, "anon", "68", "256", "-1")
+	cmdLate := startIn(t, late, "anon", "68", "256", "-1")
+
+	waitEvent(t, events, EventPark, 60*time.Second)
+	if err := <-thawed; err != nil {
+		t.Fatalf("a thaw over the limit: %v", err)
+	}
+	kill := waitEvent(t, events, EventKill, 30*time.Second)
+	if kill.Kill == nil || kill.Kill.Report.ParkEnd != ParkEndOverLimit || kill.Kill.Report.ParkID == 0 {
+		t.Fatalf("kill record of a thaw over the limit: %+v", kill.Kill)
+	}
+
+	park := waitEvent(t, lateEvents, EventPark, 60*time.Second)
+	kill = waitEvent(t, lateEvents, EventKill, 30*time.Second)
+	r := kill.Kill.Report
+	if r.ParkEnd != ParkEndDeadline || r.ParkID != park.Kill.Report.ParkID ||
+		r.ParkEndUsec-r.ParkUsec < uint64(time.Second/time.Microsecond) {
+		t.Fatalf("kill record of a park past its deadline: %+v", kill.Kill)
+	}
+	if !strings.Contains(kill.Kill.String(), "killed at the park's deadline") {
+		t.Fatalf("the record's line: %s", kill.Kill)
+	}
+	for _, g := range []*Guard{gOver, gLate} {
+		st, err := g.Stats()
+		if err != nil || st.Parks != 1 || st.ParksExpired != 1 || st.KillsOvershoot != 1 {
+			t.Fatalf("%s: stats %+v, %v: want one park, ended by the guard in a kill", g.Path(), st, err)
+		}
+	}
+	for _, cmd := range []*exec.Cmd{cmdOver, cmdLate} {
+		werr := cmd.Wait()
+		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("workload: %v, want killed by SIGKILL (frozen)", werr)
+		}
+	}
 }

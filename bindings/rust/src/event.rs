@@ -89,6 +89,41 @@ c_enum!(
         /// `reclaim` set: a dose of the reclaim actuator
         /// (`Options::reclaim_dose_bytes`), done; not a kill.
         Reclaim = ffi::MG_EVENT_RECLAIM,
+        /// `kill` set (`kill_usec` 0, not sent): a kill the guard froze
+        /// the actor for instead (`Options::park_deadline`), told once
+        /// cgroup.events says frozen; `kill.report.park_id` is the id for
+        /// `Set::park_end`.
+        Park = ffi::MG_EVENT_PARK,
+        /// `kill` set (`report.park_end` `ParkEnd::Thaw`): the worker
+        /// ended the park with a thaw; the guard watches the actor as before.
+        Thaw = ffi::MG_EVENT_THAW,
+    }
+);
+
+c_enum!(
+    /// How a park ended (`Report::park_end`).  All but `Thaw` end in a
+    /// kill, by the worker's choice or by the guard's promise.
+    ParkEnd, mg_park_end_to_string {
+        /// Still parked (`EventType::Park`), or no park.
+        Open = ffi::MG_PARK_OPEN,
+        /// The worker's `ParkAction::Kill`.
+        Kill = ffi::MG_PARK_END_KILL,
+        /// The worker's `ParkAction::Thaw`, thawed (`EventType::Thaw`).
+        Thaw = ffi::MG_PARK_END_THAW,
+        /// Not ended within `Options::park_deadline`: killed.
+        Deadline = ffi::MG_PARK_END_DEADLINE,
+        /// Used grew past the hard bound while frozen (kernel and socket
+        /// memory are charged without the tasks running): killed.
+        Bound = ffi::MG_PARK_END_BOUND,
+        /// cgroup.events did not say frozen within `Options::kill_wait` (a
+        /// task in uninterruptible sleep): killed.
+        NotFrozen = ffi::MG_PARK_END_NOT_FROZEN,
+        /// A thaw was asked while used was above the (new) limit: killed,
+        /// never thawed.
+        OverLimit = ffi::MG_PARK_END_OVER_LIMIT,
+        /// cgroup.freeze could not be written (before 5.2: none): killed at
+        /// once, with no `EventType::Park`.
+        NoFreeze = ffi::MG_PARK_END_NO_FREEZE,
     }
 );
 
@@ -176,7 +211,8 @@ pub(crate) fn usec_to_duration(us: u64) -> Duration {
 
 /// Everything one slow-path read saw.  Times are CLOCK_MONOTONIC usec;
 /// `max_bytes` is `UNLIMITED` for "max".  Non-exhaustive (the C struct
-/// grows): made with `Report::default()` (every field zero, verdict `Ok`).
+/// grows): made with `Report::default()` (every field zero, verdict `Ok`,
+/// `park_end` `Open`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Report {
@@ -212,6 +248,18 @@ pub struct Report {
     pub stall_refault_bytes: u64,
     /// `MG_STALL_REFAULT`: what reclaim took (pgsteal) over `stall`.
     pub stall_reclaimed_bytes: u64,
+    /// The park this read is about (a kill record's, a `Park`'s or a
+    /// `Thaw`'s; the park fields are all zero in any other read): the id
+    /// for `Set::park_end`, 0 if not parked.
+    pub park_id: u64,
+    /// When cgroup.freeze was written.
+    pub park_usec: u64,
+    /// When cgroup.events said frozen; 0: never (see `park_end`).
+    pub frozen_usec: u64,
+    /// When the park ended; 0: it has not.
+    pub park_end_usec: u64,
+    /// How it ended.
+    pub park_end: ParkEnd,
 }
 
 impl Default for Report {
@@ -253,6 +301,11 @@ impl Report {
             verdict: Verdict::from_c(c.verdict),
             stall_refault_bytes: c.stall_refault_bytes,
             stall_reclaimed_bytes: c.stall_reclaimed_bytes,
+            park_id: c.park_id,
+            park_usec: c.park_usec,
+            frozen_usec: c.frozen_usec,
+            park_end_usec: c.park_end_usec,
+            park_end: ParkEnd::from_c(c.park_end),
         }
     }
 
@@ -275,6 +328,11 @@ impl Report {
             verdict: self.verdict.to_c(),
             stall_refault_bytes: self.stall_refault_bytes,
             stall_reclaimed_bytes: self.stall_reclaimed_bytes,
+            park_id: self.park_id,
+            park_usec: self.park_usec,
+            frozen_usec: self.frozen_usec,
+            park_end_usec: self.park_end_usec,
+            park_end: self.park_end.to_c(),
         }
     }
 }
@@ -479,7 +537,8 @@ pub struct Event {
     pub cgroup: String,
     /// CLOCK_MONOTONIC usec.
     pub time_usec: u64,
-    /// `Kill`, `KillDryRun`, `PreKill`, `KillAverted`, `Unkillable`.
+    /// `Kill`, `KillDryRun`, `PreKill`, `KillAverted`, `Unkillable`,
+    /// `Park`, `Thaw`.
     pub kill: Option<KillRecord>,
     /// `LendBegin`, `LendEnd`, `LendExpired`.
     pub lend: Option<LendInfo>,

@@ -94,6 +94,35 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 //!
+//! # Parking instead of killing
+//!
+//! With [`Options::park_deadline`] set, a kill the guard has decided
+//! (after `PreKill` and its deferral, if asked for) freezes the actor
+//! instead (cgroup.freeze): [`EventType::Park`] tells it once the actor is
+//! frozen, with the record the kill would carry and the park's id in
+//! `kill.report.park_id`.  The worker saves the actor meanwhile and ends the
+//! park with [`Set::park_end`]: [`ParkAction::Kill`], or
+//! [`ParkAction::Thaw`] with a new limit ([`EventType::Thaw`]; killed
+//! instead if used is above that limit).  The guard kills by itself past
+//! the deadline, if the actor is not frozen within `kill_wait`, or if used
+//! grows past the hard bound while frozen; the record's `report.park_end`
+//! ([`ParkEnd`]) says which.
+//!
+//! ```no_run
+//! use cgroupguard::{EventType, Options, ParkAction, Set};
+//! use std::time::Duration;
+//! let set = Set::new()?;
+//! let opt = Options::new(256 << 20)?.with_park_deadline(Duration::from_secs(30));
+//! set.add("/sys/fs/cgroup/workers/vm-17", &opt, |set, guard, ev| {
+//!     if ev.kind == EventType::Park {
+//!         let id = ev.kill.as_ref().map_or(0, |k| k.report.park_id);
+//!         // ... save the actor (or start it and end the park later), then:
+//!         let _ = set.park_end(guard, id, ParkAction::Kill, 0);
+//!     }
+//! })?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
 //! # Linking
 //!
 //! The raw declarations and the linking are the memguard-sys crate's,
@@ -269,6 +298,13 @@ pub struct Options {
     /// file cache gets a dose of what brings it back (at most
     /// `reclaim_dose_bytes` and its cache), at most once a second.
     pub reclaim_headroom_bytes: u64,
+    /// Park instead of kill: every kill the guard decides and confirms
+    /// freezes the actor (cgroup.freeze, 5.2+), told as `EventType::Park`
+    /// once it is frozen, for the worker to save it and end the park with
+    /// [`Set::park_end`].  The longest a park may last before the guard
+    /// kills, at most 1 h (`ffi::MG_PARK_MAX_USEC`; the add is EINVAL
+    /// above); zero (the default) is off.
+    pub park_deadline: Duration,
 }
 
 /// What a guard, or a set, has counted (`mg_guard_get_stats()`,
@@ -305,6 +341,15 @@ pub struct Stats {
     pub reclaims: u64,
     /// What they achieved (`ReclaimInfo::achieved_bytes`, summed).
     pub reclaimed_bytes: u64,
+    /// Parks told (`EventType::Park`).
+    pub parks: u64,
+    /// Parks the worker thawed (`EventType::Thaw`).
+    pub parks_thawed: u64,
+    /// Parks the worker ended with `ParkAction::Kill`.
+    pub parks_killed: u64,
+    /// Parks the guard ended with a kill: the deadline, the bound, not
+    /// frozen in time, over the limit at a thaw.
+    pub parks_expired: u64,
 }
 
 impl Stats {
@@ -324,6 +369,10 @@ impl Stats {
             kills_averted: c.kills_averted,
             reclaims: c.reclaims,
             reclaimed_bytes: c.reclaimed_bytes,
+            parks: c.parks,
+            parks_thawed: c.parks_thawed,
+            parks_killed: c.parks_killed,
+            parks_expired: c.parks_expired,
         }
     }
 }
@@ -368,6 +417,8 @@ impl Options {
         reclaim_cooldown: Duration => with_reclaim_cooldown;
         /// Sets `reclaim_headroom_bytes`.
         reclaim_headroom_bytes: u64 => with_reclaim_headroom_bytes;
+        /// Sets `park_deadline`.
+        park_deadline: Duration => with_park_deadline;
     }
 
     /// The defaults tuned to `limit_bytes`; EINVAL for 0 or `UNLIMITED`.
@@ -411,6 +462,7 @@ impl Options {
             reclaim_windows: c.reclaim_windows,
             reclaim_cooldown: usec_to_duration(c.reclaim_cooldown_usec),
             reclaim_headroom_bytes: c.reclaim_headroom_bytes,
+            park_deadline: usec_to_duration(c.park_deadline_usec),
         }
     }
 
@@ -445,6 +497,8 @@ impl Options {
             reclaim_windows: self.reclaim_windows,
             reclaim_cooldown_usec: usec(self.reclaim_cooldown),
             reclaim_headroom_bytes: self.reclaim_headroom_bytes,
+            // Above MG_PARK_MAX_USEC (saturated too): EINVAL from mg_set_add().
+            park_deadline_usec: usec(self.park_deadline),
         };
         Ok(COptions {
             c,
@@ -474,6 +528,18 @@ pub struct Lend {
     pub guard: Guard,
     /// Never 0; told in the lend's events (`LendInfo::id`).
     pub id: u64,
+}
+
+/// How [`Set::park_end`] ends a park.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParkAction {
+    /// Kill the actor, still frozen: `EventType::Kill` follows once the
+    /// cgroup is empty, its `report.park_end` `ParkEnd::Kill`.
+    Kill,
+    /// Judge the actor at once against a new limit, and thaw it
+    /// (`EventType::Thaw`) or, above that limit, kill it
+    /// (`ParkEnd::OverLimit`).
+    Thaw,
 }
 
 /// A lend's deadline.
@@ -946,6 +1012,37 @@ impl Set {
         // SAFETY: a live guard, inside its PRE_KILL callback.
         check(self.with_guard(g, |p| unsafe { ffi::mg_guard_defer_kill(p, us) })?)?;
         Ok(())
+    }
+
+    /// Ends the park `park_id` (`report.park_id` of the `EventType::Park`
+    /// record) of `g`, from that event's closure or later
+    /// (`mg_guard_park_end()`).  `ParkAction::Kill` kills the actor
+    /// (`new_limit_bytes` must be 0); `ParkAction::Thaw` judges it at once
+    /// against `new_limit_bytes` (0: the limit it had; else the guard's
+    /// limit from now on, its margin keeping its share: raise memory.max
+    /// and memory.high first) and thaws it, or kills it if it is above.
+    /// Returns whether a kill was made (`EventType::Kill` follows); false is
+    /// a thaw (`EventType::Thaw` told).
+    ///
+    /// Errors: EINVAL for a guard not in the set, an id of 0, a new limit
+    /// with `Kill` or of `UNLIMITED`; ENOENT if no park is open (it ended,
+    /// by its deadline say); ESTALE if another park is open (left alone);
+    /// or the errno of a read or write, and the park goes on (try again).
+    pub fn park_end(&self, g: Guard, park_id: u64, action: ParkAction, new_limit_bytes: u64) -> io::Result<bool> {
+        let a = match action {
+            ParkAction::Kill => ffi::MG_PARK_KILL,
+            ParkAction::Thaw => ffi::MG_PARK_THAW,
+        };
+        // SAFETY: a live guard.
+        let r = check(self.with_guard(g, |p| unsafe { ffi::mg_guard_park_end(p, park_id, a, new_limit_bytes) })?)?;
+        self.deliver_pending_outside_process();
+        Ok(r == 1)
+    }
+
+    /// The id of the open park, 0 if none.
+    pub fn open_park_id(&self, g: Guard) -> io::Result<u64> {
+        // SAFETY: a live guard.
+        self.with_guard(g, |p| unsafe { ffi::mg_guard_get_park_id(p) })
     }
 
     fn deliver_pending_outside_process(&self) {

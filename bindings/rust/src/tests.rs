@@ -47,6 +47,7 @@ fn default_options_are_the_librarys_tuning() {
             reclaim_windows: 0,
             reclaim_cooldown: Duration::ZERO,
             reclaim_headroom_bytes: 0,
+            park_deadline: Duration::ZERO,
         }
     );
     let dry = Options {
@@ -475,6 +476,11 @@ fn fill_record() -> KillRecord {
             verdict: Verdict::Stall,
             stall_refault_bytes: next(),
             stall_reclaimed_bytes: next(),
+            park_id: next(),
+            park_usec: next(),
+            frozen_usec: next(),
+            park_end_usec: next(),
+            park_end: ParkEnd::Deadline,
         },
     }
 }
@@ -492,6 +498,7 @@ fn kill_record_keeps_every_field() {
         s.contains("/sys/fs/cgroup/w/vm-7") && s.contains("limit 65536kB"),
         "{s}"
     );
+    assert!(s.contains(", killed at the park's deadline,"), "{s}");
     // A record of an older, shorter library: what it lacks reads as zero.
     let mut r = k.report.to_c();
     r.size = 16;
@@ -576,4 +583,152 @@ fn set_is_neither_send_nor_sync_and_snapshot_guard_is_send() {
     send::<SnapshotGuard>();
     // Set: !Send and !Sync (PhantomData<*mut ()>), which the compiler
     // enforces; checked by the doc test in lib.rs's `compile_fail`.
+}
+
+/// Parking: off by default, the deadline through C and back, and the
+/// library's check of it before it opens the cgroup (a plain directory:
+/// ENOTSUP for a deadline it takes, EINVAL above `MG_PARK_MAX_USEC`).
+#[test]
+fn park_deadline_reaches_c_and_is_checked_by_the_library() {
+    let o = Options::new(64 << 20).unwrap();
+    assert_eq!(o.park_deadline, Duration::ZERO);
+    let on = o.clone().with_park_deadline(Duration::from_secs(90));
+    assert_eq!(on.to_c().unwrap().c.park_deadline_usec, 90_000_000);
+    assert_eq!(through_c(&on), on);
+    let set = Set::new().unwrap();
+    let dir = std::env::temp_dir().join(format!("cgg-rs-park-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let max = Duration::from_micros(ffi::MG_PARK_MAX_USEC);
+    for (d, want) in [
+        (Duration::from_secs(1), 95 /* ENOTSUP */),
+        (max, 95),
+        (max + Duration::from_micros(1), 22),
+        (Duration::MAX, 22), // saturated past u64 microseconds
+    ] {
+        let e = set
+            .add(&dir, &o.clone().with_park_deadline(d), |_, _, _| {})
+            .unwrap_err();
+        assert_eq!(errno(&e), want, "{d:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn park_end_of_a_guard_not_in_the_set() {
+    let set = Set::new().unwrap();
+    for (action, limit) in [(ParkAction::Kill, 0), (ParkAction::Thaw, 512 << 20)] {
+        assert_eq!(errno(&set.park_end(Guard(1), 1, action, limit).unwrap_err()), 22);
+    }
+    assert_eq!(errno(&set.open_park_id(Guard(1)).unwrap_err()), 22);
+}
+
+/// A `Park` and a `Thaw` through the binding's copy: the record with the
+/// park's fields; the ends' names are the library's.
+#[test]
+fn park_events_keep_the_park() {
+    let mut k = fill_record();
+    k.kill_usec = 0;
+    k.report.park_id = 3;
+    k.report.park_usec = 1_000_000;
+    k.report.frozen_usec = 1_040_000;
+    k.report.park_end_usec = 0;
+    k.report.park_end = ParkEnd::Open;
+    let cg = CString::new(k.cgroup.clone()).unwrap();
+    for kind in [ffi::MG_EVENT_PARK, ffi::MG_EVENT_THAW] {
+        let rec = k.to_c(&cg);
+        let ev = ffi::mg_event {
+            type_: kind,
+            cgroup: cg.as_ptr(),
+            time_usec: k.report.frozen_usec,
+            kill: &rec,
+            lend: std::ptr::null(),
+            error: 0,
+            what: std::ptr::null(),
+            count: 0,
+            throttle: std::ptr::null(),
+            report: std::ptr::null(),
+            unkillable: std::ptr::null(),
+            reclaim: std::ptr::null(),
+        };
+        // SAFETY: the event and what it points to are alive.
+        let e = unsafe { Event::from_c(&ev) };
+        assert_eq!(e.kind, EventType::from_c(kind));
+        assert_eq!(e.kill.as_ref(), Some(&k));
+        k.report.park_end_usec = 3_500_000;
+        k.report.park_end = ParkEnd::Thaw;
+    }
+    assert_eq!(
+        (EventType::Park.to_string(), EventType::Thaw.to_string()),
+        ("park".into(), "thaw".into())
+    );
+    for (e, c, name) in [
+        (ParkEnd::Open, ffi::MG_PARK_OPEN, "parked"),
+        (ParkEnd::Kill, ffi::MG_PARK_END_KILL, "killed at the worker's request"),
+        (ParkEnd::Thaw, ffi::MG_PARK_END_THAW, "thawed"),
+        (
+            ParkEnd::Deadline,
+            ffi::MG_PARK_END_DEADLINE,
+            "killed at the park's deadline",
+        ),
+        (
+            ParkEnd::Bound,
+            ffi::MG_PARK_END_BOUND,
+            "killed: used grew past the bound while frozen",
+        ),
+        (
+            ParkEnd::NotFrozen,
+            ffi::MG_PARK_END_NOT_FROZEN,
+            "killed: not frozen within the kill wait",
+        ),
+        (
+            ParkEnd::OverLimit,
+            ffi::MG_PARK_END_OVER_LIMIT,
+            "killed: over its limit at the thaw",
+        ),
+        (
+            ParkEnd::NoFreeze,
+            ffi::MG_PARK_END_NO_FREEZE,
+            "not parked: cgroup.freeze cannot be written",
+        ),
+        (ParkEnd::Other(99), 99, "?"),
+    ] {
+        assert_eq!((ParkEnd::from_c(c), e.to_c(), e.to_string()), (e, c, name.to_string()));
+    }
+    // The park in the formatted record: how long, frozen or not, how it
+    // ended; a park cgroup.freeze refused is told as such.
+    k.report.park_end = ParkEnd::NotFrozen;
+    k.report.frozen_usec = 0;
+    k.report.park_end_usec = 3_000_000;
+    let s = k.to_string();
+    assert!(
+        s.contains(", parked 2000ms (never frozen), killed: not frozen within the kill wait,"),
+        "{s}"
+    );
+    k.report.park_end = ParkEnd::NoFreeze;
+    let s = k.to_string();
+    assert!(s.contains(", not parked: cgroup.freeze cannot be written,"), "{s}");
+    k.report.park_id = 0;
+    assert!(!k.to_string().contains("park"));
+}
+
+/// Every counter of mg_stats lands in its own field, in the header's order.
+#[test]
+fn stats_keep_every_counter() {
+    let mut c = ffi::mg_stats::default();
+    let n = std::mem::size_of::<ffi::mg_stats>() / 8;
+    // SAFETY: mg_stats is u64s only.
+    let w = unsafe { std::slice::from_raw_parts_mut(&mut c as *mut ffi::mg_stats as *mut u64, n) };
+    for (i, v) in w.iter_mut().enumerate() {
+        *v = i as u64;
+    }
+    let s = Stats::from_c(&c);
+    assert_eq!(
+        (s.fast_ticks, s.kills_averted, s.reclaims, s.reclaimed_bytes),
+        (1, 12, 13, 14)
+    );
+    assert_eq!(
+        (s.parks, s.parks_thawed, s.parks_killed, s.parks_expired),
+        (15, 16, 17, 18)
+    );
+    assert_eq!(n, 19, "a counter of mg_stats not in Stats");
 }

@@ -61,6 +61,22 @@ fn non_exhaustive_structs_are_made_without_struct_expressions() {
     assert_eq!(ev.reclaim, Some(rc));
     assert_eq!(Stats::default().reclaimed_bytes, 0);
 
+    let opt = opt.with_park_deadline(Duration::from_secs(30));
+    assert_eq!(opt.park_deadline, Duration::from_secs(30));
+    let mut r = Report::default();
+    assert_eq!((r.park_id, r.park_end), (0, ParkEnd::Open));
+    r.park_id = 4;
+    r.park_end = ParkEnd::Deadline;
+    let mut ev = Event::new(EventType::Park, "/sys/fs/cgroup/w/a");
+    ev.kill = Some(KillRecord::new(
+        KillReason::Overshoot,
+        KillMethod::CgroupKill,
+        "/sys/fs/cgroup/w/a",
+        r,
+    ));
+    assert_eq!(ev.kill.map(|k| k.report.park_id), Some(4));
+    assert_eq!((Stats::default().parks, ParkAction::Thaw), (0, ParkAction::Thaw));
+
     let mut lines = 0;
     let mut log = |_: LogLevel, _: &str| lines += 1;
     let so = SnapshotOptions::default()

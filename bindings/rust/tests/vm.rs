@@ -6,8 +6,8 @@
 //! never skip.  One test at a time (`--test-threads=1`): each makes its own
 //! set on its own thread anyway.
 //!
-//! Tree: /sys/fs/cgroup/cgg-rs-PID/{overshoot,prekill,lend,snapshot,gone}, +memory
-//! from the parent.
+//! Tree: /sys/fs/cgroup/cgg-rs-PID/{overshoot,prekill,lend,snapshot,gone,park,
+//! park-over,park-deadline}, +memory from the parent.
 //!   - overshoot: no memory.max, guard limit 64 MiB, anon grows to 160 MiB:
 //!     killed as an overshoot with its full record; the guard removes itself
 //!     inside its kill callback.
@@ -26,6 +26,16 @@
 //!     the image restored byte for byte.
 //!   - gone: the cgroup removed; the guard removes itself on Gone and nothing
 //!     comes from it after.
+//!   - park: guard limit 64 MiB with park_deadline 30 s, anon held at 68
+//!     MiB: Park once frozen (cgroup.freeze 1, cgroup.events "frozen 1"),
+//!     its record with the park's id; park_end before it ENOENT, with
+//!     another id ESTALE, a kill with a new limit EINVAL; a thaw to 128 MiB
+//!     outside the closure: Thaw, cgroup.freeze 0, the workload alive and
+//!     not killed after; parks and parks_thawed 1.
+//!   - park-over, park-deadline (one set): the same overshoot; the first
+//!     thawed from its Park closure at its own limit, killed instead
+//!     (ParkEnd::OverLimit); the second, park_deadline 1 s, left parked and
+//!     killed at its deadline (ParkEnd::Deadline); both in parks_expired.
 #![cfg(feature = "vmtest")]
 
 use cgroupguard::*;
@@ -403,4 +413,157 @@ fn vm_guard_removed_inside_its_own_callback() {
         "an event after the removal: {:?}",
         log.borrow().last()
     );
+}
+
+fn has(log: &Log, k: EventType) -> bool {
+    log.borrow().iter().any(|e| e.kind == k)
+}
+
+/// cgroup.freeze and the "frozen" line of cgroup.events.
+fn frozen_state(cg: &Path) -> (String, String) {
+    let events = read(&cg.join("cgroup.events"));
+    let frozen = events
+        .lines()
+        .find_map(|l| l.strip_prefix("frozen "))
+        .unwrap_or("")
+        .to_string();
+    (read(&cg.join("cgroup.freeze")), frozen)
+}
+
+#[test]
+fn vm_park_thawed() {
+    let cg = mkcg("park");
+    let set = Set::new().unwrap();
+    let log: Log = Rc::default();
+    let l = log.clone();
+    let opt = Options::new(64 << 20)
+        .unwrap()
+        .with_park_deadline(Duration::from_secs(30));
+    let g = set
+        .add(&cg.0, &opt, move |_, _, ev| l.borrow_mut().push(ev.clone()))
+        .unwrap();
+    let errno = |r: std::io::Result<bool>| r.unwrap_err().raw_os_error();
+    assert_eq!(errno(set.park_end(g, 1, ParkAction::Kill, 0)), Some(2), "no park open");
+    let mut child = start_in(&cg.0, &["anon", "68", "256", "-1"]);
+    pump(&set, Duration::from_secs(60), || has(&log, EventType::Park));
+    let k = log
+        .borrow()
+        .iter()
+        .find(|e| e.kind == EventType::Park)
+        .and_then(|e| e.kill.clone())
+        .expect("a Park without its record");
+    let r = &k.report;
+    assert_eq!(
+        (k.reason, k.kill_usec, r.park_end, r.park_end_usec),
+        (KillReason::Overshoot, 0, ParkEnd::Open, 0)
+    );
+    assert!(
+        r.park_id != 0 && r.park_usec != 0 && r.frozen_usec >= r.park_usec,
+        "{r:?}"
+    );
+    let id = r.park_id;
+    assert_eq!(frozen_state(&cg.0), ("1".into(), "1".into()));
+    assert_eq!(set.open_park_id(g).unwrap(), id);
+    assert_eq!(errno(set.park_end(g, id + 1, ParkAction::Thaw, 0)), Some(116), "ESTALE");
+    assert_eq!(errno(set.park_end(g, id, ParkAction::Kill, 1 << 20)), Some(22));
+    assert!(
+        !set.park_end(g, id, ParkAction::Thaw, 128 << 20).unwrap(),
+        "thawed, not killed"
+    );
+    {
+        let ev = log.borrow();
+        let t = ev.last().expect("no Thaw");
+        let r = &t.kill.as_ref().expect("a Thaw without its record").report;
+        assert_eq!((t.kind, r.park_id, r.park_end), (EventType::Thaw, id, ParkEnd::Thaw));
+        assert!(r.park_end_usec != 0);
+    }
+    assert_eq!(frozen_state(&cg.0).0, "0");
+    assert_eq!(set.open_park_id(g).unwrap(), 0);
+    assert_eq!(errno(set.park_end(g, id, ParkAction::Kill, 0)), Some(2));
+    // 68 MiB under its new limit of 128: watched, not killed.
+    let n = log.borrow().len();
+    let end = Instant::now() + Duration::from_secs(2);
+    pump(&set, Duration::from_secs(3), || Instant::now() >= end);
+    assert!(
+        log.borrow()[n..]
+            .iter()
+            .all(|e| e.kind != EventType::Kill && e.kind != EventType::Park),
+        "{:?}",
+        &log.borrow()[n..]
+    );
+    assert!(child.try_wait().unwrap().is_none(), "the workload after the thaw");
+    let st = set.guard_stats(g).unwrap();
+    assert_eq!((st.parks, st.parks_thawed, st.kills_overshoot), (1, 1, 0));
+    set.remove(g).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn vm_park_ends_in_a_kill() {
+    let (over, late) = (mkcg("park-over"), mkcg("park-deadline"));
+    let set = Set::new().unwrap();
+    let (log_over, log_late): (Log, Log) = (Rc::default(), Rc::default());
+    let thawed = Rc::new(RefCell::new(Vec::new()));
+    let (l, t) = (log_over.clone(), thawed.clone());
+    let opt = Options::new(64 << 20)
+        .unwrap()
+        .with_park_deadline(Duration::from_secs(30));
+    let g_over = set
+        .add(&over.0, &opt, move |set, g, ev| {
+            l.borrow_mut().push(ev.clone());
+            if ev.kind == EventType::Park {
+                // At its own limit, still over it: killed, never thawed.
+                let id = ev.kill.as_ref().unwrap().report.park_id;
+                t.borrow_mut()
+                    .push(set.park_end(g, id, ParkAction::Thaw, 0).map_err(|e| e.raw_os_error()));
+            }
+        })
+        .unwrap();
+    let l = log_late.clone();
+    let g_late = set
+        .add(
+            &late.0,
+            &opt.clone().with_park_deadline(Duration::from_secs(1)),
+            move |_, _, ev| l.borrow_mut().push(ev.clone()),
+        )
+        .unwrap();
+    let mut children = [
+        start_in(&over.0, &["anon", "68", "256", "-1"]),
+        start_in(&late.0, &["anon", "68", "256", "-1"]),
+    ];
+    pump(&set, Duration::from_secs(90), || {
+        last_is(&log_over, EventType::Kill) && last_is(&log_late, EventType::Kill)
+    });
+    assert_eq!(*thawed.borrow(), [Ok(true)], "a thaw over the limit is a kill");
+    let r = log_over.borrow().last().unwrap().kill.as_ref().unwrap().report;
+    assert_eq!(r.park_end, ParkEnd::OverLimit);
+    assert!(r.park_id != 0);
+    let park_id = log_late
+        .borrow()
+        .iter()
+        .find(|e| e.kind == EventType::Park)
+        .expect("no Park past its deadline")
+        .kill
+        .as_ref()
+        .unwrap()
+        .report
+        .park_id;
+    let k = log_late.borrow().last().unwrap().kill.clone().unwrap();
+    assert_eq!((k.report.park_end, k.report.park_id), (ParkEnd::Deadline, park_id));
+    assert!(
+        k.report.park_end_usec - k.report.park_usec >= 1_000_000,
+        "{:?}",
+        k.report
+    );
+    assert!(k.to_string().contains("killed at the park's deadline"), "{k}");
+    for g in [g_over, g_late] {
+        let st = set.guard_stats(g).unwrap();
+        assert_eq!((st.parks, st.parks_expired, st.kills_overshoot), (1, 1, 1), "{st:?}");
+        set.remove(g).unwrap();
+    }
+    for c in &mut children {
+        let st = c.wait().unwrap();
+        assert_eq!(st.signal(), Some(9), "workload: {st:?}");
+    }
 }

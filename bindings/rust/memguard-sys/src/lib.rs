@@ -122,7 +122,21 @@ pub struct mg_report {
     pub verdict: c_uint,
     pub stall_refault_bytes: u64,
     pub stall_reclaimed_bytes: u64,
+    pub park_id: u64,
+    pub park_usec: u64,
+    pub frozen_usec: u64,
+    pub park_end_usec: u64,
+    pub park_end: u32,
 }
+
+pub const MG_PARK_OPEN: c_uint = 0;
+pub const MG_PARK_END_KILL: c_uint = 1;
+pub const MG_PARK_END_THAW: c_uint = 2;
+pub const MG_PARK_END_DEADLINE: c_uint = 3;
+pub const MG_PARK_END_BOUND: c_uint = 4;
+pub const MG_PARK_END_NOT_FROZEN: c_uint = 5;
+pub const MG_PARK_END_OVER_LIMIT: c_uint = 6;
+pub const MG_PARK_END_NO_FREEZE: c_uint = 7;
 
 pub const MG_KILL_OVERSHOOT: c_uint = 1;
 pub const MG_KILL_STALL: c_uint = 2;
@@ -157,6 +171,8 @@ pub const MG_EVENT_KILL_DRY_RUN: c_uint = 11;
 pub const MG_EVENT_PRE_KILL: c_uint = 12;
 pub const MG_EVENT_KILL_AVERTED: c_uint = 13;
 pub const MG_EVENT_RECLAIM: c_uint = 14;
+pub const MG_EVENT_PARK: c_uint = 15;
+pub const MG_EVENT_THAW: c_uint = 16;
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -264,11 +280,16 @@ pub struct mg_guard_options {
     pub reclaim_windows: u32,
     pub reclaim_cooldown_usec: u64,
     pub reclaim_headroom_bytes: u64,
+    pub park_deadline_usec: u64,
 }
 
 pub const MG_GUARD_DRY_RUN: u32 = 1 << 0;
 pub const MG_DRY_RUN_HOLDOFF_USEC: u64 = 60_000_000;
 pub const MG_PRE_KILL_MAX_DEFER_USEC: u32 = 60_000_000;
+pub const MG_PARK_MAX_USEC: u64 = 3_600_000_000;
+
+pub const MG_PARK_KILL: c_uint = 1;
+pub const MG_PARK_THAW: c_uint = 2;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -288,6 +309,10 @@ pub struct mg_stats {
     pub kills_averted: u64,
     pub reclaims: u64,
     pub reclaimed_bytes: u64,
+    pub parks: u64,
+    pub parks_thawed: u64,
+    pub parks_killed: u64,
+    pub parks_expired: u64,
 }
 
 pub const MG_RECOVER_EXPIRED: c_uint = 1 << 0;
@@ -408,12 +433,15 @@ extern "C" {
     pub fn mg_guard_get_stats(g: *const mg_guard, ret: *mut mg_stats) -> c_int;
     pub fn mg_set_get_stats(s: *const mg_set, ret: *mut mg_stats) -> c_int;
     pub fn mg_guard_defer_kill(g: *mut mg_guard, usec: u64) -> c_int;
+    pub fn mg_guard_park_end(g: *mut mg_guard, park_id: u64, action: c_uint, new_limit_bytes: u64) -> c_int;
+    pub fn mg_guard_get_park_id(g: *const mg_guard) -> u64;
     pub fn mg_set_get_fd(s: *const mg_set) -> c_int;
     pub fn mg_set_get_timeout(s: *const mg_set, ret_usec: *mut u64) -> c_int;
     pub fn mg_set_process(s: *mut mg_set) -> c_int;
     pub fn mg_verdict_to_string(v: c_uint) -> *const c_char;
     pub fn mg_kill_reason_to_string(r: c_uint) -> *const c_char;
     pub fn mg_event_type_to_string(t: c_uint) -> *const c_char;
+    pub fn mg_park_end_to_string(e: c_uint) -> *const c_char;
     pub fn mg_kill_record_format(k: *const mg_kill_record, buf: *mut c_char, len: usize) -> c_int;
     pub fn mg_confine_thread(flags: c_uint) -> c_int;
     pub fn mg_snapshot_options_init(o: *mut mg_snapshot_options) -> c_int;

@@ -55,7 +55,7 @@ fn ffi_declarations_match_the_header() {
         mg_mem_events { low, high, max, oom, oom_kill, oom_group_kill }
         mg_report { size, time_usec, limit_bytes, margin_bytes, current_bytes, used_bytes, high_bytes, max_bytes,
             stat, memory_pressure, io_pressure, events, stall_usec, stall_signals, verdict, stall_refault_bytes,
-            stall_reclaimed_bytes }
+            stall_reclaimed_bytes, park_id, park_usec, frozen_usec, park_end_usec, park_end }
         mg_kill_record { size, reason, method, cgroup, detect_usec, kill_usec, empty_usec, empty_timed_out, report }
         mg_throttle_info { high_bytes, current_bytes, overage_permyriad, est_delay_usec, high_events_per_sec,
             memory_some_permyriad, cpu_permyriad }
@@ -69,9 +69,10 @@ fn ffi_declarations_match_the_header() {
             lend_deadline_usec, kill_wait_usec, post_kill_holdoff_usec, on_event, userdata, log, log_userdata,
             refault_window_usec, refault_mapped_window_usec, flags, pre_kill_max_defer_usec, reclaim_dose_bytes,
             reclaim_cgroup, reclaim_some_usec, reclaim_full_usec, reclaim_windows, reclaim_cooldown_usec,
-            reclaim_headroom_bytes }
+            reclaim_headroom_bytes, park_deadline_usec }
         mg_stats { size, fast_ticks, slow_ticks, kills_overshoot, kills_stall, dry_run_kills, kernel_oom_kills, errors,
-            lends, lend_expiries, throttles, kills_deferred, kills_averted, reclaims, reclaimed_bytes }
+            lends, lend_expiries, throttles, kills_deferred, kills_averted, reclaims, reclaimed_bytes,
+            parks, parks_thawed, parks_killed, parks_expired }
         mg_set_options { size, log, log_userdata }
         mg_snapshot_source { kind, fd, addr, offset, length }
         mg_snapshot_target { kind, fd, addr, offset, length }
@@ -88,9 +89,11 @@ fn ffi_declarations_match_the_header() {
         MG_KILL_OVERSHOOT, MG_KILL_STALL, MG_KILL_CGROUP_KILL, MG_KILL_PIDFD,
         MG_EVENT_KILL, MG_EVENT_LEND_BEGIN, MG_EVENT_LEND_END, MG_EVENT_LEND_EXPIRED, MG_EVENT_ERROR, MG_EVENT_GONE,
         MG_EVENT_KERNEL_OOM, MG_EVENT_THROTTLED, MG_EVENT_EMPTY_OVER_LIMIT, MG_EVENT_UNKILLABLE,
-        MG_EVENT_KILL_DRY_RUN, MG_EVENT_PRE_KILL, MG_EVENT_KILL_AVERTED, MG_EVENT_RECLAIM, MG_GUARD_DRY_RUN,
-        MG_RECLAIM_PRESSURE, MG_RECLAIM_HEADROOM,
-        MG_DRY_RUN_HOLDOFF_USEC, MG_PRE_KILL_MAX_DEFER_USEC,
+        MG_EVENT_KILL_DRY_RUN, MG_EVENT_PRE_KILL, MG_EVENT_KILL_AVERTED, MG_EVENT_RECLAIM, MG_EVENT_PARK, MG_EVENT_THAW,
+        MG_GUARD_DRY_RUN, MG_RECLAIM_PRESSURE, MG_RECLAIM_HEADROOM,
+        MG_DRY_RUN_HOLDOFF_USEC, MG_PRE_KILL_MAX_DEFER_USEC, MG_PARK_MAX_USEC,
+        MG_PARK_OPEN, MG_PARK_END_KILL, MG_PARK_END_THAW, MG_PARK_END_DEADLINE, MG_PARK_END_BOUND,
+        MG_PARK_END_NOT_FROZEN, MG_PARK_END_OVER_LIMIT, MG_PARK_END_NO_FREEZE, MG_PARK_KILL, MG_PARK_THAW,
         MG_LOG_ERR, MG_LOG_WARNING, MG_LOG_INFO, MG_LOG_DEBUG,
         MG_RECOVER_EXPIRED, MG_CONFINE_SUPERVISOR,
         MG_SNAPSHOT_MEMORY, MG_SNAPSHOT_FD,
@@ -104,6 +107,8 @@ fn ffi_declarations_match_the_header() {
         "mg_kill_method",
         "mg_event_type",
         "mg_reclaim_why",
+        "mg_park_end",
+        "mg_park_action",
     ] {
         writeln!(c, "printf(\"size enum {0} %zu\\n\", sizeof(enum {0}));", e).unwrap();
         r.insert(format!("size enum {e}"), size_of::<std::ffi::c_uint>());
