@@ -361,12 +361,6 @@ static int act(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *
         }
         if (!g->opt.park_deadline_usec)
                 return kill_now(g, reason, rep);
-        if (mg_policy_park_past_bound(&g->params, rep->used_bytes, rep->used_bytes, g->max_bytes)) {
-                /* A park would end at its first tick. */
-                mg_guard_log(g, MG_LOG_WARNING, "%s: used %" PRIu64 " past the bound of a park: killed, not parked",
-                             g->path, rep->used_bytes);
-                return kill_now(g, reason, rep);
-        }
         record_fill(g, reason, kill_method(g), rep, 0);
         r = mg_park_begin(g, now);
         if (r < 0) {

@@ -62,12 +62,12 @@ bool mg_policy_park_past_bound(const struct mg_policy_params *p, uint64_t used_b
         uint64_t over = p->limit_bytes / 8, headroom = p->limit_bytes / 32;
         uint64_t bound = p->limit_bytes > UINT64_MAX - over ? UINT64_MAX : p->limit_bytes + over;
 
-        if (used_bytes > bound)
-                return true;
-        /* grown by more than memory.stat's lag blurs (a 64th) */
-        return used_bytes > used_at_park_bytes && used_bytes - used_at_park_bytes > p->limit_bytes / 64 &&
-               max_bytes != MG_UNLIMITED &&
-               (max_bytes <= headroom || used_bytes >= max_bytes - headroom);
+        /* Growth while frozen, by more than memory.stat's lag blurs (a
+         * 64th): what the actor held at the freeze is the verdict's. */
+        if (used_bytes <= used_at_park_bytes || used_bytes - used_at_park_bytes <= p->limit_bytes / 64)
+                return false;
+        return used_bytes > bound ||
+               (max_bytes != MG_UNLIMITED && (max_bytes <= headroom || used_bytes >= max_bytes - headroom));
 }
 
 /* The newest sample at least age_usec older than the newest, or NULL. */

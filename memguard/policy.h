@@ -234,11 +234,13 @@ bool mg_policy_may_defer(const struct mg_policy_params *p, uint64_t anon_shmem_b
 /*
  * A park's hard bound: a frozen actor charges nothing of its own, but the
  * kernel charges it for what arrives meanwhile (a socket's receive queue,
- * kernel memory of its open files).  Past the bound when used is above
- * limit + limit/8, or when used has grown since the freeze (used_at_park,
- * by more than limit/64) to within limit/32 of memory.max, where the next charge meets the
- * kernel's OOM killer, which kills frozen tasks too and leaves no record.
- * An actor parked at memory.max that grows nothing stays parked.
+ * kernel memory of its open files).  Past the bound when used has grown
+ * since the freeze (used_at_park, by more than limit/64) to above limit +
+ * limit/8, or to within limit/32 of memory.max, where the next charge
+ * meets the kernel's OOM killer, which kills frozen tasks too and leaves
+ * no record.  What the actor held at the freeze is the verdict's: an
+ * actor frozen far past its limit, or at memory.max, that grows nothing
+ * stays parked.
  */
 bool mg_policy_park_past_bound(const struct mg_policy_params *p, uint64_t used_bytes, uint64_t used_at_park_bytes,
                                uint64_t max_bytes);

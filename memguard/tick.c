@@ -217,11 +217,17 @@ void mg_guard_leave(mg_guard *g, struct mg_guard_host *h) {
 static void unpark(mg_guard *g) {
         if (g->state != MG_GUARD_PARKED)
                 return;
+        int r;
+
         host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
         g->state = MG_GUARD_WATCHING;
-        if (mg_park_thaw(g) == 0)
+        r = mg_cgroup_write_file(&g->cg, "cgroup.freeze", "0");
+        if (r == 0)
                 mg_guard_log(g, MG_LOG_WARNING, "%s: park %" PRIu64 " left open by the guard's end: thawed", g->path,
                              g->slow_state->kill.report.park_id);
+        else if (!mg_gone_errno(r))
+                mg_guard_log(g, MG_LOG_ERR, "%s: park %" PRIu64 " left open by the guard's end: cannot thaw: %s",
+                             g->path, g->slow_state->kill.report.park_id, strerror(-r));
 }
 
 mg_guard *mg_guard_free(mg_guard *g) {

@@ -490,12 +490,12 @@ enum {
  *  - cgroup.events does not say frozen within kill_wait_usec (a task in
  *    uninterruptible sleep holds the freeze back: MG_PARK_END_NOT_FROZEN);
  *  - used grows while frozen (kernel and socket memory are charged
- *    without the tasks running: a socket's receive queue) past limit +
- *    limit/8, or by more than limit/64 to within limit/32 of memory.max,
- *    where the kernel's OOM killer would act (MG_PARK_END_BOUND);
+ *    without the tasks running: a socket's receive queue) by more than
+ *    limit/64, to above limit + limit/8 or to within limit/32 of
+ *    memory.max, where the kernel's OOM killer would act
+ *    (MG_PARK_END_BOUND); what it held at the freeze does not count;
  *  - cgroup.freeze cannot be written (MG_PARK_END_NO_FREEZE, at once:
  *    then no MG_EVENT_PARK).
- * An actor already past that bound at the verdict is killed, not parked.
  * Under MG_GUARD_DRY_RUN nothing is frozen: a would-be park is
  * MG_EVENT_KILL_DRY_RUN as any other kill.  While parked, the guard
  * reads memory.current (and memory.stat near the bound) every tick and

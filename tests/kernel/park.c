@@ -71,13 +71,14 @@ static int park_actor(struct mgt_actor *a, const char *name, uint64_t limit, uin
 }
 
 /*
- * "park-guest-thrash": a microVM's shape at 96 MiB.  The worker makes a
- * 32 MiB memfd (its guest RAM); the actor's process fills it (charged to
- * the actor: shmem, which no reclaim frees without swap) and then reads a
- * 192 MiB file at random, 95 % of reads in its first 60 % (115 MiB, twice
- * the 64 MiB left for cache): a thrash.  Expect: parked (frozen, not
- * killed) within the deciding rule's window + 1 s of the onset, as
- * thrash-hot-file is killed; while frozen memory.current holds and the
+ * "park-guest-thrash": thrash-hot-file's thrash beside a microVM's guest
+ * memory.  The worker makes a 16 MiB memfd (its guest RAM); the actor's
+ * process fills it (charged to the actor: shmem, which no reclaim frees
+ * without swap) and then reads a 96 MiB file at random, 95 % of reads in
+ * its first 60 % (58 MiB), in a 64 MiB memory.max: the 48 MiB left for
+ * cache is thrash-hot-file's.  Expect: parked (frozen, not killed) within
+ * the deciding rule's window + 1 s of the onset, as thrash-hot-file is
+ * killed; while frozen memory.current holds and the
  * actor reads nothing from disk; the worker writes the guest memory
  * (mg_snapshot_write() of the memfd, in a lend of the parked guard) and
  * ends the park with a kill: SIGKILL, the record's park_end
@@ -85,7 +86,7 @@ static int park_actor(struct mgt_actor *a, const char *name, uint64_t limit, uin
  * charged there.  Skips without PSI or without cgroup.freeze.
  */
 int t_park_guest_thrash(void) {
-        const uint64_t limit = 96 * MG_MIB, guest = 32 * MG_MIB;
+        const uint64_t limit = 64 * MG_MIB, guest = 16 * MG_MIB;
         struct mgt_actor a = {}, b = {};
         struct mgt_proc *p;
         char file[512], fdarg[16];
@@ -94,7 +95,7 @@ int t_park_guest_thrash(void) {
         int copy = -1;
 
         snprintf(file, sizeof(file), "%s/park-hot", kt_disk);
-        KT_CHECK(mgt_make_file(file, 192) == 0, "make %s", file);
+        KT_CHECK(mgt_make_file(file, 96) == 0, "make %s", file);
         mgt_drop_cache(file);
         KT_CHECK(park_actor(&a, "park-guest", limit, 60 * MG_USEC_PER_SEC) == 0, "actor");
         if (!kt_have_file(a.cg, "memory.pressure") || !kt_have_file(a.cg, "cgroup.freeze")) {
@@ -110,7 +111,7 @@ int t_park_guest_thrash(void) {
         snprintf(fdarg, sizeof(fdarg), "%d", memfd);
         a.workload = kt_workload;
         a.watch_onset = true;
-        if (mgt_actor_start(&a, (const char *[]) { "guest", fdarg, "32", file, "60", "60", "95", NULL }, &p) < 0)
+        if (mgt_actor_start(&a, (const char *[]) { "guest", fdarg, "16", file, "60", "60", "95", NULL }, &p) < 0)
                 goto out;
         bool told = mgt_actor_run(&a, 60 * MG_USEC_PER_SEC, parked, NULL);
         const struct mg_report *pk = &a.ev.park.report;
@@ -355,9 +356,10 @@ static int window_of(struct mgt_actor *a, const char *neigh, uint64_t usec, stru
 
 /*
  * "park-neighbours": what a park spares the neighbours.  A thrashing
- * actor (48 MiB, a 96 MiB file read at random, 95 % in its first 60 %)
- * beside a neighbour streaming its own 64 MiB file through a 32 MiB
- * memory.max (every read from disk).  Twice: the worker saves the actor
+ * actor (thrash-sequential's: a 96 MiB file mapped and walked front to
+ * back in a 48 MiB memory.max, each pass read from disk) beside a
+ * neighbour streaming its own 64 MiB file through a 32 MiB memory.max
+ * (every read from disk too).  Twice: the worker saves the actor
  * for 4 s before its end, first with the kill put off (a pre-kill
  * deferral: the actor runs meanwhile), then parked (frozen meanwhile).
  * Expect: in the deferral the actor keeps reading from disk; parked it
@@ -408,7 +410,7 @@ int t_park_neighbours(void) {
                      mgt_actor_limit(&a, "memory.max", 48 * MG_MIB) == 0 && mgt_actor_guard(&a, 48 * MG_MIB, &defer_opts) == 0;
                 a.on_event = park ? NULL : defer_event;
                 a.workload = kt_workload;
-                ok = ok && mgt_actor_start(&a, (const char *[]) { "hotfile", hot, "120", "60", "95", NULL }, NULL) == 0;
+                ok = ok && mgt_actor_start(&a, (const char *[]) { "filehot", hot, "120", "seq", "200", NULL }, NULL) == 0;
                 ok = ok && mgt_actor_run(&a, 60 * MG_USEC_PER_SEC, park ? parked : deferred, NULL) &&
                      a.ev.n[MG_EVENT_KILL] == 0;
                 ok = ok && window_of(&a, neigh, 4 * MG_USEC_PER_SEC, &win[park]) == 0;

@@ -274,17 +274,22 @@ Test(park, used_growing_past_the_bound_while_frozen_kills) {
         mg_guard_free(g);
 }
 
-Test(park, an_actor_past_the_bound_at_the_verdict_is_killed_not_parked) {
+Test(park, an_actor_frozen_past_the_bound_stays_parked_while_it_grows_nothing) {
         mg_guard *g = new_guard(0);
 
         fixture_current(&fx, 330 * MG_MIB);
         fixture_stat(&fx, 300 * MG_MIB, 10 * MG_MIB, 2 * MG_MIB, 1 * MG_MIB, 4096, 0, 0);
+        frozen(true);
         cr_expect_eq(tick_at(g, TICK), 1);
-        cr_expect_str_eq(fixture_read(&fx, "cgroup.freeze"), "0\n", "not frozen");
-        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
+        cr_expect_eq(seen.n[MG_EVENT_PARK], 1, "parked at 303 MiB of 256");
+        for (int i = 0; i < 4; i++)
+                cr_expect_eq(tick_at(g, TICK), 0);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+        /* 5 MiB more while frozen: a socket's queue */
+        fixture_stat(&fx, 300 * MG_MIB, 10 * MG_MIB, 2 * MG_MIB, 1 * MG_MIB, 5 * MG_MIB, 0, 0);
+        cr_expect_eq(tick_at(g, TICK), 1);
         empties(g);
-        cr_expect_eq(seen.kill.report.park_id, 0, "not a park");
-        cr_expect_eq(stats_of(g).parks, 0);
+        cr_expect_eq(seen.kill.report.park_end, MG_PARK_END_BOUND);
         mg_guard_free(g);
 }
 

@@ -691,15 +691,17 @@ Test(policy, may_defer_up_to_the_hard_bound) {
         cr_expect(mg_policy_may_defer(&huge, UINT64_MAX - 1, MG_UNLIMITED), "no overflow near UINT64_MAX");
 }
 
-/* A park's bound: used past limit + limit/8, or grown while frozen (by
- * more than a 64th) to within limit/32 of memory.max; an actor parked at
- * memory.max that grows nothing stays parked. */
+/* A park's bound: grown while frozen (by more than a 64th) past limit +
+ * limit/8, or to within limit/32 of memory.max; an actor frozen past it,
+ * or at memory.max, that grows nothing stays parked. */
 Test(policy, park_bound_is_growth_near_memory_max_or_far_past_the_limit) {
         const uint64_t l = P.limit_bytes;
 
         cr_expect_not(mg_policy_park_past_bound(&P, l + l / 8, l, MG_UNLIMITED), "the bound itself");
         cr_expect(mg_policy_park_past_bound(&P, l + l / 8 + 1, l, MG_UNLIMITED));
-        cr_expect(mg_policy_park_past_bound(&P, l + l / 8 + 1, l + l / 4, MG_UNLIMITED), "past it from the start");
+        cr_expect_not(mg_policy_park_past_bound(&P, 2 * l, 2 * l, MG_UNLIMITED), "frozen past it, grown nothing");
+        cr_expect_not(mg_policy_park_past_bound(&P, 2 * l + l / 64, 2 * l, MG_UNLIMITED), "grown a 64th");
+        cr_expect(mg_policy_park_past_bound(&P, 2 * l + l / 64 + 1, 2 * l, MG_UNLIMITED), "grown past it");
         cr_expect_not(mg_policy_park_past_bound(&P, l - l / 64, l - l / 64, l), "at memory.max, grown nothing");
         cr_expect_not(mg_policy_park_past_bound(&P, l - l / 64, l - l / 32, l), "grown a 64th: stat lag");
         cr_expect(mg_policy_park_past_bound(&P, l - l / 64, l - l / 32 - 1, l), "grown past it, near memory.max");
