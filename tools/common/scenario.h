@@ -134,10 +134,12 @@ struct mgt_actor {
         int current_fd;
         uint64_t peak;                  /* memory.current */
         uint64_t watch_bytes, crossed_usec; /* the first memory.current above watch_bytes */
-        /* a thrash's onset: the first read-back of a file page it had lost
-         * (workingset_refault_file rising), checked every 100 ms */
+        /* a thrash's onset, checked every 100 ms: the first restore of a
+         * working-set page (workingset_restore_file rising), or a MiB of
+         * file pages read back (workingset_refault_file), as the kernel
+         * suite's thrash cases time it (tests/kernel/scenarios.c) */
         bool watch_onset;
-        uint64_t refaults0, onset_usec, last_onset_usec;
+        uint64_t refaults0, restores0, onset_usec, last_onset_usec;
         /* the worst the guard would have said (mg_guard_report(), 250 ms) */
         bool sample_reports;
         uint64_t last_report_usec, max_used;
