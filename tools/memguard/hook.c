@@ -91,7 +91,7 @@ int mgt_hook_split(const char *cmd, char *buf, size_t buf_len, char **argv, char
                 return -EINVAL;
         }
         if (argv[0][0] != '/') {
-                snprintf(err, err_len, "%.64s: not an absolute path (no PATH lookup)", argv[0]);
+                snprintf(err, err_len, "its first word is not an absolute path (no PATH lookup)");
                 return -EINVAL;
         }
         return argc;
