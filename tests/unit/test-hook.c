@@ -37,7 +37,7 @@ static const char hook_sh[] =
         "#!/bin/sh\n"
         "d=$(dirname \"$0\")\n"
         "case $1 in\n"
-        "saved) cat > \"$d/stdin\"; echo \"$2\" > \"$d/args\"; env | grep ^MEMGUARD_ | sort > \"$d/env\";"
+        "saved) cat > \"$d/stdin\"; echo \"$2\" > \"$d/args\"; env | grep -E '^(MEMGUARD_|NOTIFY_SOCKET)' | sort > \"$d/env\";"
         " cat /proc/self/oom_score_adj > \"$d/oom\"; echo saved it; exit 0 ;;\n"
         "thaw) echo raised memory.max; exit 10 ;;\n"
         "fail) echo first line; echo 'snapshot: no space left' >&2; exit 3 ;;\n"
@@ -100,7 +100,9 @@ static struct mgt_hook_reply run(const char *mode, uint64_t timeout_ms) {
         struct mgt_hook_runner r;
         struct mgt_hook_reply rep;
 
+        setenv("NOTIFY_SOCKET", "/run/systemd/notify", 1); /* watch's, not the hook's */
         start(&r, mode);
+        unsetenv("NOTIFY_SOCKET");
         cr_assert_eq(mgt_hook_request(&r, 7, 3, "/sys/fs/cgroup/t/actor", "{\"event\":\"park\"}", timeout_ms * 1000), 0);
         cr_assert(wait_reply(&r, &rep, 30000), "%s: a reply within 30 s", mode);
         cr_expect_eq(rep.seq, 7);
@@ -150,7 +152,7 @@ Test(hook, exit_0_is_saved_with_the_record_the_cgroup_and_the_environment) {
         cr_expect_str_eq(slurp("args"), "/sys/fs/cgroup/t/actor\n", "the cgroup, the argument after CMD's");
         cr_expect_str_eq(slurp("env"),
                          "MEMGUARD_CGROUP=/sys/fs/cgroup/t/actor\nMEMGUARD_PARK_ID=3\nMEMGUARD_THAW_STATUS=10\n"
-                         "MEMGUARD_TIMEOUT_MS=10000\n");
+                         "MEMGUARD_TIMEOUT_MS=10000\n", "the hook's variables; not NOTIFY_SOCKET");
         cr_expect_str_eq(slurp("oom"), "0\n", "oom_score_adj back at 0");
         cr_expect_lt(rep.duration_usec, 10000000);
 }

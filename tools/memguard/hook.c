@@ -198,6 +198,11 @@ static void __attribute__((noreturn)) exec_hook(char **argv, int in, int out, co
                 (void) !write(fd, "0", 1);
                 close(fd);
         }
+        /* The service manager's words to watch, not to the hook: a hook
+         * that ran systemd-notify would speak for watch. */
+        unsetenv("NOTIFY_SOCKET");
+        unsetenv("WATCHDOG_PID");
+        unsetenv("WATCHDOG_USEC");
         setenv("MEMGUARD_CGROUP", cgroup, 1);
         snprintf(num, sizeof(num), "%" PRIu64, q->park_id);
         setenv("MEMGUARD_PARK_ID", num, 1);

@@ -23,9 +23,9 @@
  * at its timeout, on a cancel, and once the leader has exited, SIGKILL goes
  * to that group, so nothing the hook started in it outlives its time.  Its
  * oom_score_adj is set back to 0 (watch's unit runs at -900: a hook must
- * not inherit that protection).  Environment: watch's, plus
- * MEMGUARD_CGROUP, MEMGUARD_PARK_ID, MEMGUARD_TIMEOUT_MS and
- * MEMGUARD_THAW_STATUS.
+ * not inherit that protection).  Environment: watch's without
+ * NOTIFY_SOCKET and the watchdog's variables, plus MEMGUARD_CGROUP,
+ * MEMGUARD_PARK_ID, MEMGUARD_TIMEOUT_MS and MEMGUARD_THAW_STATUS.
  *
  * The runner keeps watch's user and capabilities (the hook is the
  * platform's program, saving a microVM may need them) and ends when the
