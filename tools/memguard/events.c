@@ -1303,6 +1303,8 @@ void mgt_park_hook_event(const struct mgt_out *o, const struct mgt_park_hook_inf
                 snprintf(then, sizeof(then), "thawing it at the limit it had");
         else if (strcmp(h->action, "kill") == 0)
                 snprintf(then, sizeof(then), "killing it");
+        else if (res != MGT_HOOK_CANCELLED && h->park_end)
+                snprintf(then, sizeof(then), "nothing to do, the park had ended (%s)", h->park_end);
         else
                 snprintf(then, sizeof(then), "nothing to do");
         last_line(r->output, line, sizeof(line));

@@ -70,6 +70,10 @@ void mgt_kill_latency_add(struct mgt_kill_latency *h, const struct mg_event *ev)
         if ((ev->type != MG_EVENT_KILL && ev->type != MG_EVENT_KILL_DRY_RUN) || !k ||
             k->size < offsetof(struct mg_kill_record, empty_usec))
                 return;
+        /* A kill that ended a park waited for the hook, not for the guard:
+         * memguard_park_hook_seconds has that time. */
+        if (k->report.park_id && k->report.park_end != MG_PARK_END_NO_FREEZE)
+                return;
         r = k->reason == MG_KILL_STALL ? 1 : 0;
         d = k->kill_usec > k->detect_usec ? k->kill_usec - k->detect_usec : 0;
         h->count[r]++;

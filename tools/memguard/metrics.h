@@ -46,7 +46,8 @@ void mgt_counts_add(struct mgt_counts *c, const struct mg_event *ev);
  * kill_usec), by reason, every guard's since watch started.  The bounds
  * are ticks of 0.25 s (one, two, four) up to the 30 s a thrash is given;
  * the kills of a dry run (MG_EVENT_KILL_DRY_RUN, when the signal would
- * have gone) under --dry-run, where there are no others. */
+ * have gone) under --dry-run, where there are no others.  A kill that
+ * ended a park is not one of them: it waited for the park hook. */
 #define MGT_KILL_BUCKETS 12
 extern const uint64_t mgt_kill_bucket_usec[MGT_KILL_BUCKETS];
 struct mgt_kill_latency {

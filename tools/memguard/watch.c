@@ -709,9 +709,8 @@ static void hook_answer(struct watch *w, const struct mgt_hook_reply *r) {
         h.park_id = x->park_id;
         h.kill_id = x->kill_id;
         if (r->result == MGT_HOOK_CANCELLED || !a || !a->g || a->dead) {
+                /* gone: the cgroup removed, or watch stopping its guard */
                 h.park_end = x->park_end != MG_PARK_OPEN ? mgt_park_end_name(x->park_end) : "gone";
-                if (r->result != MGT_HOOK_CANCELLED && (!a || a->dead))
-                        h.park_end = "gone";
                 mgt_park_hook_event(&w->out, &h);
                 run_drop(w, x);
                 free(cg);
