@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -192,7 +193,11 @@ static void __attribute__((noreturn)) exec_hook(char **argv, int in, int out, co
                         (void) signal(s, SIG_DFL);
         sigemptyset(&all);
         (void) sigprocmask(SIG_SETMASK, &all, NULL);
-        /* Raising it needs no privilege; a failure leaves it as it was. */
+        /* watch's unit runs at Nice=-10 and OOMScoreAdjust=-900 so that
+         * the guards keep up while the node thrashes; the hook is work like
+         * any other.  Raising either needs no privilege; a failure leaves
+         * it as it was. */
+        (void) setpriority(PRIO_PROCESS, 0, 0);
         fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
         if (fd >= 0) {
                 (void) !write(fd, "0", 1);

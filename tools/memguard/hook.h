@@ -22,8 +22,8 @@
  * blocks.  The hook is the leader of a process group of its own (setsid):
  * at its timeout, on a cancel, and once the leader has exited, SIGKILL goes
  * to that group, so nothing the hook started in it outlives its time.  Its
- * oom_score_adj is set back to 0 (watch's unit runs at -900: a hook must
- * not inherit that protection).  Environment: watch's without
+ * oom_score_adj and nice value are set back to 0 (watch's unit runs at
+ * -900 and -10: a hook must not inherit the guards' protection).  Environment: watch's without
  * NOTIFY_SOCKET and the watchdog's variables, plus MEMGUARD_CGROUP,
  * MEMGUARD_PARK_ID, MEMGUARD_TIMEOUT_MS and MEMGUARD_THAW_STATUS.
  *
