@@ -254,10 +254,13 @@ static struct run *start(struct runner *R, const struct request *q, const char *
                 goto fail;
         R->argv[R->argc] = (char *) cgroup;
         x->pid = fork();
-        if (x->pid < 0)
+        if (x->pid < 0) {
+                R->argv[R->argc] = NULL;
                 goto fail;
+        }
         if (x->pid == 0)
                 exec_hook(R->argv, in, p[1], q, cgroup);
+        R->argv[R->argc] = NULL;
         close(in);
         close(p[1]);
         x->out = p[0];
@@ -489,7 +492,10 @@ int mgt_hook_request(struct mgt_hook_runner *r, uint64_t seq, uint64_t park_id, 
         if (!m)
                 return -ENOMEM;
         memcpy(m, &q, sizeof(q));
+        /* the header gives their lengths: no NUL in the message */
+        /* NOLINTNEXTLINE(bugprone-not-null-terminated-result) */
         memcpy(m + sizeof(q), cgroup, cl);
+        /* NOLINTNEXTLINE(bugprone-not-null-terminated-result) */
         memcpy(m + sizeof(q) + cl, record, rl);
         e = put_message(r, m, sizeof(q) + cl + rl);
         free(m);
