@@ -53,7 +53,7 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-metric() { grep -F "$2" "$1" 2>/dev/null | head -n 1 | sed 's/.* //'; }
+metric() { grep -v '^#' "$1" 2>/dev/null | grep -F "$2" | head -n 1 | sed 's/.* //'; }
 wait_metric() { # FILE LINE-START VALUE [SECONDS]
     i=0
     while [ "$(metric "$1" "$2")" != "$3" ]; do
@@ -92,7 +92,7 @@ fi
 # The hook: what it saw, then its answer by the child's name.
 cat >"$tmp/hook" <<EOF
 #!/bin/sh
-cg=\$1
+for cg in "\$@"; do :; done # the last argument
 name=\${cg##*/}
 cat >"$tmp/\$name.record"
 grep '^frozen ' "\$cg/cgroup.events" >"$tmp/\$name.frozen"
@@ -185,9 +185,10 @@ check "slow: what the hook left in the background is killed with its group (pid 
 
 # ---- the metrics: parks by how they ended, the hook's runs
 rel=${base#"$root"}
-check "metrics: four parks" wait_metric "$tmp/park.prom" 'memguard_node_parks_total ' 4
-check "metrics: three ended in the hook's kill, one in a thaw" sh -c "
-    grep -qx 'memguard_node_park_ends_total{end=\"kill\"} 3' '$tmp/park.prom' &&
+check "metrics: three parks ended in the hook's kill (the last one too)" \
+    wait_metric "$tmp/park.prom" 'memguard_node_park_ends_total{end="kill"}' 3
+check "metrics: four parks, one ended in a thaw, none at the guard's deadline" sh -c "
+    grep -qx 'memguard_node_parks_total 4' '$tmp/park.prom' &&
     grep -qx 'memguard_node_park_ends_total{end=\"thaw\"} 1' '$tmp/park.prom' &&
     grep -qx 'memguard_node_park_ends_total{end=\"deadline\"} 0' '$tmp/park.prom'"
 check "metrics: the hook's runs by result" sh -c "
