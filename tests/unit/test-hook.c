@@ -47,7 +47,7 @@ static const char hook_sh[] =
         "signal) kill -TERM $$; sleep 5 ;;\n"
         "nostdin) exit 0 ;;\n"
         "huge) head -c 67108864 /dev/zero; echo the end; exit 0 ;;\n"
-        "slow) sleep 300 & echo $! > \"$d/bg\"; sleep 300 ;;\n"
+        "slow) echo $$ > \"$d/leader\"; sleep 300 & echo $! > \"$d/bg\"; sleep 300 ;;\n"
         "leave) sleep 300 & echo $! > \"$d/bg\"; exit 0 ;;\n"
         "esac\n"
         "exit 99\n";
@@ -320,6 +320,22 @@ Test(hook, the_runner_ends_with_the_socket_and_kills_what_runs) {
         cr_assert_not_null(bg);
         cr_expect(dead(pid_in(bg)));
         cr_expect_eq(mgt_hook_request(&r, 2, 1, "/cg", "{}", 1000), -EPIPE);
+}
+
+Test(hook, a_runner_killed_outright_takes_its_hooks_with_it) {
+        struct mgt_hook_runner r;
+        int st;
+        start(&r, "slow");
+        cr_assert_eq(mgt_hook_request(&r, 1, 1, "/cg", "{}", 60000000), 0);
+        for (int i = 0; i < 500 && !slurp("bg"); i++)
+                usleep(10000);
+        pid_t leader = pid_in(slurp("leader"));
+        cr_assert_gt(leader, 0);
+        kill(r.pid, SIGKILL);
+        cr_expect_eq(waitpid(r.pid, &st, 0), r.pid);
+        cr_expect(dead(leader), "the hook's leader (PR_SET_PDEATHSIG)");
+        cr_expect_eq(mgt_hook_read(&r, &(struct mgt_hook_reply) {}), -EPIPE, "watch's end sees the runner gone");
+        mgt_hook_runner_stop(&r);
 }
 
 static int split(const char *cmd, char **argv) {

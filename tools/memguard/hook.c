@@ -179,12 +179,17 @@ static void reply_of(const struct run *x, enum mgt_hook_result res, int code, st
  * stdin, the output pipe on stdout and stderr, the signals as a fresh
  * process has them, oom_score_adj 0. */
 static void __attribute__((noreturn)) exec_hook(char **argv, int in, int out, const struct request *q,
-                                                const char *cgroup) {
+                                                const char *cgroup, pid_t runner) {
         char num[32];
         sigset_t all;
         int fd;
 
         (void) setsid();
+        /* A runner killed outright (it ends its hooks' groups itself when
+         * watch closes the socket) takes the hook with it. */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != runner)
+                _exit(127);
         if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
                 _exit(127);
         (void) close_range(3, ~0U, 0);
@@ -253,13 +258,14 @@ static struct run *start(struct runner *R, const struct request *q, const char *
         if (write(in, "\n", 1) != 1 || lseek(in, 0, SEEK_SET) != 0)
                 goto fail;
         R->argv[R->argc] = (char *) cgroup;
+        pid_t self = getpid();
         x->pid = fork();
         if (x->pid < 0) {
                 R->argv[R->argc] = NULL;
                 goto fail;
         }
         if (x->pid == 0)
-                exec_hook(R->argv, in, p[1], q, cgroup);
+                exec_hook(R->argv, in, p[1], q, cgroup, self);
         R->argv[R->argc] = NULL;
         close(in);
         close(p[1]);

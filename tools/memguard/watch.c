@@ -261,7 +261,7 @@ static void park_begin(struct watch *w, struct actor *a, mg_guard *g, const stru
         if (e < 0) {
                 if (e == -EPIPE && !w->hook_gone_said) {
                         w->hook_gone_said = true;
-                        mgt_error(&w->out, "watch", 0, "--park-hook: its runner is gone: each park ends in a kill at "
+                        mgt_error(&w->out, "watch", 0, "--park-hook: its runner is gone: a new park is killed at "
                                   "once until watch restarts");
                 }
                 park_unhooked(w, g, cg ? cg : a->path, park_id, kill_id, e);
@@ -755,9 +755,15 @@ static void read_hook(struct watch *w) {
         while ((e = mgt_hook_read(&w->hook, &r)) == 1)
                 hook_answer(w, &r);
         if (e < 0 && !w->hook_gone_said) {
+                size_t open = 0;
+                for (size_t i = 0; i < w->n_runs; i++)
+                        open += w->runs[i].a != NULL;
                 w->hook_gone_said = true;
-                mgt_error(&w->out, "watch", 0, "--park-hook: its runner is gone: the parks under way end at their "
-                          "deadline, each new one in a kill at once until watch restarts");
+                mgt_error(&w->out, "watch", 0, "--park-hook: its runner is gone: parks under way (%zu) end at "
+                          "their deadline, and a new park is killed at once until watch restarts", open);
+                /* no answer will come for them */
+                while (w->n_runs)
+                        run_drop(w, &w->runs[w->n_runs - 1]);
         }
 }
 

@@ -6,7 +6,7 @@
 #       --file build/tools/mg-workload --file tests/cli/memguard/vm-lib.sh \
 #       --file tests/cli/memguard/test-watch-park.sh -- /mg/test-watch-park.sh
 # What it builds and expects: a parent with the memory controller and four
-# children, watch --parent at a default limit of 64 MiB, --park-hook a
+# children (two more later), watch --parent at a default limit of 64 MiB, --park-hook a
 # script of this test (its answer by the child's name), --park-timeout 3s,
 # metrics every second.  In each child an actor holds 67 MiB of anon: over
 # its limit, within the hard bound (72 MiB).  Each is frozen, not killed
@@ -22,7 +22,11 @@
 #          quoted, the kill;
 #   slow   the hook sleeps (and leaves a sleep in the background): at 3 s
 #          park-hook "timeout", its process group killed (the background
-#          sleep too), the kill.
+#          sleep too), the kill;
+#   orphan the runner is killed outright while the hook sleeps: the hook
+#          dies with it, watch says so, and the guard's own deadline (kill
+#          wait 2 s + 3 s + 2 s) kills the actor, park_end "deadline";
+#   late   a park after that: park-hook "error" (EPIPE), killed at once.
 # The lines of each come in that order (park, park-hook, kill or thaw); the
 # metrics count the parks by how they ended and the hook's runs; watch runs
 # confined all along, and at its end no hook is left.
@@ -103,6 +107,7 @@ saved) echo "snapshot of \$name written"; exit 0 ;;
 thaw) echo 268435456 >"\$cg/memory.max"; echo "memory.max raised"; exit \$MEMGUARD_THAW_STATUS ;;
 fail) echo "copying"; echo "snapshot: no space left on device" >&2; exit 3 ;;
 slow) sleep 100 & echo \$! >"$tmp/slow.bg"; sleep 100 ;;
+orphan) echo \$\$ >"$tmp/orphan.leader"; sleep 100 ;;
 esac
 exit 1
 EOF
@@ -201,6 +206,42 @@ check "metrics: none parked now; saved's series" sh -c "
     grep -qx 'memguard_node_parked 0' '$tmp/park.prom' &&
     grep -qx 'memguard_parks_total{cgroup=\"$rel/saved\",id=\"$rel/saved\"} 1' '$tmp/park.prom'"
 sed 's/^/# park metrics: /' "$tmp/park.prom" | grep -E 'park'
+
+# ---- the runner gone (killed outright): the park under way is killed at
+# the guard's own deadline (kill wait 2 s + 3 s + 2 s after the freeze),
+# its hook with the runner; a park after that is killed at once.
+mkdir "$base/orphan" "$base/late"
+for c in orphan late; do wait_grep "$tmp/err" "$(watch_ev "$base/$c" 67108864 default)"; done
+runner=
+for f in /proc/[0-9]*/stat; do
+    read -r p c _ pp _ <"$f" 2>/dev/null || continue
+    [ "$c" = "(memguard-hook)" ] && [ "$pp" = "$wpid" ] && runner=$p
+done
+check "the runner is a child of watch named memguard-hook (${runner:-none})" [ -n "$runner" ]
+actor orphan -1 &
+apid=$!
+wait_file "$tmp/orphan.leader"
+leader=$(cat "$tmp/orphan.leader" 2>/dev/null)
+kill -KILL "$runner"
+wait $apid
+st=$?
+check "orphan: the actor is killed (status $st)" [ "$st" = 137 ]
+check "orphan: watch says the runner is gone, the park under way left to its deadline" \
+    grep -q '"event":"error",.*"message":"--park-hook: its runner is gone: parks under way (1) end at their deadline' "$tmp/err"
+pms=$(sed -n "s|.*\"event\":\"kill\",.*\"cgroup\":\"$base/orphan\",.*\"park_end\":\"deadline\",\"parked_ms\":\([0-9]*\),.*|\1|p" "$tmp/err")
+check "orphan: killed at the guard's park deadline, about 7 s after the freeze (${pms:-no such kill} ms)" \
+    sh -c "[ -n '$pms' ] && [ '$pms' -ge 6900 ] && [ '$pms' -lt 9000 ]"
+check "orphan: its hook died with the runner (pid ${leader:-?})" \
+    sh -c "[ -n '$leader' ] && { [ ! -e /proc/$leader ] || grep -q '^State:.*Z' /proc/$leader/status; }"
+actor late -1
+st=$?
+check "late: a park with no runner is killed at once (status $st)" [ "$st" = 137 ]
+check "late: park, park-hook error (Broken pipe), the kill" \
+    in_order "$tmp/err" "$(ev park late)" \
+    "\"event\":\"park-hook\",.*\"cgroup\":\"$base/late\",.*\"result\":\"error\",.*\"error\":\"Broken pipe\",\"errno\":32,.*\"action\":\"kill\"" \
+    "\"event\":\"kill\",.*\"cgroup\":\"$base/late\",.*\"park_end\":\"kill\""
+check "metrics: the deadline's end counted" \
+    wait_metric "$tmp/park.prom" 'memguard_node_park_ends_total{end="deadline"}' 1
 
 kill -TERM "$wpid"
 wait "$wpid"
