@@ -703,10 +703,16 @@ static void reclaim_text(const struct mg_event *ev, char *buf, size_t len) {
                  end);
 }
 
+/* usec as seconds to a tenth: "2.1 s" (a hook's time is seconds). */
+static const char *sec_text(uint64_t usec, char *buf, size_t len) {
+        snprintf(buf, len, "%" PRIu64 ".%" PRIu64 " s", usec / 1000000, usec / 100000 % 10);
+        return buf;
+}
+
 /* A park begun (frozen instead of killed) or ended in a thaw. */
 static void park_text(const struct mg_event *ev, const struct pre_kill_answer *a, char *buf, size_t len) {
         const struct mg_report *r = &ev->kill->report;
-        char hook[96] = "";
+        char hook[96] = "", t[32];
 
         if (ev->type == MG_EVENT_THAW) {
                 snprintf(buf, len,
@@ -717,8 +723,8 @@ static void park_text(const struct mg_event *ev, const struct pre_kill_answer *a
                 return;
         }
         if (a->hook_timeout_usec)
-                snprintf(hook, sizeof(hook), "; the park hook runs, at most %" PRIu64 " ms",
-                         a->hook_timeout_usec / 1000);
+                snprintf(hook, sizeof(hook), "; the park hook runs, at most %s",
+                         sec_text(a->hook_timeout_usec, t, sizeof(t)));
         snprintf(buf, len,
                  "memguard: park: %s: frozen instead of killed (%s): used %" PRIu64 "kB of limit %" PRIu64
                  "kB, anon %" PRIu64 "kB; frozen %" PRIu64 " ms after the freeze; park %" PRIu64 "%s",
@@ -1233,7 +1239,7 @@ void mgt_park_hook_event(const struct mgt_out *o, const struct mgt_park_hook_inf
         struct mgt_journal_entry e;
         struct mgt_json_tap t;
         struct mgt_json j, *jp = own_event(o, &j, &e, &t, priority, "park-hook");
-        char took[32], how[160], then[160], line[200], out[320], lim[32], text[PATH_MAX + 1024];
+        char took[32], bound[32], how[160], then[160], line[200], out[320], lim[32], text[PATH_MAX + 1024];
 
         if (jp) {
                 mgt_json_str(jp, "cgroup", h->cgroup);
@@ -1274,9 +1280,7 @@ void mgt_park_hook_event(const struct mgt_out *o, const struct mgt_park_hook_inf
                 }
                 mgt_json_str(jp, "park_end", h->park_end);
         }
-        /* seconds to a tenth: a hook takes seconds */
-        snprintf(took, sizeof(took), "%" PRIu64 ".%" PRIu64 " s", r->duration_usec / 1000000,
-                 r->duration_usec / 100000 % 10);
+        sec_text(r->duration_usec, took, sizeof(took));
         switch (res) {
         case MGT_HOOK_SAVED: snprintf(how, sizeof(how), "exited 0 (saved) after %s", took); break;
         case MGT_HOOK_THAW: snprintf(how, sizeof(how), "exited %d (thaw) after %s", r->code, took); break;
@@ -1286,8 +1290,8 @@ void mgt_park_hook_event(const struct mgt_out *o, const struct mgt_park_hook_inf
                          took);
                 break;
         case MGT_HOOK_TIMEOUT:
-                snprintf(how, sizeof(how), "timed out after %s (park-timeout %" PRIu64 " ms): its process group "
-                         "killed", took, h->timeout_usec / 1000);
+                snprintf(how, sizeof(how), "timed out after %s (park-timeout %s): its process group killed", took,
+                         sec_text(h->timeout_usec, bound, sizeof(bound)));
                 break;
         case MGT_HOOK_ERROR: snprintf(how, sizeof(how), "was not run: %s", strerror(r->code)); break;
         case MGT_HOOK_CANCELLED:

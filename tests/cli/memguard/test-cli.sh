@@ -568,10 +568,10 @@ grep -qxF 'memguard: reclaim: /sys/fs/cgroup/sample/"actor": a dose of 12.0 MiB 
 
 # ---- a park's lines, in the order an operator reads them (their JSON: test-events-schema.py)
 for line in \
-    'memguard: park: /sys/fs/cgroup/sample/"actor": frozen instead of killed (overshoot): used 81920kB of limit 65536kB, anon 80896kB; frozen 10 ms after the freeze; park 3; the park hook runs, at most 30000 ms' \
+    'memguard: park: /sys/fs/cgroup/sample/"actor": frozen instead of killed (overshoot): used 81920kB of limit 65536kB, anon 80896kB; frozen 10 ms after the freeze; park 3; the park hook runs, at most 30.0 s' \
     'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 3: the hook exited 0 (saved) after 2.1 s: killing it; its output ends "saved to /var/snap/3"' \
     'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 3: the hook exited 10 (thaw) after 0.8 s: thawing it at a limit of 512.0 MiB (xattr)' \
-    'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 3: the hook timed out after 30.0 s (park-timeout 30000 ms): its process group killed: killing it; its output ends "copying page 81234 of 1" (of more)' \
+    'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 3: the hook timed out after 30.0 s (park-timeout 30.0 s): its process group killed: killing it; its output ends "copying page 81234 of 1" (of more)' \
     'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 4: the hook was cancelled after 34.0 s, its process group killed: the park ended first (deadline): nothing to do' \
     'memguard: thaw: /sys/fs/cgroup/sample/"actor": park 3 ended after 2000 ms: thawed, guarded again (used 81920kB when parked, limit then 65536kB)'; do
     grep -qxF "$line" "$tmp/err" && ok "event: ${line:10:40}... as a text line" ||
