@@ -285,7 +285,7 @@ Test(hook, a_missing_command_says_why) {
         cr_assert_eq(mgt_hook_request(&r, 1, 1, "/cg", "{}", 10000000), 0);
         cr_assert(wait_reply(&r, &rep, 10000));
         cr_expect_eq(rep.result, MGT_HOOK_FAILED);
-        cr_expect_eq(rep.code, 127);
+        cr_expect_eq(rep.code, 127, "exit %d, output %s", rep.code, rep.output);
         cr_expect(strstr(rep.output, "cannot run") && strstr(rep.output, "No such file"), "%s", rep.output);
         mgt_hook_runner_stop(&r);
 }

@@ -258,6 +258,9 @@ static struct run *start(struct runner *R, const struct request *q, const char *
         if (write(in, "\n", 1) != 1 || lseek(in, 0, SEEK_SET) != 0)
                 goto fail;
         R->argv[R->argc] = (char *) cgroup;
+        /* its slot before the fork: the child, which may exit without its
+         * exec, holds no block it cannot reach */
+        R->runs[R->n] = x;
         pid_t self = getpid();
         x->pid = fork();
         if (x->pid < 0) {
@@ -374,11 +377,20 @@ static bool take_request(struct runner *R, char *buf) {
         return true;
 }
 
+/* The runner's state, static: a hook's child exits without its exec
+ * holding nothing it cannot reach. */
+static struct runner state;
+static struct pollfd *polled;
+static char *request_buf;
+
 static void __attribute__((noreturn)) runner_main(int sock, char **argv, int argc) {
-        struct runner R = { .sock = sock, .argv = argv, .argc = argc };
-        struct pollfd *p = calloc(MGT_HOOK_RUNNING_MAX + 2, sizeof(*p));
-        char *buf = malloc(REQUEST_MAX);
+        struct pollfd *p;
+        char *buf;
         sigset_t chld;
+
+        state = (struct runner) { .sock = sock, .argv = argv, .argc = argc };
+        p = polled = calloc(MGT_HOOK_RUNNING_MAX + 2, sizeof(*p));
+        buf = request_buf = malloc(REQUEST_MAX);
 
         (void) prctl(PR_SET_NAME, "memguard-hook");
         signal(SIGHUP, SIG_IGN);
@@ -388,42 +400,42 @@ static void __attribute__((noreturn)) runner_main(int sock, char **argv, int arg
         sigemptyset(&chld);
         sigaddset(&chld, SIGCHLD);
         sigprocmask(SIG_BLOCK, &chld, NULL);
-        R.sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (!p || !buf || R.sigfd < 0)
+        state.sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (!p || !buf || state.sigfd < 0)
                 _exit(1);
         for (;;) {
                 uint64_t now = mono_usec(), next = UINT64_MAX;
                 int timeout;
 
-                for (size_t i = 0; i < R.n; i++) {
-                        struct run *x = R.runs[i];
+                for (size_t i = 0; i < state.n; i++) {
+                        struct run *x = state.runs[i];
                         if (x->forced == MGT_HOOK_SAVED && now >= x->deadline_usec)
                                 kill_group(x, MGT_HOOK_TIMEOUT);
                         if (x->forced == MGT_HOOK_SAVED && x->deadline_usec < next)
                                 next = x->deadline_usec;
                 }
                 timeout = next == UINT64_MAX ? -1 : (int) ((next - now + 999) / 1000);
-                p[0] = (struct pollfd) { .fd = R.sock, .events = POLLIN };
-                p[1] = (struct pollfd) { .fd = R.sigfd, .events = POLLIN };
-                for (size_t i = 0; i < R.n; i++)
-                        p[2 + i] = (struct pollfd) { .fd = R.runs[i]->out, .events = POLLIN };
-                if (poll(p, 2 + R.n, timeout) < 0 && errno != EINTR)
+                p[0] = (struct pollfd) { .fd = state.sock, .events = POLLIN };
+                p[1] = (struct pollfd) { .fd = state.sigfd, .events = POLLIN };
+                for (size_t i = 0; i < state.n; i++)
+                        p[2 + i] = (struct pollfd) { .fd = state.runs[i]->out, .events = POLLIN };
+                if (poll(p, 2 + state.n, timeout) < 0 && errno != EINTR)
                         break;
-                for (size_t i = 0; i < R.n; i++)
+                for (size_t i = 0; i < state.n; i++)
                         if (p[2 + i].revents)
-                                drain(R.runs[i]);
+                                drain(state.runs[i]);
                 if (p[1].revents) {
                         struct signalfd_siginfo si;
-                        while (read(R.sigfd, &si, sizeof(si)) == sizeof(si))
+                        while (read(state.sigfd, &si, sizeof(si)) == sizeof(si))
                                 ;
                 }
-                reap(&R);
-                if (p[0].revents && !take_request(&R, buf))
+                reap(&state);
+                if (p[0].revents && !take_request(&state, buf))
                         break;
         }
         /* watch is gone: so are the parks these hooks served. */
-        for (size_t i = 0; i < R.n; i++)
-                (void) kill(-R.runs[i]->pid, SIGKILL);
+        for (size_t i = 0; i < state.n; i++)
+                (void) kill(-state.runs[i]->pid, SIGKILL);
         _exit(0);
 }
 
