@@ -384,13 +384,11 @@ static struct pollfd *polled;
 static char *request_buf;
 
 static void __attribute__((noreturn)) runner_main(int sock, char **argv, int argc) {
-        struct pollfd *p;
-        char *buf;
         sigset_t chld;
 
         state = (struct runner) { .sock = sock, .argv = argv, .argc = argc };
-        p = polled = calloc(MGT_HOOK_RUNNING_MAX + 2, sizeof(*p));
-        buf = request_buf = malloc(REQUEST_MAX);
+        polled = calloc(MGT_HOOK_RUNNING_MAX + 2, sizeof(*polled));
+        request_buf = malloc(REQUEST_MAX);
 
         (void) prctl(PR_SET_NAME, "memguard-hook");
         signal(SIGHUP, SIG_IGN);
@@ -401,7 +399,7 @@ static void __attribute__((noreturn)) runner_main(int sock, char **argv, int arg
         sigaddset(&chld, SIGCHLD);
         sigprocmask(SIG_BLOCK, &chld, NULL);
         state.sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (!p || !buf || state.sigfd < 0)
+        if (!polled || !request_buf || state.sigfd < 0)
                 _exit(1);
         for (;;) {
                 uint64_t now = mono_usec(), next = UINT64_MAX;
@@ -415,27 +413,29 @@ static void __attribute__((noreturn)) runner_main(int sock, char **argv, int arg
                                 next = x->deadline_usec;
                 }
                 timeout = next == UINT64_MAX ? -1 : (int) ((next - now + 999) / 1000);
-                p[0] = (struct pollfd) { .fd = state.sock, .events = POLLIN };
-                p[1] = (struct pollfd) { .fd = state.sigfd, .events = POLLIN };
+                polled[0] = (struct pollfd) { .fd = state.sock, .events = POLLIN };
+                polled[1] = (struct pollfd) { .fd = state.sigfd, .events = POLLIN };
                 for (size_t i = 0; i < state.n; i++)
-                        p[2 + i] = (struct pollfd) { .fd = state.runs[i]->out, .events = POLLIN };
-                if (poll(p, 2 + state.n, timeout) < 0 && errno != EINTR)
+                        polled[2 + i] = (struct pollfd) { .fd = state.runs[i]->out, .events = POLLIN };
+                if (poll(polled, 2 + state.n, timeout) < 0 && errno != EINTR)
                         break;
                 for (size_t i = 0; i < state.n; i++)
-                        if (p[2 + i].revents)
+                        if (polled[2 + i].revents)
                                 drain(state.runs[i]);
-                if (p[1].revents) {
+                if (polled[1].revents) {
                         struct signalfd_siginfo si;
                         while (read(state.sigfd, &si, sizeof(si)) == sizeof(si))
                                 ;
                 }
                 reap(&state);
-                if (p[0].revents && !take_request(&state, buf))
+                if (polled[0].revents && !take_request(&state, request_buf))
                         break;
         }
         /* watch is gone: so are the parks these hooks served. */
         for (size_t i = 0; i < state.n; i++)
                 (void) kill(-state.runs[i]->pid, SIGKILL);
+        free(polled);
+        free(request_buf);
         _exit(0);
 }
 
