@@ -412,6 +412,22 @@ static int fd_room(struct watch *w, struct actor *a) {
         return -EMFILE;
 }
 
+/* A cgroup frozen when its guard is made: a park of a watch that ended
+ * without closing it (killed outright: the library thaws a park only at
+ * the guard's end), or the platform's own pause.  Neither is watch's to
+ * thaw; said as the guard is made, so an actor frozen within its limit,
+ * which no park will come for, is not a mystery.  With --park-hook only: without it
+ * watch freezes nothing. */
+static void frozen_note(struct watch *w, struct actor *a) {
+        uint64_t v;
+
+        if (w->hook.fd < 0 || mgt_cg_read_u64(a->path, "cgroup.freeze", &v) < 0 || v != 1)
+                return;
+        mgt_error(&w->out, "watch", 0, "%s: found frozen (cgroup.freeze 1): a park left open by a watch that "
+                  "stopped without ending it, or the platform's own pause; watch thaws nothing it did not freeze "
+                  "(over its limit, it is parked again)", a->path);
+}
+
 /* Makes a's guard with its limit as resolved now.  Errors are reported;
  * a stays, unguarded, for the next reload.  Returns 0 or a negative errno. */
 static int guard_actor(struct actor *a, bool announce) {
@@ -483,6 +499,7 @@ static int guard_actor(struct actor *a, bool announce) {
         a->source = source;
         if (announce)
                 mgt_watch_event(&w->out, "watch", a->path, limit, source);
+        frozen_note(w, a);
         return 0;
 }
 

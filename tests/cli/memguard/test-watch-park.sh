@@ -27,6 +27,8 @@
 #          dies with it, watch says so, and the guard's own deadline (kill
 #          wait 2 s + 3 s + 2 s) kills the actor, park_end "deadline";
 #   late   a park after that: park-hook "error" (EPIPE), killed at once.
+# A fifth child, frozen before watch starts (as a park a killed watch left
+# open), is said to be found frozen and left so.
 # The lines of each come in that order (park, park-hook, kill or thaw); the
 # metrics count the parks by how they ended and the hook's runs; watch runs
 # confined all along, and at its end no hook is left.
@@ -112,14 +114,19 @@ esac
 exit 1
 EOF
 chmod 755 "$tmp/hook"
-for c in saved thaw fail slow; do mkdir "$base/$c"; done
+for c in saved thaw fail slow paused; do mkdir "$base/$c"; done
+# frozen before watch: as a park a killed watch left open would be
+echo 1 >"$base/paused/cgroup.freeze"
 "$mg" watch --json --parent "$base" --limit 64M --park-hook "$tmp/hook --mode test" --park-timeout 3s \
     --metrics "$tmp/park.prom" --metrics-interval 1s 2>"$tmp/err" &
 wpid=$!
 wait_confined $wpid || echo "# watch --park-hook not confined after 10 s"
 check "watch --park-hook runs confined, its hook's runner forked before ($(privs_of $wpid))" \
     [ "$(status_of $wpid Seccomp)" = 2 ]
-for c in saved thaw fail slow; do wait_grep "$tmp/err" "$(watch_ev "$base/$c" 67108864 default)"; done
+for c in saved thaw fail slow paused; do wait_grep "$tmp/err" "$(watch_ev "$base/$c" 67108864 default)"; done
+check "a cgroup found frozen is said, and left frozen" sh -c "
+    grep -q '\"event\":\"error\",.*\"message\":\"$base/paused: found frozen (cgroup.freeze 1)' '$tmp/err' &&
+    grep -qx 1 '$base/paused/cgroup.freeze'"
 
 # actor NAME SECONDS: 67 MiB of anon in the child NAME, held SECONDS (-1:
 # until killed), within 60 s; its exit status
