@@ -5,6 +5,7 @@
 
 #include "cgdir.h"
 #include "config.h"
+#include "hook.h"
 #include "size.h"
 
 /* The most a reclaim-some or reclaim-full threshold may be: the stall in
@@ -37,6 +38,8 @@ static const char *const key_names[_MGT_KEY_MAX] = {
         [MGT_KEY_DRY_RUN] = "dry-run",
         [MGT_KEY_PRE_KILL_DEFER] = "pre-kill-defer",
         [MGT_KEY_METRICS_CGROUPS] = "metrics-cgroups",
+        [MGT_KEY_PARK_HOOK] = "park-hook",
+        [MGT_KEY_PARK_TIMEOUT] = "park-timeout",
 };
 
 /* The shortest metrics interval: a round reports on every guard. */
@@ -63,6 +66,7 @@ static char *path_of(struct mgt_settings *s, enum mgt_key k) {
         case MGT_KEY_RECLAIM_CGROUP: return s->reclaim_cgroup;
         case MGT_KEY_PARENT: return s->parent;
         case MGT_KEY_METRICS: return s->metrics;
+        case MGT_KEY_PARK_HOOK: return s->park_hook;
         default: return NULL;
         }
 }
@@ -261,6 +265,26 @@ int mgt_setting_parse(enum mgt_key k, const char *val, struct mgt_settings *ret,
                 if (r < 0)
                         snprintf(err, err_len, "%s %s: not a duration of 1 ms to 60 s", key_names[k], val);
                 break;
+        case MGT_KEY_PARK_HOOK: {
+                /* Checked as the runner splits it; kept as given. */
+                char *argv[MGT_HOOK_ARGS_MAX + 1], why[160];
+                r = mgt_hook_split(val, path, sizeof(path), argv, why, sizeof(why));
+                if (r >= 0) {
+                        r = 0;
+                        s.value = strlen(val);
+                        memcpy(path, val, s.value + 1);
+                } else {
+                        snprintf(err, err_len, "%s %.64s: %s", key_names[k], val, why);
+                }
+                break;
+        }
+        case MGT_KEY_PARK_TIMEOUT:
+                r = mgt_duration_parse(val, &s.value);
+                if (r == 0 && (s.value < MGT_PARK_TIMEOUT_MIN_USEC || s.value > MGT_PARK_TIMEOUT_MAX_USEC))
+                        r = -ERANGE;
+                if (r < 0)
+                        snprintf(err, err_len, "%s %s: not a duration of 100 ms to 30 min", key_names[k], val);
+                break;
         case MGT_KEY_RECLAIM_WINDOWS:
                 r = count_parse(val, 1, MG_RECLAIM_WINDOWS_MAX, &s.value);
                 if (r < 0)
@@ -405,6 +429,10 @@ int mgt_settings_check(const struct mgt_settings *s, const char *dashes, char *e
         const struct mgt_setting *v = s->v;
         const char *d = dashes;
 
+        if (v[MGT_KEY_PARK_TIMEOUT].set && !v[MGT_KEY_PARK_HOOK].set) {
+                snprintf(err, err_len, "%spark-timeout without %spark-hook: parking is off until a hook is set", d, d);
+                return -EINVAL;
+        }
         for (size_t i = 0; i < sizeof(needs_dose) / sizeof(needs_dose[0]); i++)
                 if (v[needs_dose[i]].set && !v[MGT_KEY_RECLAIM_DOSE].set) {
                         snprintf(err, err_len, "%s%s without %sreclaim-dose: the reclaim actuator is off until a dose "
@@ -470,5 +498,15 @@ int mgt_settings_apply(const struct mgt_settings *s, uint64_t limit, struct mg_g
                 o->reclaim_cooldown_usec = v[MGT_KEY_RECLAIM_COOLDOWN].value;
         if (v[MGT_KEY_RECLAIM_HEADROOM].set)
                 o->reclaim_headroom_bytes = v[MGT_KEY_RECLAIM_HEADROOM].value;
+        if (v[MGT_KEY_PARK_HOOK].set) {
+                uint64_t d = o->kill_wait_usec + mgt_settings_park_timeout(s) + MGT_PARK_SLACK_USEC;
+                o->park_deadline_usec = d < MG_PARK_MAX_USEC ? d : MG_PARK_MAX_USEC;
+        }
         return 0;
+}
+
+uint64_t mgt_settings_park_timeout(const struct mgt_settings *s) {
+        if (!s->v[MGT_KEY_PARK_HOOK].set)
+                return 0;
+        return s->v[MGT_KEY_PARK_TIMEOUT].set ? s->v[MGT_KEY_PARK_TIMEOUT].value : MGT_PARK_TIMEOUT_DEFAULT_USEC;
 }

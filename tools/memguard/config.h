@@ -56,6 +56,11 @@ enum mgt_key {
         MGT_KEY_DRY_RUN,
         MGT_KEY_PRE_KILL_DEFER,
         MGT_KEY_METRICS_CGROUPS,        /* which cgroups --metrics gives series (metrics.h) */
+        /* Park instead of kill (hook.h): park-hook is read at start only
+         * (its runner is a process forked before the guards), park-timeout
+         * on every reload. */
+        MGT_KEY_PARK_HOOK,
+        MGT_KEY_PARK_TIMEOUT,
         _MGT_KEY_MAX,
 };
 
@@ -69,7 +74,24 @@ struct mgt_settings {
          * parent at start, as it does --parent). */
         char parent[PATH_MAX];
         char metrics[PATH_MAX];
+        /* park-hook, when set: the command as given (hook.h checks it). */
+        char park_hook[PATH_MAX];
 };
+
+/* park-timeout's bounds and default: the hook's time, from the park event
+ * to its end.  A microVM's snapshot to a local disk takes seconds; the
+ * actor stays frozen at its memory meanwhile. */
+#define MGT_PARK_TIMEOUT_MIN_USEC ((uint64_t) 100 * 1000)
+#define MGT_PARK_TIMEOUT_MAX_USEC ((uint64_t) 30 * 60 * 1000000)
+#define MGT_PARK_TIMEOUT_DEFAULT_USEC ((uint64_t) 30 * 1000000)
+/* The guard's own park deadline (mg_guard_options.park_deadline_usec) is
+ * the backstop, above the hook's bound: it counts from the freeze, which
+ * may take up to kill_wait_usec to hold (a task in D state), then the
+ * hook's timeout, then this for watch to hear the hook's end and end the
+ * park itself. */
+#define MGT_PARK_SLACK_USEC ((uint64_t) 2 * 1000000)
+/* The park-timeout in force (the default when unset); 0 without park-hook. */
+uint64_t mgt_settings_park_timeout(const struct mgt_settings *s);
 
 /* The key of a long option or config key name ("stall-window"), or -1. */
 int mgt_key_from_name(const char *name);
@@ -78,7 +100,7 @@ const char *mgt_key_name(enum mgt_key k);
  * file it takes a boolean (yes, no, true, false, on, off, 1, 0). */
 bool mgt_key_is_bool(enum mgt_key k);
 /* The text of a key whose value is a path (reclaim-cgroup, parent,
- * metrics), NULL for any other key or one not set. */
+ * metrics) or a command (park-hook), NULL for any other key or one not set. */
 const char *mgt_setting_str(const struct mgt_settings *s, enum mgt_key k);
 
 /* Parses one value for key into s->v[k] (and s->reclaim_cgroup).  Returns
@@ -106,8 +128,9 @@ void mgt_setting_copy(struct mgt_settings *dst, const struct mgt_settings *src, 
 int mgt_settings_check(const struct mgt_settings *s, const char *dashes, char *err, size_t err_len);
 
 /* Options for an actor with this limit: mg_guard_options_init() and what
- * the settings set (a margin in percent taken of limit).  reclaim_cgroup
- * points into s. */
+ * the settings set (a margin in percent taken of limit; with park-hook,
+ * park_deadline_usec: kill_wait_usec + park-timeout + MGT_PARK_SLACK_USEC).
+ * reclaim_cgroup points into s. */
 int mgt_settings_apply(const struct mgt_settings *s, uint64_t limit, struct mg_guard_options *o);
 
 /* A duration: "250ms", "2s", "1.5s", "1m", "500us", or plain seconds;

@@ -346,6 +346,44 @@ static const char *stall_on(unsigned signals) {
         return NULL;
 }
 
+const char *mgt_park_end_name(uint32_t end) {
+        switch (end) {
+        case MG_PARK_OPEN: return "open";
+        case MG_PARK_END_KILL: return "kill";
+        case MG_PARK_END_THAW: return "thaw";
+        case MG_PARK_END_DEADLINE: return "deadline";
+        case MG_PARK_END_BOUND: return "bound";
+        case MG_PARK_END_NOT_FROZEN: return "not-frozen";
+        case MG_PARK_END_OVER_LIMIT: return "over-limit";
+        case MG_PARK_END_NO_FREEZE: return "no-freeze";
+        }
+        return "?";
+}
+
+/* The park a kill, park or thaw record is about; null for a kill that
+ * was no park's.  parked_ms: from the freeze to the park's end (null while
+ * it is open); frozen_after_ms: from the freeze to cgroup.events "frozen
+ * 1" (null: never frozen). */
+static void park_json(struct mgt_json *j, const struct mg_report *r) {
+        if (!r->park_id) {
+                mgt_json_null(j, "park_id");
+                mgt_json_null(j, "park_end");
+                mgt_json_null(j, "parked_ms");
+                mgt_json_null(j, "frozen_after_ms");
+                return;
+        }
+        mgt_json_u64(j, "park_id", r->park_id);
+        mgt_json_str(j, "park_end", mgt_park_end_name(r->park_end));
+        if (r->park_end_usec)
+                mgt_json_u64(j, "parked_ms", ms_between(r->park_usec, r->park_end_usec));
+        else
+                mgt_json_null(j, "parked_ms");
+        if (r->frozen_usec)
+                mgt_json_u64(j, "frozen_after_ms", ms_between(r->park_usec, r->frozen_usec));
+        else
+                mgt_json_null(j, "frozen_after_ms");
+}
+
 void mgt_kill_json(struct mgt_json *j, const struct mg_kill_record *k) {
         const struct mg_report *r = &k->report;
 
@@ -387,6 +425,7 @@ void mgt_kill_json(struct mgt_json *j, const struct mg_kill_record *k) {
                 mgt_json_null(j, "kill_to_empty_ms"); /* it did not empty in kill_wait */
         else
                 mgt_json_u64(j, "kill_to_empty_ms", ms_between(k->kill_usec, k->empty_usec));
+        park_json(j, r);
 }
 
 void mgt_kill_text(const struct mg_kill_record *k, char *buf, size_t len) {
@@ -477,6 +516,7 @@ struct pre_kill_answer {
         int r;
         bool dry_run;
         uint64_t kill_id;
+        uint64_t hook_timeout_usec;     /* a park event: the park hook's bound (0: no hook) */
 };
 
 /* The last kill_id given: one counter per process, so ids are unique over
@@ -501,11 +541,19 @@ static uint64_t kill_id_of(struct mgt_out *o, const mg_guard *g, enum mg_event_t
         /* Only a kill decision's events (and the guard's end) look in the
          * table of pending kills; every other event passes it by. */
         if (type != MG_EVENT_PRE_KILL && type != MG_EVENT_KILL && type != MG_EVENT_KILL_DRY_RUN &&
-            type != MG_EVENT_KILL_AVERTED && type != MG_EVENT_GONE)
+            type != MG_EVENT_KILL_AVERTED && type != MG_EVENT_GONE && type != MG_EVENT_PARK &&
+            type != MG_EVENT_THAW)
                 return 0;
         while (i < o->n_pending_kills && o->pending_kills[i].guard != g)
                 i++;
         switch (type) {
+        case MG_EVENT_PARK:
+                /* A park continues the decision (its pre-kill's id, if it
+                 * had one), which its kill or thaw ends. */
+                if (i < o->n_pending_kills)
+                        return o->pending_kills[i].id;
+                /* a decision of its own, pending */
+                __attribute__((fallthrough));
         case MG_EVENT_PRE_KILL:
                 id = ++last_kill_id;
                 if (i < o->n_pending_kills) { /* a second pre-kill: the first decision's end was never told */
@@ -525,6 +573,7 @@ static uint64_t kill_id_of(struct mgt_out *o, const mg_guard *g, enum mg_event_t
         case MG_EVENT_KILL:
         case MG_EVENT_KILL_DRY_RUN:
         case MG_EVENT_KILL_AVERTED:
+        case MG_EVENT_THAW:
                 if (i == o->n_pending_kills)
                         return ++last_kill_id;
                 id = o->pending_kills[i].id;
@@ -537,6 +586,13 @@ static uint64_t kill_id_of(struct mgt_out *o, const mg_guard *g, enum mg_event_t
         default:
                 return 0;
         }
+}
+
+uint64_t mgt_out_kill_id(const struct mgt_out *o, const mg_guard *g) {
+        for (size_t i = 0; i < o->n_pending_kills; i++)
+                if (o->pending_kills[i].guard == g)
+                        return o->pending_kills[i].id;
+        return 0;
 }
 
 void mgt_out_forget_guard(struct mgt_out *o, const mg_guard *g) {
@@ -647,6 +703,36 @@ static void reclaim_text(const struct mg_event *ev, char *buf, size_t len) {
                  end);
 }
 
+/* usec as seconds to a tenth: "2.1 s" (a hook's time is seconds). */
+static const char *sec_text(uint64_t usec, char *buf, size_t len) {
+        snprintf(buf, len, "%" PRIu64 ".%" PRIu64 " s", usec / 1000000, usec / 100000 % 10);
+        return buf;
+}
+
+/* A park begun (frozen instead of killed) or ended in a thaw. */
+static void park_text(const struct mg_event *ev, const struct pre_kill_answer *a, char *buf, size_t len) {
+        const struct mg_report *r = &ev->kill->report;
+        char hook[96] = "", t[32];
+
+        if (ev->type == MG_EVENT_THAW) {
+                snprintf(buf, len,
+                         "memguard: thaw: %s: park %" PRIu64 " ended after %" PRIu64 " ms: thawed, guarded again "
+                         "(used %" PRIu64 "kB when parked, limit then %" PRIu64 "kB)",
+                         ev->cgroup, r->park_id, ms_between(r->park_usec, r->park_end_usec), MG_TO_KIB(r->used_bytes),
+                         MG_TO_KIB(r->limit_bytes));
+                return;
+        }
+        if (a->hook_timeout_usec)
+                snprintf(hook, sizeof(hook), "; the park hook runs, at most %s",
+                         sec_text(a->hook_timeout_usec, t, sizeof(t)));
+        snprintf(buf, len,
+                 "memguard: park: %s: frozen instead of killed (%s): used %" PRIu64 "kB of limit %" PRIu64
+                 "kB, anon %" PRIu64 "kB; frozen %" PRIu64 " ms after the freeze; park %" PRIu64 "%s",
+                 ev->cgroup, mg_kill_reason_to_string(ev->kill->reason), MG_TO_KIB(r->used_bytes),
+                 MG_TO_KIB(r->limit_bytes), MG_TO_KIB(r->stat.anon), ms_between(r->park_usec, r->frozen_usec),
+                 r->park_id, hook);
+}
+
 static void event_text(const struct mg_event *ev, const struct pre_kill_answer *a, char *buf, size_t len) {
         switch (ev->type) {
         case MG_EVENT_KILL:
@@ -702,6 +788,10 @@ static void event_text(const struct mg_event *ev, const struct pre_kill_answer *
         case MG_EVENT_RECLAIM:
                 reclaim_text(ev, buf, len);
                 break;
+        case MG_EVENT_PARK:
+        case MG_EVENT_THAW:
+                park_text(ev, a, buf, len);
+                break;
         default:
                 snprintf(buf, len, "memguard: %s: %s", mg_event_type_to_string(ev->type), ev->cgroup);
         }
@@ -732,6 +822,19 @@ static void event_json(const struct mg_event *ev, const struct pre_kill_answer *
                 mgt_json_u64(j, "kill_id", a->kill_id);
                 return;
         }
+        case MG_EVENT_PARK:
+        case MG_EVENT_THAW:
+                /* the record the kill would carry (kill_usec 0: not sent) */
+                mgt_kill_json(j, ev->kill);
+                mgt_json_u64(j, "kill_id", a->kill_id);
+                if (ev->type != MG_EVENT_PARK)
+                        return;
+                if (a->hook_timeout_usec)
+                        mgt_json_u64(j, "hook_timeout_ms", a->hook_timeout_usec / 1000);
+                else
+                        mgt_json_null(j, "hook_timeout_ms");
+                mgt_json_u64(j, "detect_to_park_ms", ms_between(ev->kill->detect_usec, ev->kill->report.park_usec));
+                return;
         case MG_EVENT_KILL_AVERTED:
                 mgt_json_str(j, "reason", mg_kill_reason_to_string(ev->kill->reason));
                 mgt_json_str(j, "cgroup", ev->cgroup);
@@ -859,9 +962,23 @@ void mgt_event_journal(const struct mg_event *ev, uint64_t kill_id, const char *
         mgt_journal_add(e, "MESSAGE", message);
 }
 
+char *mgt_event_record(const struct mgt_out *o, const struct mg_event *ev, uint64_t kill_id) {
+        struct pre_kill_answer a = { .dry_run = o->dry_run, .kill_id = kill_id,
+                                     .hook_timeout_usec = o->park_hook_timeout_usec };
+        struct mgt_json j;
+        const char *t;
+        char *copy;
+
+        event_json(ev, &a, &j, NULL);
+        t = mgt_json_end(&j);
+        copy = t ? strdup(t) : NULL;
+        mgt_json_free(&j);
+        return copy;
+}
+
 void mgt_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
         struct mgt_out *o = userdata;
-        struct pre_kill_answer a = { .dry_run = o->dry_run };
+        struct pre_kill_answer a = { .dry_run = o->dry_run, .hook_timeout_usec = o->park_hook_timeout_usec };
         enum mgt_msg m = mgt_msg_of(mg_event_type_to_string(ev->type));
         struct mgt_journal_entry e;
         struct mgt_json_tap t;
@@ -1092,5 +1209,115 @@ void mgt_reload_event(const struct mgt_out *o, const char *config, uint64_t n_cg
         snprintf(text, sizeof(text), "memguard: reloaded%s%s%s: %" PRIu64 " cgroups%s", config ? " " : "",
                  config ? config : "", config ? "" : " (no config file)", n_cgroups,
                  ok ? "" : "; the config has errors, kept the last good one");
+        own_event_end(o, jp, &e, priority, text);
+}
+
+/* The last line of a hook's output with text on it, cut to fit: what an
+ * operator reads first (a script's error is its last line). */
+static void last_line(const char *out, char *buf, size_t len) {
+        const char *end = out + strlen(out), *start;
+        size_t n;
+
+        while (end > out && (end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\r' || end[-1] == '\t'))
+                end--;
+        start = end;
+        while (start > out && start[-1] != '\n')
+                start--;
+        n = (size_t) (end - start);
+        if (n >= len)
+                n = len - 1;
+        memcpy(buf, start, n);
+        buf[n] = '\0';
+}
+
+void mgt_park_hook_event(const struct mgt_out *o, const struct mgt_park_hook_info *h) {
+        const struct mgt_hook_reply *r = h->reply;
+        enum mgt_hook_result res = (enum mgt_hook_result) r->result;
+        bool bad = res == MGT_HOOK_FAILED || res == MGT_HOOK_SIGNALED || res == MGT_HOOK_TIMEOUT ||
+                   res == MGT_HOOK_ERROR;
+        int priority = bad ? LOG_WARNING : LOG_NOTICE;
+        struct mgt_journal_entry e;
+        struct mgt_json_tap t;
+        struct mgt_json j, *jp = own_event(o, &j, &e, &t, priority, "park-hook");
+        char took[32], bound[32], how[160], then[160], line[200], out[320], lim[32], text[PATH_MAX + 1024];
+
+        if (jp) {
+                mgt_json_str(jp, "cgroup", h->cgroup);
+                mgt_json_u64(jp, "park_id", h->park_id);
+                mgt_json_u64(jp, "kill_id", h->kill_id);
+                mgt_json_str(jp, "result", mgt_hook_result_name(res));
+                if (res == MGT_HOOK_SAVED || res == MGT_HOOK_THAW || res == MGT_HOOK_FAILED)
+                        mgt_json_i64(jp, "exit_status", r->code);
+                else
+                        mgt_json_null(jp, "exit_status");
+                if (res == MGT_HOOK_SIGNALED)
+                        mgt_json_i64(jp, "signal", r->code);
+                else
+                        mgt_json_null(jp, "signal");
+                if (res == MGT_HOOK_ERROR) {
+                        mgt_json_str(jp, "error", strerror(r->code));
+                        mgt_json_i64(jp, "errno", r->code);
+                        if (out_journal != MGT_JOURNAL_OFF) {
+                                char num[16];
+                                snprintf(num, sizeof(num), "%d", r->code);
+                                mgt_journal_add(&e, "ERRNO", num);
+                        }
+                } else {
+                        mgt_json_null(jp, "error");
+                        mgt_json_null(jp, "errno");
+                }
+                mgt_json_u64(jp, "duration_ms", r->duration_usec / 1000);
+                mgt_json_u64(jp, "timeout_ms", h->timeout_usec / 1000);
+                mgt_json_str(jp, "output", r->output);
+                mgt_json_u64(jp, "output_bytes", r->output_bytes);
+                mgt_json_str(jp, "action", h->action);
+                if (strcmp(h->action, "thaw") == 0 && h->limit_bytes) {
+                        mgt_json_u64(jp, "limit_bytes", h->limit_bytes);
+                        mgt_json_str(jp, "limit_source", h->limit_source);
+                } else {
+                        mgt_json_null(jp, "limit_bytes");
+                        mgt_json_null(jp, "limit_source");
+                }
+                mgt_json_str(jp, "park_end", h->park_end);
+        }
+        sec_text(r->duration_usec, took, sizeof(took));
+        switch (res) {
+        case MGT_HOOK_SAVED: snprintf(how, sizeof(how), "exited 0 (saved) after %s", took); break;
+        case MGT_HOOK_THAW: snprintf(how, sizeof(how), "exited %d (thaw) after %s", r->code, took); break;
+        case MGT_HOOK_FAILED: snprintf(how, sizeof(how), "failed: exited %d after %s", r->code, took); break;
+        case MGT_HOOK_SIGNALED:
+                snprintf(how, sizeof(how), "failed: killed by signal %d (%s) after %s", r->code, strsignal(r->code),
+                         took);
+                break;
+        case MGT_HOOK_TIMEOUT:
+                snprintf(how, sizeof(how), "timed out after %s (park-timeout %s): its process group killed", took,
+                         sec_text(h->timeout_usec, bound, sizeof(bound)));
+                break;
+        case MGT_HOOK_ERROR: snprintf(how, sizeof(how), "was not run: %s", strerror(r->code)); break;
+        case MGT_HOOK_CANCELLED:
+                snprintf(how, sizeof(how), "was cancelled after %s, its process group killed: the park ended first "
+                         "(%s)", took, h->park_end ? h->park_end : "?");
+                break;
+        default: snprintf(how, sizeof(how), "result %u", (unsigned) res);
+        }
+        if (strcmp(h->action, "thaw") == 0 && h->limit_bytes)
+                snprintf(then, sizeof(then), "thawing it at a limit of %s (%s)",
+                         mgt_size_format(h->limit_bytes, lim, sizeof(lim)), h->limit_source ? h->limit_source : "?");
+        else if (strcmp(h->action, "thaw") == 0)
+                snprintf(then, sizeof(then), "thawing it at the limit it had");
+        else if (strcmp(h->action, "kill") == 0)
+                snprintf(then, sizeof(then), "killing it");
+        else if (res != MGT_HOOK_CANCELLED && h->park_end)
+                snprintf(then, sizeof(then), "nothing to do, the park had ended (%s)", h->park_end);
+        else
+                snprintf(then, sizeof(then), "nothing to do");
+        last_line(r->output, line, sizeof(line));
+        if (line[0])
+                snprintf(out, sizeof(out), "; its output ends \"%s\"%s", line,
+                         r->output_bytes > r->output_len ? " (of more)" : "");
+        else
+                out[0] = '\0';
+        snprintf(text, sizeof(text), "memguard: park-hook: %s: park %" PRIu64 ": the hook %s: %s%s", h->cgroup,
+                 h->park_id, how, then, out);
         own_event_end(o, jp, &e, priority, text);
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hook.h"
 #include "json.h"
 #include "memguard/memguard.h"
 
@@ -24,6 +25,8 @@ struct mgt_out {
          * for at each MG_EVENT_PRE_KILL; 0: nothing. */
         uint64_t pre_kill_defer_usec;
         bool dry_run;                   /* --dry-run: said in pre-kill events */
+        /* --park-hook: the hook's bound, said in park events; 0: no hook. */
+        uint64_t park_hook_timeout_usec;
         /* The guards that printed a pre-kill event whose kill, kill-dry-run
          * or kill-averted event has not come yet, with the decision's
          * kill_id: the library's events of one decision carry nothing that
@@ -38,6 +41,9 @@ struct mgt_out {
 
 /* What an mgt_out holds that needs freeing (the pending kill_ids). */
 void mgt_out_release(struct mgt_out *o);
+/* The kill_id of g's decision under way (a pre-kill or park told, its
+ * kill, thaw or kill-averted not yet), 0 if none. */
+uint64_t mgt_out_kill_id(const struct mgt_out *o, const mg_guard *g);
 /* Before a guard is freed: its decision still pending is forgotten, so a
  * guard made later at the same address does not take its kill_id. */
 void mgt_out_forget_guard(struct mgt_out *o, const mg_guard *g);
@@ -82,8 +88,15 @@ void mgt_error(const struct mgt_out *o, const char *cmd, int err, const char *fm
 /* A note for people; nothing with --json (in the journal: notice). */
 void mgt_note(const struct mgt_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The kill record's fields, added to an open object. */
+/* The kill record's fields, added to an open object (the park's among
+ * them: null for a kill that was no park's). */
 void mgt_kill_json(struct mgt_json *j, const struct mg_kill_record *k);
+/* The JSON name of how a park ended (enum mg_park_end): "open", "kill",
+ * "thaw", "deadline", "bound", "not-frozen", "over-limit", "no-freeze". */
+const char *mgt_park_end_name(uint32_t end);
+/* ev's JSON object as the event line has it (kill_id given), malloc'd
+ * without a newline: the park hook's record.  NULL on ENOMEM. */
+char *mgt_event_record(const struct mgt_out *o, const struct mg_event *ev, uint64_t kill_id);
 /* The kill line without the JSON: "memguard: kill: CGROUP killed: ...". */
 void mgt_kill_text(const struct mg_kill_record *k, char *buf, size_t len);
 
@@ -142,3 +155,17 @@ void mgt_watch_event(const struct mgt_out *o, const char *event, const char *cg,
                      const char *source);
 void mgt_unwatch_event(const struct mgt_out *o, const char *cg, const char *why);
 void mgt_reload_event(const struct mgt_out *o, const char *config, uint64_t n_cgroups, bool ok);
+
+/* watch --park-hook: how a park hook's run ended ("park-hook", after the
+ * park event and before the kill or thaw it asks for). */
+struct mgt_park_hook_info {
+        const char *cgroup;
+        uint64_t park_id, kill_id;
+        uint64_t timeout_usec;
+        const struct mgt_hook_reply *reply;
+        const char *action;             /* "kill", "thaw", or "none" (cancelled: the park ended first) */
+        uint64_t limit_bytes;           /* thaw: the limit it is thawed into; 0: the one it had */
+        const char *limit_source;       /* thaw: where that limit came from, as the watch event says */
+        const char *park_end;           /* cancelled: how the park ended (mgt_park_end_name()), else NULL */
+};
+void mgt_park_hook_event(const struct mgt_out *o, const struct mgt_park_hook_info *h);

@@ -86,6 +86,17 @@ static const struct command_help {
                         { "--mlock", "Lock memguard's memory (mlockall), so reclaim of its own pages does not\n"
                                      "slow it while the host thrashes.  (default: off)" },
                         FLAGS_EVENTS,
+                        { "--park-hook CMD",
+                          "Park instead of kill: freeze the cgroup (cgroup.freeze) and run CMD,\n"
+                          "an absolute path and words split at blanks (no shell), with the\n"
+                          "cgroup's path as its last argument and the park event's JSON on\n"
+                          "stdin.  Exit 0: saved, kill it; exit 10: thaw it at its limit read\n"
+                          "again; anything else, a signal or the timeout: kill it.  Read at\n"
+                          "start only.  (default: off: kills are made at once)" },
+                        { "--park-timeout DURATION",
+                          "The hook's time, 100 ms to 30 min; then its process group is killed,\n"
+                          "and the actor.  The guard's own deadline is the kill wait and 2 s\n"
+                          "above it.  (default: 30s)" },
                         { "--tick DURATION", "How often the fast path reads memory.current; 10 ms to 1 h.\n"
                                              "(default: 250ms)" },
                         { "--margin SIZE|PERCENT", "The fast path runs below the limit minus the margin; a percentage is\n"

@@ -91,6 +91,11 @@ static const struct {
         [MGT_MSG_UNWATCH] = { "unwatch", "efeeb99644d64a9492d9c112122cec15", LOG_INFO },
         [MGT_MSG_RELOAD] = { "reload", "f3e1546f8b0e4305b1c57e079ed57519", LOG_INFO },
         [MGT_MSG_DROPPED] = { "dropped", "7cd49c8172c4400bb5d87fa621e342df", LOG_WARNING },
+        /* frozen instead of killed: the kill's warning, the actor still there */
+        [MGT_MSG_PARK] = { "park", "54b0df8d4182455596404c594b751a04", LOG_WARNING },
+        [MGT_MSG_THAW] = { "thaw", "a0490f888a364c83a6323f282bd14dd9", LOG_NOTICE },
+        /* notice when the hook answered, warning when it failed (the entry's own) */
+        [MGT_MSG_PARK_HOOK] = { "park-hook", "8a341ca306b24b28b081905909115f96", LOG_NOTICE },
 };
 
 const char *mgt_msg_name(enum mgt_msg m) {

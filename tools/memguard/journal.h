@@ -70,6 +70,9 @@ enum mgt_msg {
         MGT_MSG_UNWATCH,
         MGT_MSG_RELOAD,
         MGT_MSG_DROPPED,
+        MGT_MSG_PARK,
+        MGT_MSG_THAW,
+        MGT_MSG_PARK_HOOK,
         _MGT_MSG_MAX,
 };
 

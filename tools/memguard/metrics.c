@@ -14,6 +14,7 @@
 #include <cap-ng.h>
 #endif
 
+#include "events.h"
 #include "json.h"
 #include "metrics.h"
 #include "replace.h"
@@ -22,8 +23,34 @@ void mgt_counts_add(struct mgt_counts *c, const struct mg_event *ev) {
         switch (ev->type) {
         case MG_EVENT_EMPTY_OVER_LIMIT: c->empty_over_limit++; break;
         case MG_EVENT_UNKILLABLE: c->unkillable++; break;
+        case MG_EVENT_THAW: c->park_ends[MG_PARK_END_THAW]++; break;
+        case MG_EVENT_KILL:
+                if (ev->kill && ev->kill->report.park_id && ev->kill->report.park_end < MGT_PARK_ENDS)
+                        c->park_ends[ev->kill->report.park_end]++;
+                break;
         default: break;
         }
+}
+
+const uint64_t mgt_hook_bucket_usec[MGT_HOOK_BUCKETS] = {
+        100000, 500000, 1000000, 2000000, 5000000, 10000000, 30000000, 60000000, 300000000, 1800000000,
+};
+static const char *const hook_le[MGT_HOOK_BUCKETS] = {
+        "0.1", "0.5", "1", "2", "5", "10", "30", "60", "300", "1800",
+};
+
+void mgt_hook_stats_add(struct mgt_hook_stats *h, const struct mgt_hook_reply *r) {
+        if (r->result < _MGT_HOOK_RESULT_MAX)
+                h->results[r->result]++;
+        if (r->result == MGT_HOOK_ERROR)
+                return; /* not run: no duration */
+        h->count++;
+        h->sum_usec += r->duration_usec;
+        for (int i = 0; i < MGT_HOOK_BUCKETS; i++)
+                if (r->duration_usec <= mgt_hook_bucket_usec[i]) {
+                        h->bucket[i]++;
+                        break;
+                }
 }
 
 const uint64_t mgt_kill_bucket_usec[MGT_KILL_BUCKETS] = {
@@ -42,6 +69,10 @@ void mgt_kill_latency_add(struct mgt_kill_latency *h, const struct mg_event *ev)
 
         if ((ev->type != MG_EVENT_KILL && ev->type != MG_EVENT_KILL_DRY_RUN) || !k ||
             k->size < offsetof(struct mg_kill_record, empty_usec))
+                return;
+        /* A kill that ended a park waited for the hook, not for the guard:
+         * memguard_park_hook_seconds has that time. */
+        if (k->report.park_id && k->report.park_end != MG_PARK_END_NO_FREEZE)
                 return;
         r = k->reason == MG_KILL_STALL ? 1 : 0;
         d = k->kill_usec > k->detect_usec ? k->kill_usec - k->detect_usec : 0;
@@ -231,11 +262,12 @@ static void node_gauge(struct buf *b, const char *name, const char *help, uint64
 static void format_node(struct buf *b, const struct mgt_metrics_actor *a, size_t n,
                         const struct mgt_metrics_node *node, size_t selected) {
         const struct mg_stats *ns = node->stats;
-        uint64_t limit = 0, used = 0, current = 0, file = 0, lent = 0, verdicts[MG_VERDICT_STALL + 1] = {};
+        uint64_t limit = 0, used = 0, current = 0, file = 0, lent = 0, parked = 0, verdicts[MG_VERDICT_STALL + 1] = {};
 
         for (size_t i = 0; i < n; i++) {
                 limit += a[i].limit_bytes;
                 lent += a[i].lent;
+                parked += a[i].parked;
                 if (!a[i].report)
                         continue;
                 used += a[i].report->used_bytes;
@@ -304,6 +336,34 @@ static void format_node(struct buf *b, const struct mgt_metrics_actor *a, size_t
         node_counter(b, "memguard_node_lend_expired_total",
                      "Lends ended by their deadline, every guard's since watch started.", ns->lend_expiries);
         node_gauge(b, "memguard_node_lend_active", "Cgroups whose memory.high is lent now (kills paused).", lent);
+        node_counter(b, "memguard_node_parks_total",
+                     "Actors frozen instead of killed (--park-hook), by every guard since watch started.", ns->parks);
+        family(b, "memguard_node_park_ends_total", "counter",
+               "Parks ended, by how: thaw, or a kill asked by the hook (kill) or made by the guard's promise "
+               "(deadline, bound, not-frozen, over-limit); no-freeze: a kill made at once, cgroup.freeze unwritable.");
+        for (int e = MG_PARK_END_KILL; e < MGT_PARK_ENDS; e++)
+                put(b, "memguard_node_park_ends_total{end=\"%s\"} %" PRIu64 "\n", mgt_park_end_name((uint32_t) e),
+                    node->counts->park_ends[e]);
+        node_gauge(b, "memguard_node_parked", "Actors frozen now, their park open.", parked);
+        family(b, "memguard_park_hooks_total", "counter",
+               "Runs of the park hook by result: saved (exit 0), thaw (exit 10), failed, signal, timeout, error "
+               "(not run), cancelled (the park ended first).");
+        for (int r = 0; r < _MGT_HOOK_RESULT_MAX; r++)
+                put(b, "memguard_park_hooks_total{result=\"%s\"} %" PRIu64 "\n",
+                    mgt_hook_result_name((enum mgt_hook_result) r), node->hooks ? node->hooks->results[r] : 0);
+        family(b, "memguard_park_hook_seconds", "histogram",
+               "How long each run of the park hook took, from the park event to its end (its timeout included).");
+        {
+                const struct mgt_hook_stats *h = node->hooks;
+                uint64_t cum = 0, count = h ? h->count : 0, sum = h ? h->sum_usec : 0;
+                for (int i = 0; i < MGT_HOOK_BUCKETS; i++) {
+                        cum += h ? h->bucket[i] : 0;
+                        put(b, "memguard_park_hook_seconds_bucket{le=\"%s\"} %" PRIu64 "\n", hook_le[i], cum);
+                }
+                put(b, "memguard_park_hook_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", count);
+                put(b, "memguard_park_hook_seconds_sum %" PRIu64 ".%06" PRIu64 "\n", sum / 1000000, sum % 1000000);
+                put(b, "memguard_park_hook_seconds_count %" PRIu64 "\n", count);
+        }
         node_gauge(b, "memguard_node_limit_bytes", "The guards' limits added up: what the guarded cgroups paid for.",
                    limit);
         node_gauge(b, "memguard_node_used_bytes",
@@ -343,7 +403,7 @@ static bool had_lend(const struct mgt_metrics_actor *x) {
 
 char *mgt_metrics_format(const struct mgt_metrics_actor *a, size_t n, const struct mgt_metrics_node *node,
                          size_t *ret_len) {
-        bool dry = node->dry_run, defer = node->pre_kill_defer;
+        bool dry = node->dry_run, defer = node->pre_kill_defer, park = node->park;
         const struct mgt_metrics_actor **sel = calloc(n ? n : 1, sizeof(const struct mgt_metrics_actor *));
         struct buf b = {};
         size_t m = 0;
@@ -387,6 +447,15 @@ char *mgt_metrics_format(const struct mgt_metrics_actor *a, size_t n, const stru
         for (size_t k = 0; k < m; k++)
                 if (defer || sel[k]->stats->kills_deferred || sel[k]->stats->kills_averted)
                         u64_sample(&b, &averted, lab[k], sel[k]->stats->kills_averted);
+        struct fam parks = { "memguard_parks_total", "counter",
+                             "Times the actor was frozen instead of killed (--park-hook)." };
+        for (size_t k = 0; k < m; k++)
+                if (park || sel[k]->stats->parks)
+                        u64_sample(&b, &parks, lab[k], sel[k]->stats->parks);
+        struct fam parked = { "memguard_parked", "gauge", "1 while the actor is frozen, its park open." };
+        for (size_t k = 0; k < m; k++)
+                if (park || sel[k]->stats->parks)
+                        u64_sample(&b, &parked, lab[k], sel[k]->parked ? 1 : 0);
         struct fam ticks = { "memguard_ticks_total", "counter",
                              "The guard's ticks: fast (memory.current alone, below the line) or slow (at the limit)." };
         for (size_t k = 0; k < m; k++) {

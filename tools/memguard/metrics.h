@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hook.h"
 #include "memguard/memguard.h"
 
 /* What watch counts itself from one actor's events (or, for the node, from
@@ -28,8 +29,13 @@
  * episodes the library has no counter of.  Ticks, kills, errors, lends and
  * the rest come from the library (struct mg_stats: mg_guard_get_stats(),
  * mg_set_get_stats()). */
+#define MGT_PARK_ENDS (MG_PARK_END_NO_FREEZE + 1)
 struct mgt_counts {
         uint64_t empty_over_limit, unkillable;
+        /* Parks ended, by how (enum mg_park_end; [MG_PARK_OPEN] unused):
+         * the kill events that end one and the thaws.  The library counts
+         * parks begun and these in four (struct mg_stats). */
+        uint64_t park_ends[MGT_PARK_ENDS];
 };
 
 /* Adds what one event says to c. */
@@ -40,7 +46,8 @@ void mgt_counts_add(struct mgt_counts *c, const struct mg_event *ev);
  * kill_usec), by reason, every guard's since watch started.  The bounds
  * are ticks of 0.25 s (one, two, four) up to the 30 s a thrash is given;
  * the kills of a dry run (MG_EVENT_KILL_DRY_RUN, when the signal would
- * have gone) under --dry-run, where there are no others. */
+ * have gone) under --dry-run, where there are no others.  A kill that
+ * ended a park is not one of them: it waited for the park hook. */
 #define MGT_KILL_BUCKETS 12
 extern const uint64_t mgt_kill_bucket_usec[MGT_KILL_BUCKETS];
 struct mgt_kill_latency {
@@ -49,6 +56,18 @@ struct mgt_kill_latency {
 };
 
 void mgt_kill_latency_add(struct mgt_kill_latency *h, const struct mg_event *ev);
+
+/* --park-hook: the hooks' runs by result, and memguard_park_hook_seconds,
+ * how long each ran (its request to its end), every one since watch
+ * started.  The bounds: a tenth of a second to park-timeout's 30 min. */
+#define MGT_HOOK_BUCKETS 10
+extern const uint64_t mgt_hook_bucket_usec[MGT_HOOK_BUCKETS];
+struct mgt_hook_stats {
+        uint64_t results[_MGT_HOOK_RESULT_MAX];
+        uint64_t bucket[MGT_HOOK_BUCKETS];      /* at most that bound, not cumulative */
+        uint64_t count, sum_usec;
+};
+void mgt_hook_stats_add(struct mgt_hook_stats *h, const struct mgt_hook_reply *r);
 
 /* --metrics-cgroups: which cgroups get series of their own (the node's
  * sums cover every one): none, all, or the N that matter most now
@@ -77,6 +96,7 @@ struct mgt_metrics_actor {
         bool reclaim_armed;             /* its guard has the reclaim actuator (--reclaim-dose) */
         bool had_lend;                  /* lent at some time (a lend taken over: watch begins none) */
         bool was_selected;              /* its series were in the last file */
+        bool parked;                    /* frozen now, its park open (mg_guard_get_park_id()) */
         bool selected;                  /* out of mgt_metrics_select(): its series go in this one */
 };
 
@@ -91,6 +111,8 @@ struct mgt_metrics_node {
         const struct mgt_kill_latency *latency;
         bool dry_run;                   /* --dry-run: kills are dry-run kills */
         bool pre_kill_defer;            /* --pre-kill-defer: kills may be deferred and averted */
+        bool park;                      /* --park-hook: kills are parks first */
+        const struct mgt_hook_stats *hooks; /* NULL: none run (all 0) */
 };
 
 /* Marks .selected the actors whose series go in the file: all if max >=

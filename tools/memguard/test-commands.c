@@ -7,7 +7,7 @@
  *   json-escape STRING               one JSON string
  *   event-sample [--json]            one event of each type, as run and watch print them, and two
  *                                    guards' kill decisions interleaved
- *   metrics-sample [--cgroups none|all|N] [--dry-run] [--pre-kill-defer]
+ *   metrics-sample [--cgroups none|all|N] [--dry-run] [--pre-kill-defer] [--park]
  *                                    the metrics text of made-up actors
  *   journal-sample [--json]          the same events as journal entries (MGT_JOURNAL_EXPORT: a
  *                                    "FIELD=value" line each, a blank line after each entry), with
@@ -118,6 +118,21 @@ static int cmd_event_sample(int argc, char **argv) {
         struct mg_kill_record dry = k, pre = k;
         dry.empty_usec = 0;
         pre.kill_usec = pre.empty_usec = 0;
+        /* A park (--park-hook): frozen 10 ms after the freeze, then thawed
+         * 2 s later; another ended by the guard's deadline, a kill. */
+        struct mg_kill_record park = pre, thawed, parkkill = k;
+        park.report.park_id = 3;
+        park.report.park_usec = now - 2000000;
+        park.report.frozen_usec = now - 1990000;
+        thawed = park;
+        thawed.report.park_end = MG_PARK_END_THAW;
+        thawed.report.park_end_usec = now;
+        parkkill.report.park_id = 4;
+        parkkill.report.park_usec = now - 34000000;
+        parkkill.report.frozen_usec = now - 33995000;
+        parkkill.report.park_end = MG_PARK_END_DEADLINE;
+        parkkill.report.park_end_usec = k.kill_usec;
+        out.park_hook_timeout_usec = 30000000;
         const struct mg_event evs[] = {
                 { .type = MG_EVENT_KILL, .cgroup = cg, .time_usec = k.empty_usec, .kill = &k },
                 { .type = MG_EVENT_KILL, .cgroup = cg, .time_usec = now, .kill = &stall },
@@ -135,6 +150,27 @@ static int cmd_event_sample(int argc, char **argv) {
                 { .type = MG_EVENT_KILL_AVERTED, .cgroup = cg, .time_usec = now, .kill = &pre, .report = &k.report },
                 { .type = MG_EVENT_RECLAIM, .cgroup = cg, .time_usec = now, .reclaim = &rp },
                 { .type = MG_EVENT_RECLAIM, .cgroup = cg, .time_usec = now, .reclaim = &rh },
+                { .type = MG_EVENT_PARK, .cgroup = cg, .time_usec = now, .kill = &park },
+                { .type = MG_EVENT_THAW, .cgroup = cg, .time_usec = now, .kill = &thawed },
+                { .type = MG_EVENT_KILL, .cgroup = cg, .time_usec = now, .kill = &parkkill },
+        };
+        /* The park hook's runs: saved, a thaw into a raised limit, a
+         * timeout, one cancelled by the guard's deadline. */
+        struct mgt_hook_reply saved = { .result = MGT_HOOK_SAVED, .duration_usec = 2150000, .output_bytes = 38,
+                                        .output_len = 38 },
+                              thaw = { .result = MGT_HOOK_THAW, .code = MGT_HOOK_THAW_STATUS, .duration_usec = 812000 },
+                              late = { .result = MGT_HOOK_TIMEOUT, .duration_usec = 30000400, .output_bytes = 90000,
+                                       .output_len = 24 },
+                              cancelled = { .result = MGT_HOOK_CANCELLED, .duration_usec = 34000000 };
+        snprintf(saved.output, sizeof(saved.output), "snapshot written\nsaved to /var/snap/3\n");
+        snprintf(late.output, sizeof(late.output), "copying page 81234 of 1\n");
+        const struct mgt_park_hook_info hooks[] = {
+                { .cgroup = cg, .park_id = 3, .kill_id = 9, .timeout_usec = 30000000, .reply = &saved, .action = "kill" },
+                { .cgroup = cg, .park_id = 3, .kill_id = 9, .timeout_usec = 30000000, .reply = &thaw, .action = "thaw",
+                  .limit_bytes = 512u << 20, .limit_source = "xattr" },
+                { .cgroup = cg, .park_id = 3, .kill_id = 9, .timeout_usec = 30000000, .reply = &late, .action = "kill" },
+                { .cgroup = cg, .park_id = 4, .kill_id = 10, .timeout_usec = 30000000, .reply = &cancelled,
+                  .action = "none", .park_end = "deadline" },
         };
         /* Two guards' decisions interleaved, as watch prints them: each
          * end carries the kill_id of its own guard's pre-kill.  The guards
@@ -166,6 +202,8 @@ static int cmd_event_sample(int argc, char **argv) {
         mgt_on_log(MG_LOG_WARNING, "a warning of the library", &out);
         mgt_on_log(MG_LOG_INFO, "information of the library", &out);
         mgt_on_log(MG_LOG_DEBUG, "debugging of the library", &out);
+        for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++)
+                mgt_park_hook_event(&out, &hooks[i]);
         mgt_watch_event(&out, "watch", cg, 256u << 20, "xattr");
         mgt_unwatch_event(&out, cg, "removed");
         mgt_reload_event(&out, "/etc/memguard/watch.conf", 3, true);
@@ -180,21 +218,26 @@ static int cmd_event_sample(int argc, char **argv) {
  * of a fleet (at their limit, acting a minute ago and twenty, quiet at
  * 70, 67 and 64 % of their limit, the last in the file before), for the
  * format checks of the tests and the choice of --metrics-cgroups.
- *   metrics-sample [--cgroups none|all|N] [--dry-run] [--pre-kill-defer]
- * (default: all). */
+ *   metrics-sample [--cgroups none|all|N] [--dry-run] [--pre-kill-defer] [--park]
+ * (default: all; a, parked, has park series without --park). */
 static int cmd_metrics_sample(int argc, char **argv) {
         const uint64_t now = UINT64_C(1000000000000), mib = 1u << 20;
         struct mg_stats s1 = { .size = sizeof(s1), .fast_ticks = 1200, .slow_ticks = 34, .kills_overshoot = 2,
                                .kills_stall = 1, .kernel_oom_kills = 3, .errors = 1, .throttles = 1, .lends = 4,
                                .lend_expiries = 1, .kills_deferred = 1, .kills_averted = 1, .reclaims = 3,
-                               .reclaimed_bytes = 150u << 20 };
+                               .reclaimed_bytes = 150u << 20, .parks = 2, .parks_thawed = 1 };
         struct mg_stats s2 = { .size = sizeof(s2), .fast_ticks = 1234, .dry_run_kills = 2 };
         struct mg_stats quiet = { .size = sizeof(quiet), .fast_ticks = 100 };
         struct mg_stats ns = { .size = sizeof(ns), .fast_ticks = 2434, .slow_ticks = 34, .kills_overshoot = 5,
                                .kills_stall = 1, .kernel_oom_kills = 3, .dry_run_kills = 2, .errors = 1,
                                .throttles = 1, .lends = 4, .lend_expiries = 1, .kills_deferred = 1,
-                               .kills_averted = 1, .reclaims = 5, .reclaimed_bytes = 250u << 20 };
-        struct mgt_counts c1 = { .empty_over_limit = 1 }, c0 = {}, node = { .empty_over_limit = 1, .unkillable = 2 };
+                               .kills_averted = 1, .reclaims = 5, .reclaimed_bytes = 250u << 20, .parks = 2,
+                               .parks_thawed = 1 };
+        struct mgt_counts c1 = { .empty_over_limit = 1 }, c0 = {},
+                          node = { .empty_over_limit = 1, .unkillable = 2, .park_ends = { [MG_PARK_END_THAW] = 1 } };
+        /* the park hook's runs: a thaw after 0.8 s, one more open */
+        struct mgt_hook_stats hooks = { .results = { [MGT_HOOK_THAW] = 1 }, .bucket = { [2] = 1 }, .count = 1,
+                                        .sum_usec = 812000 };
         struct mg_report r = { .size = sizeof(r), .used_bytes = 60u << 20, .current_bytes = 100u << 20,
                                .stall_usec = 1500000, .high_bytes = 60397977, .max_bytes = MG_UNLIMITED,
                                .stat = { .file = 40u << 20 }, .verdict = MG_VERDICT_STALLING };
@@ -206,7 +249,7 @@ static int cmd_metrics_sample(int argc, char **argv) {
         struct mgt_metrics_actor a[8] = {
                 { .cgroup = "/sandboxes/a \"q\" \\ \n\xff", .limit_bytes = 64u << 20, .limit_source = "xattr",
                   .lent = true, .had_lend = true, .report = &r, .stats = &s1, .counts = &c1,
-                  .last_event_usec = now - 1000000 },
+                  .last_event_usec = now - 1000000, .parked = true },
                 { .cgroup = "/sandboxes/b", .limit_bytes = 1u << 30, .limit_source = "default", .stats = &s2,
                   .counts = &c0, .reclaim_armed = true },
         };
@@ -218,7 +261,7 @@ static int cmd_metrics_sample(int argc, char **argv) {
         };
         struct mgt_metrics_node n = { .stats = &ns, .counts = &node, .cgroups = 8, .reloads = 3, .reload_errors = 1,
                                       .time_usec = UINT64_C(1796164055123456), .version = mg_version(),
-                                      .latency = &lat };
+                                      .latency = &lat, .hooks = &hooks };
         uint64_t max = MGT_METRICS_CGROUPS_ALL;
         size_t len;
         char *text;
@@ -230,13 +273,15 @@ static int cmd_metrics_sample(int argc, char **argv) {
                         n.dry_run = true;
                 } else if (strcmp(argv[i], "--pre-kill-defer") == 0) {
                         n.pre_kill_defer = true;
+                } else if (strcmp(argv[i], "--park") == 0) {
+                        n.park = true;
                 } else if (strcmp(argv[i], "--cgroups") == 0 && i + 1 < argc) {
                         if (mgt_setting_parse(MGT_KEY_METRICS_CGROUPS, argv[++i], &set, err, sizeof(err)) < 0)
                                 return mgt_usage_error("metrics-sample", "--%s", err);
                         max = set.v[MGT_KEY_METRICS_CGROUPS].value;
                 } else {
                         return mgt_usage_error("metrics-sample", "usage: memguard metrics-sample [--cgroups "
-                                               "none|all|N] [--dry-run] [--pre-kill-defer]");
+                                               "none|all|N] [--dry-run] [--pre-kill-defer] [--park]");
                 }
         }
         for (size_t i = 0; i < 6; i++) {
@@ -365,6 +410,8 @@ static int cmd_options(int argc, char **argv) {
                "\nreclaim_headroom_bytes %" PRIu64 "\n",
                o.reclaim_dose_bytes, o.reclaim_cgroup ? o.reclaim_cgroup : "(none)", o.reclaim_some_usec,
                o.reclaim_full_usec, o.reclaim_windows, o.reclaim_cooldown_usec, o.reclaim_headroom_bytes);
+        printf("park_deadline_usec %" PRIu64 "\npark_timeout_usec %" PRIu64 "\n", o.park_deadline_usec,
+               mgt_settings_park_timeout(&file));
         r = mg_guard_new("/nonexistent/memguard-options", &o, &g);
         mg_guard_free(g);
         if (r == -EINVAL || r == -E2BIG) {

@@ -38,6 +38,7 @@
 #include "config-load.h"
 #include "config.h"
 #include "events.h"
+#include "hook.h"
 #include "journal.h"
 #include "loop.h"
 #include "memguard/memguard.h"
@@ -86,9 +87,18 @@ struct actor {
         uint64_t recheck_usec;          /* read the limit again then; 0: no */
         struct mgt_streak bad_xattr;    /* a refused LIMIT_XATTR, said once */
         struct mgt_streak bad_max;      /* a memory.max others can write, said once */
-        bool readd;                     /* options changed: make g anew when it is not lent or killing */
+        bool readd;                     /* options changed: make g anew when it is not lent, killing or parked */
         bool dead;
         struct watch *w;
+};
+
+/* A run of the park hook under way: the runner answers by seq.  The
+ * actor goes NULL when it is freed first (its reply is still told). */
+struct hook_run {
+        uint64_t seq, park_id, kill_id;
+        struct actor *a;
+        char *cgroup;                   /* as the park event said it */
+        uint32_t park_end;              /* the park ended first (cancelled): how; else MG_PARK_OPEN */
 };
 
 struct metrics_round {
@@ -130,6 +140,14 @@ struct watch {
         uint64_t metrics_interval, next_metrics;
         int notify;
         uint64_t watchdog_interval, next_watchdog;
+        /* --park-hook: its runner (fd -1 without), the runs under way,
+         * park-timeout in force. */
+        struct mgt_hook_runner hook;
+        struct hook_run *runs;
+        size_t n_runs, cap_runs;
+        uint64_t last_seq, park_timeout_usec;
+        struct mgt_hook_stats hook_stats;
+        bool hook_gone_said;
 };
 
 /* Adds the counts of x into *sum. */
@@ -148,6 +166,10 @@ static void add_stats(struct mg_stats *sum, const struct mg_stats *x) {
         sum->kills_averted += x->kills_averted;
         sum->reclaims += x->reclaims;
         sum->reclaimed_bytes += x->reclaimed_bytes;
+        sum->parks += x->parks;
+        sum->parks_thawed += x->parks_thawed;
+        sum->parks_killed += x->parks_killed;
+        sum->parks_expired += x->parks_expired;
 }
 
 /* Adds a guard's counts into a->before, before the guard goes. */
@@ -158,14 +180,105 @@ static void actor_keep_stats(struct actor *a) {
                 add_stats(&a->before, &st);
 }
 
-/* Removes a's guard, if it has one. */
+static void park_ended(struct watch *w, struct actor *a, const struct mg_event *ev);
+
+/* Removes a's guard, if it has one.  A park it had open is thawed by the
+ * library (mg_set_remove()); the hook serving it is cancelled. */
 static void actor_unguard(struct actor *a) {
         if (!a->g)
                 return;
+        if (a->w->n_runs)
+                park_ended(a->w, a, &(struct mg_event) { .type = MG_EVENT_GONE });
         mgt_out_forget_guard(&a->w->out, a->g);
         (void) mg_set_remove(a->w->set, a->g);
         a->g = NULL;
         a->w->n_guarded--;
+}
+
+static struct hook_run *find_run(struct watch *w, uint64_t seq) {
+        for (size_t i = 0; i < w->n_runs; i++)
+                if (w->runs[i].seq == seq)
+                        return &w->runs[i];
+        return NULL;
+}
+
+/* The run serving a's open park, NULL if none. */
+static struct hook_run *run_of(struct watch *w, const struct actor *a) {
+        for (size_t i = 0; i < w->n_runs; i++)
+                if (w->runs[i].a == a)
+                        return &w->runs[i];
+        return NULL;
+}
+
+static void run_drop(struct watch *w, struct hook_run *x) {
+        free(x->cgroup);
+        *x = w->runs[--w->n_runs];
+}
+
+/* A park's end told for want of the hook's answer: a kill, at once (the
+ * record then says park_end "kill"), and the park-hook event that says
+ * why (result "error"). */
+static void park_unhooked(struct watch *w, mg_guard *g, const char *cg, uint64_t park_id, uint64_t kill_id, int err) {
+        struct mgt_hook_reply r = { .result = MGT_HOOK_ERROR, .code = -err };
+        struct mgt_park_hook_info h = { .cgroup = cg, .park_id = park_id, .kill_id = kill_id,
+                                        .timeout_usec = w->park_timeout_usec, .reply = &r, .action = "kill" };
+
+        mgt_hook_stats_add(&w->hook_stats, &r);
+        mgt_park_hook_event(&w->out, &h);
+        (void) mg_guard_park_end(g, park_id, MG_PARK_KILL, 0);
+}
+
+/*
+ * MG_EVENT_PARK: the hook runs with the park's record (the event's JSON
+ * object) on its stdin; its answer ends the park (hook_answer()).  A
+ * request the runner cannot take (it is gone, or stuck with its socket
+ * full) ends the park in a kill now: the guard's deadline would only make
+ * the same kill later.
+ */
+static void park_begin(struct watch *w, struct actor *a, mg_guard *g, const struct mg_event *ev) {
+        uint64_t park_id = ev->kill->report.park_id, kill_id = mgt_out_kill_id(&w->out, g);
+        char *record = mgt_event_record(&w->out, ev, kill_id), *cg = strdup(ev->cgroup ? ev->cgroup : a->path);
+        int e = -ENOMEM;
+
+        if (record && cg && w->n_runs == w->cap_runs) {
+                size_t cap = w->cap_runs ? 2 * w->cap_runs : 8;
+                struct hook_run *more = reallocarray(w->runs, cap, sizeof(*more));
+                if (more) {
+                        w->runs = more;
+                        w->cap_runs = cap;
+                }
+        }
+        if (record && cg && w->n_runs < w->cap_runs) {
+                uint64_t seq = ++w->last_seq;
+                e = mgt_hook_request(&w->hook, seq, park_id, cg, record, w->park_timeout_usec);
+                if (e == 0) {
+                        w->runs[w->n_runs++] = (struct hook_run) { .seq = seq, .park_id = park_id, .kill_id = kill_id,
+                                                                   .a = a, .cgroup = cg };
+                        cg = NULL;
+                }
+        }
+        free(record);
+        if (e < 0) {
+                if (e == -EPIPE && !w->hook_gone_said) {
+                        w->hook_gone_said = true;
+                        mgt_error(&w->out, "watch", 0, "--park-hook: its runner is gone: a new park is killed at "
+                                  "once until watch restarts");
+                }
+                park_unhooked(w, g, cg ? cg : a->path, park_id, kill_id, e);
+        }
+        free(cg);
+}
+
+/* The park a run serves ended without the hook (the guard's deadline or
+ * bound, the cgroup gone): the hook is cancelled, its answer told. */
+static void park_ended(struct watch *w, struct actor *a, const struct mg_event *ev) {
+        struct hook_run *x = run_of(w, a);
+
+        if (!x || (ev->type != MG_EVENT_GONE && ev->kill->report.park_id != x->park_id))
+                return;
+        x->park_end = ev->type == MG_EVENT_GONE ? MG_PARK_OPEN : ev->kill->report.park_end;
+        x->a = NULL;
+        (void) mgt_hook_cancel(&w->hook, x->seq);
 }
 
 static void actor_on_event(mg_guard *g, const struct mg_event *ev, void *userdata) {
@@ -177,7 +290,14 @@ static void actor_on_event(mg_guard *g, const struct mg_event *ev, void *userdat
         mgt_kill_latency_add(&w->latency, ev);
         if (ev->type != MG_EVENT_GONE)
                 a->last_event_usec = mg_mono_usec();
+        /* A park's end not through its hook's answer cancels the hook
+         * (an answer's own end finds its run gone already). */
+        if (w->n_runs && (ev->type == MG_EVENT_GONE || ev->type == MG_EVENT_THAW ||
+                          (ev->type == MG_EVENT_KILL && ev->kill->report.park_id)))
+                park_ended(w, a, ev);
         mgt_on_event(g, ev, &w->out);
+        if (ev->type == MG_EVENT_PARK && w->hook.fd >= 0)
+                park_begin(w, a, g, ev);
         /* The set allows removing a guard from its own callback. */
         if (ev->type == MG_EVENT_GONE) {
                 actor_unguard(a);
@@ -292,6 +412,22 @@ static int fd_room(struct watch *w, struct actor *a) {
         return -EMFILE;
 }
 
+/* A cgroup frozen when its guard is made: a park of a watch that ended
+ * without closing it (killed outright: the library thaws a park only at
+ * the guard's end), or the platform's own pause.  Neither is watch's to
+ * thaw; said as the guard is made, so an actor frozen within its limit,
+ * which no park will come for, is not a mystery.  With --park-hook only: without it
+ * watch freezes nothing. */
+static void frozen_note(struct watch *w, struct actor *a) {
+        uint64_t v;
+
+        if (w->hook.fd < 0 || mgt_cg_read_u64(a->path, "cgroup.freeze", &v) < 0 || v != 1)
+                return;
+        mgt_error(&w->out, "watch", 0, "%s: found frozen (cgroup.freeze 1): a park left open by a watch that "
+                  "stopped without ending it, or the platform's own pause; watch thaws nothing it did not freeze "
+                  "(over its limit, it is parked again)", a->path);
+}
+
 /* Makes a's guard with its limit as resolved now.  Errors are reported;
  * a stays, unguarded, for the next reload.  Returns 0 or a negative errno. */
 static int guard_actor(struct actor *a, bool announce) {
@@ -363,6 +499,7 @@ static int guard_actor(struct actor *a, bool announce) {
         a->source = source;
         if (announce)
                 mgt_watch_event(&w->out, "watch", a->path, limit, source);
+        frozen_note(w, a);
         return 0;
 }
 
@@ -514,7 +651,8 @@ static bool same_tuning(const struct mg_guard_options *x, const struct mg_guard_
                x->reclaim_dose_bytes == y->reclaim_dose_bytes && same_path(x->reclaim_cgroup, y->reclaim_cgroup) &&
                x->reclaim_some_usec == y->reclaim_some_usec && x->reclaim_full_usec == y->reclaim_full_usec &&
                x->reclaim_windows == y->reclaim_windows && x->reclaim_cooldown_usec == y->reclaim_cooldown_usec &&
-               x->reclaim_headroom_bytes == y->reclaim_headroom_bytes;
+               x->reclaim_headroom_bytes == y->reclaim_headroom_bytes &&
+               x->park_deadline_usec == y->park_deadline_usec;
 }
 
 /* Reads a's limit again; a guard whose options would change is made anew
@@ -549,7 +687,8 @@ static void readd_pending(struct watch *w) {
                 struct actor *a = w->a[i];
                 if (!a->readd || a->dead)
                         continue;
-                if (a->g && (mg_guard_is_lent(a->g) || mg_guard_is_killing(a->g))) {
+                /* a parked guard removed would thaw its actor (mg_set_remove()) */
+                if (a->g && (mg_guard_is_lent(a->g) || mg_guard_is_killing(a->g) || mg_guard_get_park_id(a->g))) {
                         w->readd_n++;
                         continue;
                 }
@@ -557,6 +696,91 @@ static void readd_pending(struct watch *w) {
                 actor_keep_stats(a);
                 actor_unguard(a);
                 (void) guard_actor(a, true);
+        }
+}
+
+/*
+ * The hook's answer: its park-hook event, then the park's end it asks for
+ * (whose kill or thaw event follows).  A thaw takes the cgroup's limit as
+ * read now, the usual way (resolve_limit(): the xattr, memory.max, the
+ * default), so a hook that raised it thaws the actor into the bigger
+ * limit; the guard is made anew with that limit's tuning after
+ * (recheck_actor()).  Any other answer is a kill: the kill's promise
+ * stands when the hook could not save the actor.
+ */
+static void hook_answer(struct watch *w, const struct mgt_hook_reply *r) {
+        struct hook_run *x = find_run(w, r->seq);
+        struct actor *a;
+        struct mgt_park_hook_info h = { .reply = r, .timeout_usec = w->park_timeout_usec, .action = "none" };
+        const char *source = NULL;
+        uint64_t limit = 0;
+        char *cg;
+        int e = 0;
+
+        mgt_hook_stats_add(&w->hook_stats, r);
+        if (!x)
+                return; /* not ours */
+        a = x->a;
+        h.cgroup = cg = x->cgroup;
+        x->cgroup = NULL;
+        h.park_id = x->park_id;
+        h.kill_id = x->kill_id;
+        if (r->result == MGT_HOOK_CANCELLED || !a || !a->g || a->dead) {
+                /* gone: the cgroup removed, or watch stopping its guard */
+                h.park_end = x->park_end != MG_PARK_OPEN ? mgt_park_end_name(x->park_end) : "gone";
+                mgt_park_hook_event(&w->out, &h);
+                run_drop(w, x);
+                free(cg);
+                return;
+        }
+        if (r->result == MGT_HOOK_THAW) {
+                h.action = "thaw";
+                if (resolve_limit(w, a, &limit, &source) == 0) {
+                        h.limit_bytes = limit;
+                        h.limit_source = source;
+                }
+        } else {
+                h.action = "kill";
+        }
+        mgt_park_hook_event(&w->out, &h);
+        run_drop(w, x); /* before the kill or thaw event: theirs find no run to cancel */
+        if (r->result == MGT_HOOK_THAW) {
+                e = mg_guard_park_end(a->g, h.park_id, MG_PARK_THAW, limit);
+                if (e == 0 && limit) {
+                        /* its tuning for the new limit: made anew unless equal */
+                        a->limit = limit;
+                        a->source = source;
+                        schedule_recheck(a, mg_mono_usec());
+                }
+        } else {
+                e = mg_guard_park_end(a->g, h.park_id, MG_PARK_KILL, 0);
+        }
+        if (e == -ENOENT || e == -ESTALE)
+                mgt_error(&w->out, "watch", 0, "%s: park %" PRIu64 " had ended already (its kill or thaw event "
+                          "says how): the hook's answer changes nothing", cg, h.park_id);
+        else if (e < 0)
+                mgt_error(&w->out, "watch", e, "%s: ending park %" PRIu64 " (%s): it stays frozen until its deadline "
+                          "kills it", cg, h.park_id, h.action);
+        free(cg);
+}
+
+/* The runner's answers, all there are. */
+static void read_hook(struct watch *w) {
+        struct mgt_hook_reply r;
+        int e;
+
+        while ((e = mgt_hook_read(&w->hook, &r)) == 1)
+                hook_answer(w, &r);
+        if (e < 0 && !w->hook_gone_said) {
+                size_t open = 0;
+                for (size_t i = 0; i < w->n_runs; i++)
+                        open += w->runs[i].a != NULL;
+                w->hook_gone_said = true;
+                mgt_error(&w->out, "watch", 0, "--park-hook: its runner is gone: parks under way (%zu) end at "
+                          "their deadline, and a new park is killed at once until watch restarts", open);
+                /* no answer will come for them */
+                while (w->n_runs)
+                        run_drop(w, &w->runs[w->n_runs - 1]);
         }
 }
 
@@ -618,15 +842,20 @@ static void apply_run_settings(struct watch *w, const struct mgt_settings *s) {
 
         w->out.dry_run = v[MGT_KEY_DRY_RUN].set && v[MGT_KEY_DRY_RUN].value;
         w->out.pre_kill_defer_usec = v[MGT_KEY_PRE_KILL_DEFER].set ? v[MGT_KEY_PRE_KILL_DEFER].value : 0;
+        /* the runs asked for from now on; the guards' deadlines as each is made anew */
+        w->park_timeout_usec = mgt_settings_park_timeout(s);
+        w->out.park_hook_timeout_usec = w->park_timeout_usec;
         if (interval != w->metrics_interval && w->next_metrics != UINT64_MAX)
                 w->next_metrics = mg_mono_usec() + interval;
         w->metrics_interval = interval;
 }
 
 /* The keys read at start only: the parent is the inotify watch made then,
- * the metrics writer a process forked before the guards, mlockall and the
- * output's format a set-up the confined thread cannot redo. */
-static const enum mgt_key start_only[] = { MGT_KEY_PARENT, MGT_KEY_METRICS, MGT_KEY_MLOCK, MGT_KEY_JSON };
+ * the metrics writer and the park hook's runner processes forked before
+ * the guards, mlockall and the output's format a set-up the confined
+ * thread cannot redo. */
+static const enum mgt_key start_only[] = { MGT_KEY_PARENT, MGT_KEY_METRICS, MGT_KEY_MLOCK, MGT_KEY_JSON,
+                                           MGT_KEY_PARK_HOOK };
 
 /* A reload's settings keep the start-only values in force, and say each
  * one the config changes, until a restart takes it. */
@@ -832,6 +1061,7 @@ static bool metrics_step(struct watch *w, size_t batch) {
                         .reclaim_armed = a->opt.reclaim_dose_bytes != 0,
                         .had_lend = a->had_lend,
                         .was_selected = a->metrics_shown,
+                        .parked = mg_guard_get_park_id(a->g) != 0,
                 };
                 m->who[k] = a;
                 m->k++;
@@ -860,6 +1090,8 @@ static void metrics_finish(struct watch *w) {
                 .latency = &w->latency,
                 .dry_run = w->out.dry_run,
                 .pre_kill_defer = w->out.pre_kill_defer_usec != 0,
+                .park = w->hook.fd >= 0,
+                .hooks = &w->hook_stats,
         };
         const struct mgt_setting *cap = &w->eff.v[MGT_KEY_METRICS_CGROUPS];
         struct metrics_round m = w->mr;
@@ -918,14 +1150,16 @@ int mgt_cmd_watch(int argc, char **argv) {
                 { "mlock", no_argument, NULL, OPT_KEY + MGT_KEY_MLOCK },
                 { "dry-run", no_argument, NULL, OPT_KEY + MGT_KEY_DRY_RUN },
                 { "pre-kill-defer", required_argument, NULL, OPT_KEY + MGT_KEY_PRE_KILL_DEFER },
+                { "park-hook", required_argument, NULL, OPT_KEY + MGT_KEY_PARK_HOOK },
+                { "park-timeout", required_argument, NULL, OPT_KEY + MGT_KEY_PARK_TIMEOUT },
                 { "json", no_argument, NULL, OPT_KEY + MGT_KEY_JSON },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, 0 };
         struct watch w = { .ino = -1, .euid = geteuid(), .next_recheck = UINT64_MAX, .mw = { .fd = -1 },
-                           .next_metrics = UINT64_MAX };
-        const char *parent_arg, *metrics, *what = NULL;
+                           .next_metrics = UINT64_MAX, .hook = { .fd = -1 } };
+        const char *parent_arg, *metrics, *park_hook, *what = NULL;
         bool mlock, have_kill = true;
         char err[1024], status[160];
         int c, e, sigfd, ret = MGT_EXIT_FAIL;
@@ -976,6 +1210,7 @@ int mgt_cmd_watch(int argc, char **argv) {
         if (!parent_arg && !w.eff.v[MGT_KEY_LIMIT].set)
                 return mgt_usage_error("watch", "missing --limit SIZE");
         metrics = mgt_setting_str(&w.eff, MGT_KEY_METRICS);
+        park_hook = mgt_setting_str(&w.eff, MGT_KEY_PARK_HOOK);
         mlock = w.eff.v[MGT_KEY_MLOCK].set && w.eff.v[MGT_KEY_MLOCK].value;
         w.out.json = w.eff.v[MGT_KEY_JSON].set && w.eff.v[MGT_KEY_JSON].value;
         apply_run_settings(&w, &w.eff);
@@ -986,6 +1221,16 @@ int mgt_cmd_watch(int argc, char **argv) {
                 e = mgt_metrics_writer_start(&w.mw, metrics);
                 if (e < 0) {
                         mgt_error(&w.out, "watch", e, "--metrics %s: starting its writer", metrics);
+                        return MGT_EXIT_FAIL;
+                }
+        }
+        /* The park hook's runner likewise (hook.h): the confined thread
+         * cannot fork or exec. */
+        if (park_hook) {
+                e = mgt_hook_runner_start(&w.hook, park_hook);
+                if (e < 0) {
+                        mgt_error(&w.out, "watch", e, "--park-hook %s: starting its runner", park_hook);
+                        mgt_metrics_writer_stop(&w.mw);
                         return MGT_EXIT_FAIL;
                 }
         }
@@ -1097,10 +1342,11 @@ int mgt_cmd_watch(int argc, char **argv) {
         w.next_metrics = metrics ? mg_mono_usec() : UINT64_MAX;
 
         for (;;) {
-                struct pollfd p[3] = {
+                struct pollfd p[4] = {
                         { .fd = sigfd, .events = POLLIN },
                         { .fd = w.ino, .events = POLLIN },
                         { .fd = mgt_metrics_writer_pending(&w.mw) ? w.mw.fd : -1, .events = POLLOUT },
+                        { .fd = w.hook_gone_said ? -1 : w.hook.fd, .events = POLLIN },
                 };
                 uint64_t deadline = w.next_metrics < w.next_watchdog ? w.next_metrics : w.next_watchdog, now;
                 int sig;
@@ -1109,7 +1355,7 @@ int mgt_cmd_watch(int argc, char **argv) {
                         deadline = w.next_recheck;
                 if (w.mr.on) /* the next batch once the due ticks are done */
                         deadline = 0;
-                e = mgt_wait(w.set, p, 3, deadline);
+                e = mgt_wait(w.set, p, 4, deadline);
                 if (e < 0) {
                         mgt_error(&w.out, "watch", e, "guard set");
                         goto out;
@@ -1125,6 +1371,8 @@ int mgt_cmd_watch(int argc, char **argv) {
                 }
                 if (p[1].revents && read_inotify(&w) < 0)
                         goto out;
+                if (p[3].revents)
+                        read_hook(&w);
                 if (p[2].revents && mgt_metrics_writer_flush(&w.mw) < 0)
                         mgt_error(&w.out, "watch", -EPIPE, "--metrics: the writer is gone; no more metrics");
                 now = mg_mono_usec();
@@ -1173,6 +1421,12 @@ out:
         mg_set_free(w.set); /* restores lent memory.high */
         mgt_out_release(&w.out); /* after the guards' last event */
         mgt_metrics_writer_stop(&w.mw);
+        /* After the guards: a park still open was thawed with them.  The
+         * runner kills the groups of the hooks still running. */
+        mgt_hook_runner_stop(&w.hook);
+        for (size_t i = 0; i < w.n_runs; i++)
+                free(w.runs[i].cgroup);
+        free(w.runs);
         for (size_t i = 0; i < w.n; i++)
                 actor_free(w.a[i]);
         free(w.a);

@@ -69,7 +69,8 @@ grep -q 'run --limit SIZE' "$tmp/out" && ok "run --help shows run's usage" || no
 help_flags() { # COMMAND: the long options it takes
     case $1 in
         run) echo limit high max parent json dry-run pre-kill-defer ;;
-        watch) echo limit parent config metrics metrics-interval metrics-cgroups mlock json dry-run pre-kill-defer tick margin \
+        watch) echo limit parent config metrics metrics-interval metrics-cgroups mlock json dry-run pre-kill-defer park-hook \
+            park-timeout tick margin \
             stall-window stall-pressure lend-deadline kill-wait post-kill-holdoff refault-window refault-mapped-window \
             reclaim-dose reclaim-cgroup reclaim-some reclaim-full reclaim-windows reclaim-cooldown reclaim-headroom ;;
         stat) echo limit json ;;
@@ -152,6 +153,18 @@ expect_error 2 '1 ms to 60 s' "run: --pre-kill-defer of 0" run --limit 64M --pre
 expect_error 2 'not a duration above 0' "watch: --tick past 2^64 us (wrapped to 4.4 s once)" watch --limit 64M --tick 307445734561.9m /sys/fs/cgroup
 expect_error 2 '1 ms to 60 s' "run: --pre-kill-defer past 2^64 us" run --limit 64M --pre-kill-defer 307445734561.9m -- true
 expect_error 1 'No such file' "watch: a missing --config" watch --config "$tmp/nonexistent.conf" /sys/fs/cgroup
+# --park-hook: a shell-free command line, an absolute path first; --park-timeout's bounds and its need of a hook
+expect_error 2 'park-hook save-vm: its first word is not an absolute path' "watch: --park-hook not an absolute path" \
+    watch --limit 64M --park-hook save-vm /sys/fs/cgroup
+expect_error 2 "not a shell's command line" "watch: --park-hook with a shell's pipe" \
+    watch --limit 64M --park-hook '/usr/bin/save | tee' /sys/fs/cgroup
+expect_error 2 "park-hook : empty" "watch: an empty --park-hook" watch --limit 64M --park-hook '' /sys/fs/cgroup
+expect_error 2 '100 ms to 30 min' "watch: --park-timeout above 30 min" \
+    watch --limit 64M --park-hook /bin/true --park-timeout 31m /sys/fs/cgroup
+expect_error 2 '100 ms to 30 min' "watch: --park-timeout under 100 ms" \
+    watch --limit 64M --park-hook /bin/true --park-timeout 50ms /sys/fs/cgroup
+expect_error 2 'park-timeout without --park-hook' "watch: --park-timeout alone" \
+    watch --limit 64M --park-timeout 10s /sys/fs/cgroup
 
 # the reclaim actuator's flags: each value of its kind, and the rules that tie them
 for bad in "dose lots:not a size above 0" "dose 0:not a size above 0" "dose 64MB:not a size above 0" \
@@ -390,6 +403,15 @@ config "a metrics interval under a second" "error:line 2: metrics-interval 10ms:
 config "a pre-kill deferral past 60 s" "error:line 1: pre-kill-defer 61s: not a duration of 1 ms to 60 s" \
     $'pre-kill-defer = 61s\n'
 config "an empty parent" "error:line 1: parent : empty" $'parent =\n'
+config "parking: the hook as given, its timeout" \
+    "$(printf '%s\n' 'park-hook /usr/lib/platform/save-vm --to  /var/snap' 'park-timeout 90000000')" \
+    $'park-hook = /usr/lib/platform/save-vm --to  /var/snap\npark-timeout = 1.5m\n'
+config "a park hook through a shell" "error:line 1: park-hook /bin/sh -c .save.: .'.: not a shell's command line" \
+    $'park-hook = /bin/sh -c \'save\'\n'
+config "a park timeout without a hook" "error:park-timeout without park-hook: parking is off until a hook is set" \
+    $'park-timeout = 10s\n'
+config "a park timeout past 30 min" "error:line 2: park-timeout 2h: not a duration of 100 ms to 30 min" \
+    $'park-hook = /bin/true\npark-timeout = 2h\n'
 
 # ---- one configuration: every flag of watch is a key of its config file,
 # and every key a flag (--config and --help aside), so a flag added without
@@ -524,6 +546,17 @@ options "the config's headroom with a flag's reclaim cgroup" 1 \
     "with the command line: reclaim-headroom with reclaim-cgroup" 256M --config "$tmp/reclaim.conf" --reclaim-cgroup bg
 options "a bad window count" 2 "memguard options: --reclaim-windows 9: not a whole number of windows, 1 to 8" \
     256M --reclaim-dose 64M --reclaim-windows 9
+# parking: the guard's deadline is the kill wait (tuned: 2 s at 256 MiB), the hook's timeout and 2 s
+options "no park hook: no park" 0 "$(printf '%s\n' 'park_deadline_usec 0' 'park_timeout_usec 0')" 256M
+options "a park hook: its default timeout, the guard's deadline above it" 0 "$(printf '%s\n' \
+    'kill_wait_usec 2000000' 'park_timeout_usec 30000000' 'park_deadline_usec 34000000' 'library takes them')" \
+    256M --park-hook /usr/bin/save-vm
+options "a 30 min timeout and a long kill wait: the deadline within the library's hour" 0 "$(printf '%s\n' \
+    'park_timeout_usec 1800000000' 'park_deadline_usec 1862000000' 'library takes them')" \
+    256M --park-hook /usr/bin/save-vm --park-timeout 30m --kill-wait 1m
+printf 'park-hook = /usr/bin/save-vm\n' >"$tmp/park.conf"
+options "the config's hook, the command line's timeout" 0 "$(printf '%s\n' 'park_timeout_usec 5000000' \
+    'park_deadline_usec 9000000')" 256M --config "$tmp/park.conf" --park-timeout 5s
 
 # ---- the reclaim event as a text line (its JSON: test-events-schema.py)
 "$tc" event-sample >"$tmp/out" 2>"$tmp/err"
@@ -532,6 +565,21 @@ grep -qxF 'memguard: reclaim: /sys/fs/cgroup/sample/"actor": a dose of 64.0 MiB 
 grep -qxF 'memguard: reclaim: /sys/fs/cgroup/sample/"actor": a dose of 12.0 MiB to /sys/fs/cgroup/sample/"actor" on headroom (memory.current 250.0 MiB, file cache 40.0 MiB): 3.0 MiB reclaimed in 400.0 ms, not counted: Resource temporarily unavailable (the kernel took less than asked)' \
     "$tmp/err" && ok "event: a headroom dose cut short as a text line" ||
     { not_ok "event: a headroom dose cut short as a text line"; diag "$tmp/err"; }
+
+# ---- a park's lines, in the order an operator reads them (their JSON: test-events-schema.py)
+for line in \
+    'memguard: park: /sys/fs/cgroup/sample/"actor": frozen instead of killed (overshoot): used 81920kB of limit 65536kB, anon 80896kB; frozen 10 ms after the freeze; park 3; the park hook runs, at most 30.0 s' \
+    'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 3: the hook exited 0 (saved) after 2.1 s: killing it; its output ends "saved to /var/snap/3"' \
+    'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 3: the hook exited 10 (thaw) after 0.8 s: thawing it at a limit of 512.0 MiB (xattr)' \
+    'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 3: the hook timed out after 30.0 s (park-timeout 30.0 s): its process group killed: killing it; its output ends "copying page 81234 of 1" (of more)' \
+    'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 4: the hook was cancelled after 34.0 s, its process group killed: the park ended first (deadline): nothing to do' \
+    'memguard: thaw: /sys/fs/cgroup/sample/"actor": park 3 ended after 2000 ms: thawed, guarded again (used 81920kB when parked, limit then 65536kB)'; do
+    grep -qxF "$line" "$tmp/err" && ok "event: ${line:10:40}... as a text line" ||
+        { not_ok "event: a park's text line: $line"; diag "$tmp/err"; }
+done
+grep -qF ', parked 33750ms (frozen), killed at the park'"'"'s deadline, verdict to empty' "$tmp/err" &&
+    ok "event: a kill that ended a park says so in its record" ||
+    { not_ok "event: a kill that ended a park says so in its record"; diag "$tmp/err"; }
 
 # ---- JSON escaping: what must come out, and that it parses
 check_json() {

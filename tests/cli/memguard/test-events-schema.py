@@ -196,17 +196,21 @@ for o in objs:
 # kill_id links a decision's events: a pre-kill and the kill, kill-dry-run
 # or kill-averted of the same guard that follows it; the sample
 # interleaves two guards' decisions (cgroups .../a and .../b).
-DECISION = ("pre-kill", "kill", "kill-dry-run", "kill-averted")
+# A park continues its decision: the park and the thaw (or kill) that ends
+# it carry one id, and so does watch's park-hook event between them.
+DECISION = ("pre-kill", "kill", "kill-dry-run", "kill-averted", "park", "thaw")
 dec = [o for o in objs if o.get("event") in DECISION]
 tap(dec and all(isinstance(o.get("kill_id"), int) and o["kill_id"] >= 1 for o in dec),
-    "every pre-kill, kill, kill-dry-run and kill-averted event has a kill_id")
-tap(all("kill_id" not in o for o in objs if o.get("event") not in DECISION), "no other event has a kill_id")
+    "every pre-kill, kill, kill-dry-run, kill-averted, park and thaw event has a kill_id")
+tap(all("kill_id" not in o for o in objs if o.get("event") not in DECISION + ("park-hook",)),
+    "no other event has a kill_id")
 by_id = {}
 for o in dec:
     by_id.setdefault(o.get("kill_id"), []).append(o)
 shapes = sorted(tuple(o["event"] for o in v) for v in by_id.values())
 tap(all(s in (("kill",), ("kill-dry-run",), ("pre-kill", "kill"), ("pre-kill", "kill-averted"),
-              ("pre-kill", "kill-dry-run")) for s in shapes),
+              ("pre-kill", "kill-dry-run"), ("park", "thaw"), ("park", "kill"), ("pre-kill", "park", "thaw"),
+              ("pre-kill", "park", "kill")) for s in shapes),
     f"each kill_id is one decision: a pre-kill and its end, or a kill alone (got {shapes})")
 tap(all(len({o["cgroup"] for o in v}) == 1 for v in by_id.values()), "the events of one kill_id are of one cgroup")
 ends = {o["cgroup"].rsplit("/", 1)[-1]: o for o in dec if o["event"] == "kill-averted"}
@@ -214,6 +218,34 @@ pres = {o["cgroup"].rsplit("/", 1)[-1]: o for o in dec if o["event"] == "pre-kil
 tap("a" in ends and "a" in pres and ends["a"]["kill_id"] == pres["a"]["kill_id"] and
     "b" in pres and pres["b"]["kill_id"] != pres["a"]["kill_id"],
     "interleaved: guard a's kill-averted carries a's pre-kill id, not b's, which came between")
+
+# Parking (watch --park-hook): the park's record, its thaw, a kill that
+# ended a park by its deadline, the hook's runs.
+park = next((o for o in objs if o.get("event") == "park"), {})
+thaw = next((o for o in objs if o.get("event") == "thaw"), {})
+tap(park.get("park_id") == 3 and park.get("park_end") == "open" and park.get("parked_ms") is None and
+    park.get("frozen_after_ms") == 10 and park.get("hook_timeout_ms") == 30000 and
+    thaw.get("park_id") == 3 and thaw.get("park_end") == "thaw" and thaw.get("parked_ms") == 2000 and
+    thaw.get("kill_id") == park.get("kill_id"),
+    f"a park and its thaw: one park_id and kill_id, how long it was frozen ({park}, {thaw})")
+pk = [o for o in objs if o.get("event") == "kill" and o.get("park_id")]
+tap(len(pk) == 1 and pk[0]["park_end"] == "deadline" and pk[0]["parked_ms"] == 33750,
+    f"a kill that ended a park says how ({pk})")
+tap(all(o.get("park_id") is None and o.get("park_end") is None for o in objs
+        if o.get("event") in ("kill", "kill-dry-run") and o not in pk), "a kill that was no park's: its park fields null")
+hooks = {o["result"]: o for o in objs if o.get("event") == "park-hook"}
+tap(set(hooks) == {"saved", "thaw", "timeout", "cancelled"}, f"the sample's hook runs ({sorted(hooks)})")
+h = hooks.get("saved", {})
+tap(h.get("exit_status") == 0 and h.get("action") == "kill" and h.get("output") == "snapshot written\nsaved to /var/snap/3\n"
+    and h.get("duration_ms") == 2150, f"a hook that saved the actor: exit 0, a kill, its output ({h})")
+h = hooks.get("thaw", {})
+tap(h.get("exit_status") == 10 and h.get("action") == "thaw" and h.get("limit_bytes") == 512 << 20 and
+    h.get("limit_source") == "xattr", f"a thaw into the limit read again ({h})")
+h = hooks.get("timeout", {})
+tap(h.get("exit_status") is None and h.get("action") == "kill" and h.get("output_bytes") == 90000,
+    f"a timeout: no exit status, a kill ({h})")
+h = hooks.get("cancelled", {})
+tap(h.get("action") == "none" and h.get("park_end") == "deadline", f"a run cancelled by the park's deadline ({h})")
 
 # Lines from the kernel suite's runs of the tool ("# json: {...}" or bare).
 for path in sys.argv[3:]:

@@ -36,14 +36,16 @@ NODE = ["memguard_cgroups", "memguard_metrics_cgroups", "memguard_last_update_ti
         "memguard_node_reclaimed_bytes_total", "memguard_node_lends_total", "memguard_node_lend_expired_total",
         "memguard_node_lend_active", "memguard_node_limit_bytes", "memguard_node_used_bytes",
         "memguard_node_current_bytes", "memguard_node_file_bytes", "memguard_node_verdict",
-        "memguard_detect_to_kill_seconds"]
+        "memguard_detect_to_kill_seconds", "memguard_node_parks_total", "memguard_node_park_ends_total",
+        "memguard_node_parked", "memguard_park_hooks_total", "memguard_park_hook_seconds"]
 PER_CGROUP = ["memguard_kills_total", "memguard_used_bytes", "memguard_limit_bytes", "memguard_current_bytes",
               "memguard_stall_seconds", "memguard_lend_active", "memguard_ticks_total", "memguard_errors_total",
               "memguard_lends_total", "memguard_lend_expired_total", "memguard_throttled_total",
               "memguard_kernel_oom_kills_total", "memguard_dry_run_kills_total", "memguard_kills_deferred_total",
               "memguard_kills_averted_total", "memguard_reclaims_total", "memguard_reclaimed_bytes_total",
               "memguard_empty_over_limit_total", "memguard_unkillable_total", "memguard_memory_high_bytes",
-              "memguard_memory_max_bytes", "memguard_file_bytes", "memguard_verdict"]
+              "memguard_memory_max_bytes", "memguard_file_bytes", "memguard_verdict", "memguard_parks_total",
+              "memguard_parked"]
 REQUIRED = NODE + PER_CGROUP
 # Each per-cgroup family the node sums (memguard_node_X is the sum of
 # memguard_X over every cgroup): the counters from the library's set, the
@@ -63,7 +65,8 @@ SUMMED = {"memguard_kills_total": "memguard_node_kills_total", "memguard_ticks_t
           "memguard_lend_expired_total": "memguard_node_lend_expired_total",
           "memguard_lend_active": "memguard_node_lend_active", "memguard_limit_bytes": "memguard_node_limit_bytes",
           "memguard_used_bytes": "memguard_node_used_bytes", "memguard_current_bytes": "memguard_node_current_bytes",
-          "memguard_file_bytes": "memguard_node_file_bytes", "memguard_verdict": "memguard_node_verdict"}
+          "memguard_file_bytes": "memguard_node_file_bytes", "memguard_verdict": "memguard_node_verdict",
+          "memguard_parks_total": "memguard_node_parks_total", "memguard_parked": "memguard_node_parked"}
 # Not summed, and why: a sum of stalls' durations or of kernel limits means nothing.
 NOT_SUMMED = {"memguard_stall_seconds", "memguard_memory_high_bytes", "memguard_memory_max_bytes"}
 n = failed = 0
@@ -361,6 +364,23 @@ def main():
                         ("memguard_throttled_total", 1), ("memguard_reclaims_total", 3),
                         ("memguard_reclaimed_bytes_total", 150 << 20), ("memguard_empty_over_limit_total", 1)]:
         tap(has(name, a, value), f"{name} of a: {value}")
+    # Parking (--park-hook): a's parks, parked now; the node's ends by how and the hook's runs.
+    tap(has("memguard_parks_total", a, 2) and has("memguard_parked", a, 1) and not has("memguard_parks_total", b),
+        "parks_total and parked of a, parked; none for b (no park, no --park-hook)")
+    tap(has("memguard_node_park_ends_total", (("end", "thaw"),), 1) and
+        has("memguard_node_park_ends_total", (("end", "deadline"),), 0) and
+        not has("memguard_node_park_ends_total", (("end", "open"),)),
+        "node_park_ends_total by how a park ended (no 'open')")
+    tap(has("memguard_park_hooks_total", (("result", "thaw"),), 1) and
+        has("memguard_park_hooks_total", (("result", "timeout"),), 0), "park_hooks_total by result")
+    tap(has("memguard_park_hook_seconds_bucket", (("le", "0.5"),), 0) and
+        has("memguard_park_hook_seconds_bucket", (("le", "1"),), 1) and
+        has("memguard_park_hook_seconds_bucket", (("le", "+Inf"),), 1) and
+        has("memguard_park_hook_seconds_sum", (), 0.812), "park_hook_seconds: a run of 0.812 s")
+    _, ptext, _ = sample(mg, "--park")
+    _, psamples = check(ptext, "metrics-sample --park")
+    tap((("memguard_parks_total", b)) in psamples and psamples[("memguard_parks_total", b)] == 0 and
+        psamples[("memguard_parked", b)] == 0, "under --park-hook every cgroup has park series, at 0")
     # Counters that cannot move are left out while 0, for as long as the cgroup is there.
     tap(not has("memguard_lends_total", b) and not has("memguard_lend_active", b) and
         not has("memguard_lend_expired_total", b), "b, never lent (watch begins no lend), has no lend series")

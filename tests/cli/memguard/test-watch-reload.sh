@@ -16,7 +16,9 @@
 #    watch keeps running;
 #  - fixed, the next reload applies the files as they are (a key removed
 #    goes back to its default);
-#  - a start-only key changed is said and kept;
+#  - a start-only key changed is said and kept (json, park-hook); the park
+#    hook's runner, a child process of watch, is there from the start and
+#    gone after it; park-timeout is reloaded;
 #  - as root with unshare(1): stderr the journal ($JOURNAL_STREAM), the
 #    entries sent natively to a journal socket of a private /run, with
 #    their PRIORITY=, MESSAGE_ID= and MEMGUARD_* fields, from the confined
@@ -81,7 +83,7 @@ echo "# parent: $parent"
 
 conf=$tmp/etc/watch.conf
 mkdir -p "$tmp/etc/watch.conf.d"
-printf 'parent = %s\njson = yes\n' "$parent" >"$conf"
+printf 'parent = %s\njson = yes\npark-hook = /bin/true\n' "$parent" >"$conf"
 "$notify" listen "$tmp/notify.sock" 60 >"$tmp/notify.out" 2>&1 &
 pids="$pids $!"
 i=0; while [ ! -S "$tmp/notify.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
@@ -89,6 +91,18 @@ NOTIFY_SOCKET=$tmp/notify.sock "$mg" watch --config "$conf" 2>"$tmp/err" </dev/n
 wpid=$!
 pids="$pids $wpid"
 check "watch --config with the parent from the file: READY=1" wait_grep "$tmp/notify.out" '^READY=1\|STATUS=guarding 0 cgroups$'
+
+# The park hook's runner: a child of watch, forked before its guards.
+runner_of() { # PID: the pid of its child named memguard-hook, if any
+    local f
+    for f in /proc/[0-9]*/stat; do
+        read -r p c _ pp _ <"$f" 2>/dev/null || continue
+        [ "$c" = "(memguard-hook)" ] && [ "$pp" = "$1" ] && { echo "$p"; return 0; }
+    done
+    return 1
+}
+runner=$(runner_of "$wpid")
+check "park-hook: its runner is a child process of watch (${runner:-none})" test -n "$runner"
 
 # A child: no limit anywhere, so not guarded, and said so.
 mkdir "$parent/c1"
@@ -155,11 +169,24 @@ check "  and says the value in force stays until a restart" \
     has_new '"message":"--config [^"]*: json changed: watch reads it at start only'
 check "  the output stays JSON" has_new '^\{"event":"reload",.*"ok":true'
 rm "$tmp/etc/watch.conf.d/60-json.conf"
+printf 'park-hook = /bin/false\npark-timeout = 5s\n' >"$tmp/etc/watch.conf.d/60-park.conf"
+check "park-hook changed, park-timeout set: the reload succeeds" reload true
+check "  park-hook changed is said: read at start only" \
+    has_new '"message":"--config [^"]*: park-hook changed: watch reads it at start only'
+check "  park-timeout is taken, no word of it" sh -c "! grep -q 'park-timeout' '$tmp/new'"
+printf 'park-timeout = 5s\n' >"$tmp/etc/watch.conf.d/60-park.conf"
+printf 'parent = %s\njson = yes\n' "$parent" >"$conf"
+check "park-hook gone from the files, its timeout left: the reload fails (a timeout needs a hook)" reload false
+check "  and says why" has_new 'park-timeout without park-hook'
+printf 'parent = %s\njson = yes\npark-hook = /bin/true\n' "$parent" >"$conf"
+rm "$tmp/etc/watch.conf.d/60-park.conf"
 
 kill -TERM "$wpid"
 wait "$wpid"
 check "SIGTERM: exit 0" test $? = 0
 check "STOPPING=1" wait_grep "$tmp/notify.out" '^STOPPING=1$'
+gone() { local i=0; while [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done; [ ! -e "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status"; }
+check "the park hook's runner ends with watch" gone "${runner:-0}"
 rmdir "$parent/c1" 2>/dev/null
 
 # ---- stderr the journal: entries sent natively, in a private /run.
