@@ -382,7 +382,8 @@ static int act(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *
 
 /*
  * MG_GUARD_PARKED: the park's promise.  Until MG_EVENT_PARK went out,
- * cgroup.events is read for "frozen 1", for at most kill_wait_usec; then
+ * cgroup.events is read for "frozen 1", for at most the freeze wait
+ * (mg_park_freeze_wait_usec()); then
  * the deadline; then the hard bound (mg_policy_park_past_bound()), on
  * memory.current first and on used (memory.stat) only where memory.current
  * passes it.  Returns 1 if it
@@ -399,7 +400,7 @@ int mg_guard_tick_parked(mg_guard *g, uint64_t now) {
                 r = mg_park_frozen(g, now);
                 if (g->state != MG_GUARD_PARKED)
                         return r < 0 ? r : 0; /* gone, or ended by its callback */
-                if (r == 0 && now - sl->kill.report.park_usec >= g->opt.kill_wait_usec)
+                if (r == 0 && now - sl->kill.report.park_usec >= mg_park_freeze_wait_usec(g))
                         return park_kill(g, MG_PARK_END_NOT_FROZEN, &sl->kill.report, now);
         }
         if (now >= sl->park_deadline_usec)

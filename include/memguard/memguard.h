@@ -130,7 +130,7 @@ enum mg_park_end {
         MG_PARK_END_THAW = 2,           /* the worker thawed it (MG_EVENT_THAW) */
         MG_PARK_END_DEADLINE = 3,       /* not ended by park_deadline_usec: killed */
         MG_PARK_END_BOUND = 4,          /* used grew past the hard bound while frozen: killed */
-        MG_PARK_END_NOT_FROZEN = 5,     /* cgroup.events did not say frozen within kill_wait_usec: killed */
+        MG_PARK_END_NOT_FROZEN = 5,     /* not frozen within kill_wait_usec (at least 3 s): killed */
         MG_PARK_END_OVER_LIMIT = 6,     /* a thaw was asked, but used was above the limit: killed, still frozen */
         MG_PARK_END_NO_FREEZE = 7,      /* cgroup.freeze could not be written (before 5.2: none): killed at once */
 };
@@ -487,8 +487,10 @@ enum {
  * tasks) and tells MG_EVENT_KILL, report.park_end saying why, if
  *  - the park is not ended by park_deadline_usec after the freeze
  *    (MG_PARK_END_DEADLINE), a lend open or not;
- *  - cgroup.events does not say frozen within kill_wait_usec (a task in
- *    uninterruptible sleep holds the freeze back: MG_PARK_END_NOT_FROZEN);
+ *  - cgroup.events does not say frozen within kill_wait_usec, and at
+ *    least 3 s (a task in uninterruptible sleep holds the freeze back, and
+ *    one throttled at memory.high sleeps up to 2 s before the freezer
+ *    takes it: MG_PARK_END_NOT_FROZEN);
  *  - used grows while frozen (kernel and socket memory are charged
  *    without the tasks running: a socket's receive queue) by more than
  *    limit/64, to above limit + limit/8 or to within limit/32 of
