@@ -341,6 +341,9 @@ static int park_kill(mg_guard *g, enum mg_park_end end, const struct mg_report *
         r.stall_signals = pr->stall_signals;
         r.stall_refault_bytes = pr->stall_refault_bytes;
         r.stall_reclaimed_bytes = pr->stall_reclaimed_bytes;
+        /* The detection is the park's: a lend meanwhile (the worker's save)
+         * started the guard's windows, and its detection, over. */
+        g->detect_usec = g->slow_state->kill.detect_usec;
         e = start_kill(g, g->slow_state->kill.reason, &r);
         if (e < 0)
                 return e;

@@ -140,7 +140,11 @@ Test(park, the_worker_ends_it_with_a_kill) {
         mg_guard *g = parked();
         char text[1024];
 
+        /* the worker's save, in a lend: its end starts the windows over */
+        uint64_t lend;
+        cr_assert_eq(mg_guard_lend_begin(g, 64 * MG_MIB, 0, &lend), 0);
         fx.now_usec += 700 * MG_USEC_PER_MSEC;
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
         cr_expect_eq(mg_guard_park_end(g, 2, MG_PARK_KILL, 0), -ESTALE, "another park's id");
         cr_expect_eq(mg_guard_park_end(g, 1, 7, 0), -EINVAL);
         cr_expect_eq(mg_guard_park_end(g, 1, MG_PARK_KILL, 0), 1);
@@ -149,6 +153,8 @@ Test(park, the_worker_ends_it_with_a_kill) {
         cr_expect_eq(mg_guard_park_end(g, 1, MG_PARK_KILL, 0), -ENOENT, "over");
         empties(g);
         cr_expect_eq(seen.kill.reason, MG_KILL_OVERSHOOT);
+        cr_expect_eq(seen.kill.detect_usec, seen.park.detect_usec, "the park's detection");
+        cr_expect_neq(seen.kill.detect_usec, 0);
         cr_expect_eq(seen.kill.report.park_id, 1);
         cr_expect_eq(seen.kill.report.park_end, MG_PARK_END_KILL);
         cr_expect_eq(seen.kill.report.park_end_usec - seen.kill.report.park_usec, TICK + 700 * MG_USEC_PER_MSEC);
