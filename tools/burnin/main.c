@@ -33,6 +33,7 @@
 
 #include "burnin.h"
 #include "cgdir.h"
+#include "guards.h"
 #include "memguard/memguard.h"
 #include "size.h"
 #include "util.h"
@@ -458,12 +459,11 @@ static int spawn_actor(struct run_state *s) {
                 free(ch->cgroup);
                 return r;
         }
-        /* memory.high at 90 % of the actor size; memory.max leaves room for the lend */
-        snprintf(ch->high, sizeof(ch->high), "%" PRIu64, o->actor_bytes / 10 * 9 / 4096 * 4096);
-        snprintf(val, sizeof(val), "%" PRIu64, 2 * o->actor_bytes);
+        snprintf(ch->high, sizeof(ch->high), "%" PRIu64, bi_actor_high_bytes(o->actor_bytes));
+        snprintf(val, sizeof(val), "%" PRIu64, bi_actor_max_bytes(o->actor_bytes));
         if ((r = mgt_cg_write(ch->cgroup, "memory.high", ch->high)) < 0 ||
             (r = mgt_cg_write(ch->cgroup, "memory.max", val)) < 0 ||
-            (r = mg_guard_options_init(&go, o->actor_bytes)) < 0)
+            (r = bi_worker_guard_options(o->actor_bytes, &go)) < 0)
                 goto fail_cg;
         go.on_event = on_worker_event;
         go.userdata = s;
@@ -501,7 +501,7 @@ static int spawn_actor(struct run_state *s) {
                 }
                 struct bi_actor_config c = {
                         .id = ch->id, .cgroup = ch->cgroup, .dirfd = s->dirfd, .dir = o->dir,
-                        .actor_bytes = o->actor_bytes, .guard_limit = 2 * o->actor_bytes,
+                        .actor_bytes = o->actor_bytes,
                         .window_bytes = window_of(o->actor_bytes), .lend_deadline_usec = o->lend_deadline_usec,
                         .writer = o->writer, .restore = o->restore,
                         .seed = o->seed, .sample_fd = sp[1], .control_fd = cp[0],
