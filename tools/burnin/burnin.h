@@ -15,8 +15,8 @@
  * actor's size, the guard that kills.  cgroup.kill takes every process of
  * the cgroup, the actor's own guard with it, and a kill record is told only
  * once the cgroup is empty, so only a guard outside the cgroup can tell it.
- * The actor's own guard has its limit at memory.max, so that it never races
- * the worker's guard for a kill.
+ * The actor's own guard kills nothing: a dry run, its limit at memory.max
+ * (guards.h).
  */
 
 #include <stdbool.h>
@@ -94,7 +94,6 @@ struct bi_actor_config {
         int dirfd;
         const char *dir;
         uint64_t actor_bytes;
-        uint64_t guard_limit;           /* of the actor's own guard (lends only) */
         uint64_t window_bytes;          /* of its snapshot writes */
         uint64_t lend_deadline_usec;    /* of its snapshot writes; 0: the library's */
         enum bi_writer writer;

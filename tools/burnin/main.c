@@ -33,6 +33,7 @@
 
 #include "burnin.h"
 #include "cgdir.h"
+#include "guards.h"
 #include "memguard/memguard.h"
 #include "size.h"
 #include "util.h"
@@ -74,6 +75,8 @@ struct child {
         bool recorded;                  /* the worker's guard told its kill */
         bool dead;                      /* its process reaped, waiting for the record */
         uint64_t dead_usec;
+        uint64_t chaos_usec;            /* when chaos asked it */
+        uint64_t last_end_usec;         /* the end of its last cycle told (0: none yet) */
         char high[32];                  /* memory.high as written at the start */
 };
 
@@ -458,12 +461,11 @@ static int spawn_actor(struct run_state *s) {
                 free(ch->cgroup);
                 return r;
         }
-        /* memory.high at 90 % of the actor size; memory.max leaves room for the lend */
-        snprintf(ch->high, sizeof(ch->high), "%" PRIu64, o->actor_bytes / 10 * 9 / 4096 * 4096);
-        snprintf(val, sizeof(val), "%" PRIu64, 2 * o->actor_bytes);
+        snprintf(ch->high, sizeof(ch->high), "%" PRIu64, bi_actor_high_bytes(o->actor_bytes));
+        snprintf(val, sizeof(val), "%" PRIu64, bi_actor_max_bytes(o->actor_bytes));
         if ((r = mgt_cg_write(ch->cgroup, "memory.high", ch->high)) < 0 ||
             (r = mgt_cg_write(ch->cgroup, "memory.max", val)) < 0 ||
-            (r = mg_guard_options_init(&go, o->actor_bytes)) < 0)
+            (r = bi_worker_guard_options(o->actor_bytes, &go)) < 0)
                 goto fail_cg;
         go.on_event = on_worker_event;
         go.userdata = s;
@@ -501,7 +503,7 @@ static int spawn_actor(struct run_state *s) {
                 }
                 struct bi_actor_config c = {
                         .id = ch->id, .cgroup = ch->cgroup, .dirfd = s->dirfd, .dir = o->dir,
-                        .actor_bytes = o->actor_bytes, .guard_limit = 2 * o->actor_bytes,
+                        .actor_bytes = o->actor_bytes,
                         .window_bytes = window_of(o->actor_bytes), .lend_deadline_usec = o->lend_deadline_usec,
                         .writer = o->writer, .restore = o->restore,
                         .seed = o->seed, .sample_fd = sp[1], .control_fd = cp[0],
@@ -551,8 +553,10 @@ static void add_sample(struct run_state *s, const struct bi_sample *x) {
 
 static void drain(struct run_state *s, struct child *ch) {
         struct bi_sample x;
-        while (read(ch->sample_fd, &x, sizeof(x)) == (ssize_t) sizeof(x))
+        while (read(ch->sample_fd, &x, sizeof(x)) == (ssize_t) sizeof(x)) {
                 add_sample(s, &x);
+                ch->last_end_usec = x.end_usec;
+        }
 }
 
 /* What a killed actor may leave: its snapshot (removed at the end of every
@@ -624,6 +628,19 @@ static bool reap(struct run_state *s, struct child *ch, bool block, uint64_t now
                         s->chaos_unrecorded++;
                         fail(s, "actor %" PRIu32 " died of SIGKILL after a chaos overshoot, but no guard told a "
                                 "kill within %" PRIu64 " s", ch->id, RECORD_WAIT_USEC / MG_USEC_PER_SEC);
+                        /* When, in the run's seconds: a log alone then tells
+                         * a death during the overshoot's growth from one at
+                         * the run's end. */
+                        char last[64] = "none";
+                        if (ch->last_end_usec > s->start_usec)
+                                snprintf(last, sizeof(last), "%.1f s",
+                                         (double) (ch->last_end_usec - s->start_usec) / 1e6);
+                        fprintf(stderr,
+                                "\nmemguard-burnin: actor %" PRIu32 " died of SIGKILL at %.1f s, no kill told by "
+                                "%.1f s (chaos asked at %.1f s; the end of its last cycle: %s)\n",
+                                ch->id, (double) (ch->dead_usec - s->start_usec) / 1e6,
+                                (double) (now - s->start_usec) / 1e6, (double) (ch->chaos_usec - s->start_usec) / 1e6,
+                                last);
                 }
                 finish(s, ch);
                 return true;
@@ -705,6 +722,7 @@ static void chaos(struct run_state *s, size_t step, uint64_t in_step) {
                 return;
         }
         ch->chaos = true;
+        ch->chaos_usec = mg_mono_usec();
         s->chaos_sent[step]++;
         s->chaos_asked++;
         fprintf(stderr, "\nmemguard-burnin: chaos: actor %" PRIu32 " asked to overshoot\n", ch->id);

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * memguard-burnin's two guards of an actor (tools/burnin/guards.h) on a
+ * fixture tree shaped as its cgroup: a 64 MiB actor, memory.high 57.6 MiB
+ * (90 %), memory.max 128 MiB.  A chaos overshoot grows anon in 8 processes;
+ * the kernel throttles them at memory.high while reclaim takes the actor's
+ * mapped text and its threads fault it back.  There:
+ *  - the actor's own guard (its limit at memory.max, lends only) reaches a
+ *    stall verdict all the same, its line following memory.high; it must
+ *    kill nothing: a kill from inside the cgroup takes its own process and
+ *    its record with it, and the run sees a chaos actor dead of SIGKILL
+ *    that no guard told (the half-hour run of issue 38, actor 22);
+ *  - the worker's guard kills the overshoot once used passes the actor
+ *    size, and tells it.
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "fixture.h"
+#include "guard-suite.h"
+#include "guards.h"
+
+#define ACTOR (64 * MG_MIB)
+
+TestSuite(burnin, .init = setup, .fini = teardown);
+
+/* The actor's cgroup: its limits as main.c writes them. */
+static void actor_limits(void) {
+        char v[32];
+        snprintf(v, sizeof(v), "%" PRIu64 "\n", bi_actor_high_bytes(ACTOR));
+        fixture_write(&fx, "memory.high", v);
+        snprintf(v, sizeof(v), "%" PRIu64 "\n", bi_actor_max_bytes(ACTOR));
+        fixture_write(&fx, "memory.max", v);
+}
+
+static mg_guard *guard_with(struct mg_guard_options *o) {
+        mg_guard *g = NULL;
+        o->on_event = on_event;
+        o->log = on_log;
+        cr_assert_eq(mg_guard_new_internal(fx.dir, o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        mg_guard_set_clock(g, fixture_clock, &fx);
+        fixture_map_fds(&fx, &g->cg);
+        fixture_reset_counts(&fx);
+        return g;
+}
+
+/* Tick i of the chaos actor held at memory.high: memory.current 2.4 MiB
+ * over it, used (anon + kernel) below the actor size; its 3 MiB of cache
+ * mapped (program text) and restored at 400 KiB a tick; high events and
+ * memory pressure (60 %) rising, as the throttle's sleeps make them. */
+static int tick_held_at_high(mg_guard *g, int i) {
+        fx.mapped = 3 * MG_MIB;
+        fx.restore_file = (uint64_t) i * 100;
+        fixture_current(&fx, 60 * MG_MIB);
+        fixture_stat(&fx, 55 * MG_MIB, 3 * MG_MIB, 2 * MG_MIB, 0, 0, 0, 0);
+        fixture_events(&fx, (uint64_t) i * 17, 0, 0);
+        fixture_psi(&fx, "memory.pressure", (uint64_t) i * 150 * MG_USEC_PER_MSEC);
+        return tick_at(g, 250 * MG_USEC_PER_MSEC);
+}
+
+Test(burnin, limits_of_an_actor) {
+        cr_expect_eq(bi_actor_high_bytes(ACTOR), 58980 * UINT64_C(1024), "57.6 MiB, in whole pages");
+        cr_expect_eq(bi_actor_max_bytes(ACTOR), 128 * MG_MIB);
+}
+
+Test(burnin, own_guard_held_at_high_kills_nothing) {
+        struct mg_guard_options o;
+        cr_assert_eq(bi_actor_guard_options(ACTOR, &o), 0);
+        cr_expect_eq(o.limit_bytes, 128 * MG_MIB, "its limit is memory.max");
+        actor_limits();
+        mg_guard *g = guard_with(&o);
+        for (int i = 1; i <= 80 && seen.n[MG_EVENT_KILL_DRY_RUN] == 0; i++)
+                cr_expect_eq(tick_held_at_high(g, i), 0, "tick %d acted", i);
+        /* the verdict a kill would follow: its limit at memory.max did not
+         * keep it from one */
+        cr_assert_eq(seen.n[MG_EVENT_KILL_DRY_RUN], 1, "a stall at memory.high is judged");
+        cr_expect_eq(seen.dry.reason, MG_KILL_STALL);
+        /* and no kill: cgroup.kill never written, nothing to tell */
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
+        cr_expect_eq(seen.n[MG_EVENT_KILL], 0);
+        cr_expect_eq(seen.n[MG_EVENT_PRE_KILL], 0);
+        mg_guard_free(g);
+}
+
+Test(burnin, own_guard_still_lends) {
+        struct mg_guard_options o;
+        uint64_t lend = 0;
+        char high[32];
+        cr_assert_eq(bi_actor_guard_options(ACTOR, &o), 0);
+        actor_limits();
+        snprintf(high, sizeof(high), "%" PRIu64, bi_actor_high_bytes(ACTOR));
+        mg_guard *g = guard_with(&o);
+        cr_assert_eq(mg_guard_lend_begin(g, MG_UNLIMITED, 0, &lend), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "max");
+        cr_assert_eq(mg_guard_lend_end(g, lend), 0);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), high, "its value back");
+        mg_guard_free(g);
+}
+
+Test(burnin, worker_guard_kills_the_overshoot) {
+        struct mg_guard_options o;
+        cr_assert_eq(bi_worker_guard_options(ACTOR, &o), 0);
+        cr_expect_eq(o.flags & MG_GUARD_DRY_RUN, 0u);
+        actor_limits();
+        mg_guard *g = guard_with(&o);
+        cr_expect_eq(tick_held_at_high(g, 1), 0);
+        /* the growth passes the actor size: used 64.5 MiB */
+        fixture_current(&fx, 67 * MG_MIB);
+        fixture_stat(&fx, 62 * MG_MIB + MG_MIB / 2, 3 * MG_MIB, 2 * MG_MIB, 0, 0, 0, 0);
+        cr_expect_eq(tick_at(g, 250 * MG_USEC_PER_MSEC), 1);
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
+        fixture_write(&fx, "cgroup.events", "populated 0\nfrozen 0\n");
+        tick_at(g, 250 * MG_USEC_PER_MSEC);
+        cr_assert_eq(seen.n[MG_EVENT_KILL], 1);
+        cr_expect_eq(seen.kill.reason, MG_KILL_OVERSHOOT);
+        cr_expect_eq(seen.n[MG_EVENT_KILL_DRY_RUN], 0);
+        mg_guard_free(g);
+}
