@@ -12,6 +12,9 @@
  *    that no guard told (the half-hour run of issue 38, actor 22);
  *  - the worker's guard kills the overshoot once used passes the actor
  *    size, and tells it.
+ * And the parks among the chaos kills (tools/burnin/parks.h): which
+ * overshoots are parked, and the per-slot figures of their time to freeze,
+ * to save and to free.
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -20,6 +23,7 @@
 #include "fixture.h"
 #include "guard-suite.h"
 #include "guards.h"
+#include "parks.h"
 
 #define ACTOR (64 * MG_MIB)
 
@@ -116,4 +120,89 @@ Test(burnin, worker_guard_kills_the_overshoot) {
         cr_expect_eq(seen.kill.reason, MG_KILL_OVERSHOOT);
         cr_expect_eq(seen.n[MG_EVENT_KILL_DRY_RUN], 0);
         mg_guard_free(g);
+}
+
+/* ---- parks (parks.h): pure ---- */
+
+TestSuite(burnin_parks);
+
+Test(burnin_parks, the_first_n_of_a_step_are_parked) {
+        cr_expect(bi_park_pick(0, 2, 1));
+        cr_expect_not(bi_park_pick(1, 2, 1), "the second overshoot is killed");
+        cr_expect(bi_park_pick(1, 2, 2));
+        cr_expect_not(bi_park_pick(0, 2, 0), "--park 0: none");
+        cr_expect_not(bi_park_pick(2, 2, 3), "never past the step's overshoots");
+}
+
+#define S MG_USEC_PER_SEC
+#define MS MG_USEC_PER_MSEC
+
+/* A park from t0 on (run seconds): frozen after freeze_ms, saved in
+ * save_ms, free_ms from the park's end to the cgroup empty. */
+static struct bi_park park_at(uint64_t t0, uint64_t freeze_ms, uint64_t save_ms, uint64_t free_ms) {
+        uint64_t t = 1000 * S + t0 * S;
+        struct bi_park p = { .actor = 1, .park_usec = t, .frozen_usec = t + freeze_ms * MS, .bad_page = -1 };
+        p.save_begin_usec = p.frozen_usec + MS;
+        p.save_end_usec = p.save_begin_usec + save_ms * MS;
+        p.park_end_usec = p.save_end_usec + MS;
+        p.empty_usec = p.park_end_usec + free_ms * MS;
+        return p;
+}
+
+Test(burnin_parks, phases_from_the_record) {
+        struct bi_park p = park_at(5, 30, 1200, 80);
+        uint64_t v = 0;
+        cr_assert_eq(bi_park_phase_usec(&p, BI_PARK_FREEZE, &v), 0);
+        cr_expect_eq(v, 30 * MS);
+        cr_assert_eq(bi_park_phase_usec(&p, BI_PARK_SAVE, &v), 0);
+        cr_expect_eq(v, 1200 * MS);
+        cr_assert_eq(bi_park_phase_usec(&p, BI_PARK_FREE, &v), 0);
+        cr_expect_eq(v, 80 * MS);
+        cr_expect_str_eq(bi_park_phase_to_string(BI_PARK_SAVE), "save");
+        /* never frozen (the deadline's kill, or NOT_FROZEN): no freeze figure */
+        p.frozen_usec = 0;
+        v = 7;
+        cr_expect_eq(bi_park_phase_usec(&p, BI_PARK_FREEZE, &v), -ENODATA);
+        cr_expect_eq(v, 7u, "not written on failure");
+        /* ends out of order are no figure either */
+        p.empty_usec = p.park_end_usec - 1;
+        cr_expect_eq(bi_park_phase_usec(&p, BI_PARK_FREE, &v), -ENODATA);
+}
+
+Test(burnin_parks, slot_is_the_cgroup_empty) {
+        struct bi_park p = park_at(9, 30, 1500, 80); /* empty at 10.6 s */
+        cr_expect_eq(bi_park_slot(&p, 1000 * S, 10 * S), 1u);
+        p.empty_usec = 0; /* not killed: its last time reached, the park's end */
+        cr_expect_eq(bi_park_slot(&p, 1000 * S, 10 * S), 1u);
+        p.park_end_usec = p.save_end_usec = 0;
+        cr_expect_eq(bi_park_slot(&p, 1000 * S, 10 * S), 0u, "frozen at 9 s");
+}
+
+Test(burnin_parks, slot_stats_nearest_rank) {
+        struct bi_park parks[12];
+        uint64_t scratch[12];
+        struct bi_park_stats st;
+        /* slot 0 (0-60 s): ten parks saving 100..1000 ms; slot 1: two */
+        for (int i = 0; i < 10; i++)
+                parks[i] = park_at(2 + (uint64_t) i, 20 + (uint64_t) i, 100 * (uint64_t) (10 - i), 50);
+        parks[10] = park_at(70, 40, 3000, 60);
+        parks[11] = park_at(80, 41, 2000, 90);
+        parks[9].frozen_usec = 0; /* a park without a freeze: no freeze figure, the rest kept */
+        cr_assert_eq(bi_park_slot_stats(parks, 12, 1000 * S, 60 * S, 0, BI_PARK_SAVE, scratch, &st), 0);
+        cr_expect_eq(st.n, 10u);
+        cr_expect_eq(st.p50, 500 * MS);
+        cr_expect_eq(st.p90, 900 * MS);
+        cr_expect_eq(st.p99, 1000 * MS);
+        cr_expect_eq(st.max, 1000 * MS);
+        cr_assert_eq(bi_park_slot_stats(parks, 12, 1000 * S, 60 * S, 0, BI_PARK_FREEZE, scratch, &st), 0);
+        cr_expect_eq(st.n, 9u);
+        cr_expect_eq(st.max, 28 * MS);
+        cr_assert_eq(bi_park_slot_stats(parks, 12, 1000 * S, 60 * S, 1, BI_PARK_FREE, scratch, &st), 0);
+        cr_expect_eq(st.n, 2u);
+        cr_expect_eq(st.p50, 60 * MS);
+        cr_expect_eq(st.max, 90 * MS);
+        cr_assert_eq(bi_park_slot_stats(parks, 12, 1000 * S, 60 * S, 5, BI_PARK_SAVE, scratch, &st), 0);
+        cr_expect_eq(st.n, 0u, "an empty slot");
+        cr_expect_eq(st.max, 0u);
+        cr_expect_eq(bi_park_slot_stats(parks, 12, 1000 * S, 0, 0, BI_PARK_SAVE, scratch, &st), -EINVAL);
 }
