@@ -122,6 +122,28 @@ Test(burnin, worker_guard_kills_the_overshoot) {
         mg_guard_free(g);
 }
 
+Test(burnin, worker_park_guard_waits_for_the_freeze) {
+        struct mg_guard_options o, w;
+        cr_assert_eq(bi_worker_guard_options(ACTOR, &w), 0);
+        cr_assert_eq(bi_worker_park_guard_options(ACTOR, 120 * MG_USEC_PER_SEC, &o), 0);
+        cr_expect_eq(o.park_deadline_usec, 120 * MG_USEC_PER_SEC);
+        cr_expect_eq(o.kill_wait_usec, BI_PARK_FREEZE_WAIT_USEC, "the library's 2 s at 64 MiB is one throttle sleep");
+        cr_expect_eq(o.limit_bytes, w.limit_bytes);
+        cr_expect_eq(o.flags, w.flags, "it kills: no dry run");
+        cr_assert_eq(bi_worker_park_guard_options(16 * 1024 * MG_MIB, 120 * MG_USEC_PER_SEC, &o), 0);
+        cr_expect_eq(o.kill_wait_usec, 18 * MG_USEC_PER_SEC, "a longer default kept");
+        cr_expect_eq(bi_worker_park_guard_options(ACTOR, 0, &o), -EINVAL);
+        /* and the guard takes them: parks, with that wait */
+        actor_limits();
+        cr_assert_eq(bi_worker_park_guard_options(ACTOR, 120 * MG_USEC_PER_SEC, &o), 0);
+        mg_guard *g = guard_with(&o);
+        struct mg_guard_options got = { .size = sizeof(got) };
+        cr_assert_eq(mg_guard_get_options(g, &got), 0);
+        cr_expect_eq(got.kill_wait_usec, BI_PARK_FREEZE_WAIT_USEC);
+        cr_expect_eq(got.park_deadline_usec, 120 * MG_USEC_PER_SEC);
+        mg_guard_free(g);
+}
+
 /* ---- parks (parks.h): pure ---- */
 
 TestSuite(burnin_parks);

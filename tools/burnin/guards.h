@@ -36,3 +36,17 @@ int bi_worker_guard_options(uint64_t actor_bytes, struct mg_guard_options *ret);
  * and cgroup.kill is the worker's guard's alone.  Returns 0 or -EINVAL.
  */
 int bi_actor_guard_options(uint64_t actor_bytes, struct mg_guard_options *ret);
+
+/*
+ * The worker's guard of an actor chaos chose to park (--park): the
+ * worker's options with a park deadline, and a kill wait (how long the
+ * freeze may take before the park ends MG_PARK_END_NOT_FROZEN) of at least
+ * BI_PARK_FREEZE_WAIT_USEC.  An overshoot's growers are throttled above
+ * memory.high: mem_cgroup_handle_over_high() sleeps up to 2 s at a time
+ * (MEMCG_MAX_HIGH_DELAY_JIFFIES), killable but not freezable, and a task
+ * is frozen only when it returns towards user space; the library's default
+ * kill wait at 64 MiB is 2 s, and the VM smoke froze one in 1.98 s.
+ * Returns 0 or -EINVAL.
+ */
+#define BI_PARK_FREEZE_WAIT_USEC (5 * UINT64_C(1000000))
+int bi_worker_park_guard_options(uint64_t actor_bytes, uint64_t park_deadline_usec, struct mg_guard_options *ret);

@@ -667,18 +667,17 @@ static uint64_t window_of(uint64_t actor_bytes) {
         return w < 8 * MG_MIB ? 8 * MG_MIB : w > 64 * MG_MIB ? 64 * MG_MIB : w;
 }
 
-/* The worker's guard of ch: with a park deadline where chaos chose to
- * park it. */
+/* The worker's guard of ch: with a park deadline, and room for the freeze,
+ * where chaos chose to park it (guards.h). */
 static int add_guard(struct run_state *s, struct child *ch, bool park) {
         struct mg_guard_options go;
-        int r = bi_worker_guard_options(s->o->actor_bytes, &go);
+        int r = park ? bi_worker_park_guard_options(s->o->actor_bytes, PARK_DEADLINE_USEC, &go)
+                     : bi_worker_guard_options(s->o->actor_bytes, &go);
         if (r < 0)
                 return r;
         go.on_event = on_worker_event;
         go.userdata = s;
         go.log = on_worker_log;
-        if (park)
-                go.park_deadline_usec = PARK_DEADLINE_USEC;
         return mg_set_add(s->set, ch->cgroup, &go, &ch->guard);
 }
 
