@@ -7,16 +7,20 @@
  * guard is not thread-safe).
  *
  * A cycle: work (a helper process allocates and touches memory and writes and
- * syncs a scratch file; the guest-memory region is filled), suspend
- * (mg_snapshot_write of the region with the guard), teardown (SIGKILL the
- * helper, unmap the region), resume (mg_snapshot_restore into a fresh region,
- * check a few pages), then the snapshot file is removed.
+ * syncs a scratch file; the guest-memory region, a shared mapping of the
+ * memfd the worker made, is filled), suspend (mg_snapshot_write of the memfd
+ * with the guard), teardown (SIGKILL the helper, unmap the region and punch
+ * the memfd empty), resume (mg_snapshot_restore into a fresh anonymous
+ * region, check a few pages), then the snapshot file is removed.
  *
  * Chaos: a BI_CONTROL_CHAOS byte on the control pipe makes the next cycle's
- * work phase start a third process that grows anon past the actor size.
+ * work phase start CHAOS_PROCS processes that grow anon past the actor size.
  * The worker's guard in the main process kills the whole cgroup (this
  * process too) and tells the kill there; this process only notices if
- * nobody kills it.
+ * nobody kills it.  The actor's own guard kills nothing (a dry run,
+ * guards.h): a kill it made would take this process and its record.
+ * Before the overshoot it tells the worker the seed of the guest memory
+ * (BI_SAMPLE_GUEST): a parked actor's memfd is saved and checked there.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +37,7 @@
 #include <unistd.h>
 
 #include "cgdir.h"
+#include "guards.h"
 #include "image.h"
 #include "scenario.h"
 #include "ticker.h"
@@ -99,6 +104,19 @@ static void note_error(const char *what) {
 static void on_event(struct mgt_actor *a, const struct mg_event *ev) {
         (void) a;
         switch (ev->type) {
+        case MG_EVENT_KILL_DRY_RUN: {
+                /* The kill the worker's guard is there to make, or one it
+                 * must not: stderr says which actor, why and when.  In a
+                 * chaos cycle the worker's guard kills next (the cycle's
+                 * sample is never sent); in any other it is a regression. */
+                const struct bi_actor_config *c = a->userdata;
+                char text[640];
+                (void) mg_kill_record_format(ev->kill, text, sizeof(text));
+                fprintf(stderr, "\nmemguard-burnin: actor %" PRIu32 ": its own guard would kill (%s; a dry run, "
+                        "nothing killed): %s\n", c->id, mg_kill_reason_to_string(ev->kill->reason), text);
+                note_error("its own guard would kill (dry run)");
+                break;
+        }
         case MG_EVENT_KILL:
         case MG_EVENT_KERNEL_OOM:
                 note_error(mg_event_type_to_string(ev->type));
@@ -121,7 +139,7 @@ static void on_event(struct mgt_actor *a, const struct mg_event *ev) {
 
 /* What on_event() counts as a kill, and as an error. */
 static unsigned kills_of(const struct mgt_events *e) {
-        return (unsigned) (e->n[MG_EVENT_KILL] + e->n[MG_EVENT_KERNEL_OOM]);
+        return (unsigned) (e->n[MG_EVENT_KILL] + e->n[MG_EVENT_KERNEL_OOM] + e->n[MG_EVENT_KILL_DRY_RUN]);
 }
 
 static unsigned errors_of(const struct mgt_events *e) {
@@ -336,7 +354,9 @@ static void cycle(struct mgt_actor *a, uint32_t n, bool chaos, struct bi_sample 
                 set_error(s, helper, "fork helper");
                 return;
         }
-        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        /* Shared, so the worker's memfd sees it; charged here, to the
+         * actor, as shmem (the page's first toucher's cgroup). */
+        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, c->guest_fd, 0);
         if (m == MAP_FAILED) {
                 set_error(s, -errno, "mmap region");
                 helper_kill(helper);
@@ -365,6 +385,10 @@ static void cycle(struct mgt_actor *a, uint32_t n, bool chaos, struct bi_sample 
         if (chaos && r == 0) {
                 /* After the helper removed its scratch file, so what a kill
                  * can leave behind is the guard's and the library's, not ours. */
+                struct bi_sample g = { .actor = c->id, .cycle = n, .kind = BI_SAMPLE_GUEST, .guest_seed = seed,
+                                       .end_usec = mg_mono_usec() };
+                if (write(c->sample_fd, &g, sizeof(g)) != (ssize_t) sizeof(g))
+                        set_error(s, -EPIPE, "guest notice");
                 pid_t ch[CHAOS_PROCS];
                 unsigned started = 0;
                 for (; started < CHAOS_PROCS; started++)
@@ -386,7 +410,10 @@ static void cycle(struct mgt_actor *a, uint32_t n, bool chaos, struct bi_sample 
         /* suspend */
         struct mg_snapshot_options o;
         struct mg_snapshot_stats st = { .size = sizeof(st) };
-        struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = m, .length = len };
+        /* The memfd, as a VMM with memfd guest RAM writes it: its holes
+         * (the untouched blocks) are skipped by SEEK_HOLE, never faulted
+         * in, as a shared mapping's read of them would. */
+        struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_FD, .fd = c->guest_fd, .length = len };
         mg_snapshot_options_init(&o);
         o.method = s->writer == BI_WRITER_BUFFERED ? MG_SNAPSHOT_BUFFERED : MG_SNAPSHOT_AUTO;
         o.guard = a->guard;
@@ -424,9 +451,11 @@ static void cycle(struct mgt_actor *a, uint32_t n, bool chaos, struct bi_sample 
         if (r == 0 && s->writer == BI_WRITER_MEMGUARD && s->peak_dirty_bytes > st.window_bytes + BI_PAGECACHE_TOLERANCE)
                 s->flags |= BI_FLAG_PAGECACHE;
 
-        /* teardown */
+        /* teardown: the guest memory freed (shmem stays until punched) */
         helper_kill(helper);
         munmap(m, len);
+        if (fallocate(c->guest_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t) len) < 0)
+                set_error(s, -errno, "punch the guest memfd");
         uint64_t t3 = mg_mono_usec();
         s->teardown_usec = t3 - t2;
 
@@ -542,11 +571,11 @@ _Noreturn void bi_actor_main(const struct bi_actor_config *c) {
         a.userdata = (void *) c;
         a.on_event = on_event;
         if (r == 0)
-                r = mg_guard_options_init(&go, c->guard_limit);
+                r = bi_actor_guard_options(c->actor_bytes, &go);
         go.log = on_log;
         go.log_userdata = (void *) c;
         if (r == 0)
-                r = mgt_actor_guard(&a, c->guard_limit, &go);
+                r = mgt_actor_guard(&a, go.limit_bytes, &go);
         if (r == 0)
                 r = mgt_ticker_start(&a.tk, a.cg, a.set);
         if (r < 0) {

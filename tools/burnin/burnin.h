@@ -15,13 +15,14 @@
  * actor's size, the guard that kills.  cgroup.kill takes every process of
  * the cgroup, the actor's own guard with it, and a kill record is told only
  * once the cgroup is empty, so only a guard outside the cgroup can tell it.
- * The actor's own guard has its limit at memory.max, so that it never races
- * the worker's guard for a kill.
+ * The actor's own guard kills nothing: a dry run, its limit at memory.max
+ * (guards.h).
  */
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "parks.h"
 #include "util.h"
 
 enum bi_writer {
@@ -69,7 +70,7 @@ struct bi_sample {
         uint32_t flags;
         int32_t error;                  /* first negative errno of the cycle */
         uint32_t restore_method;        /* BI_RESTORE_DIRECT or _CACHED */
-        uint32_t pad;
+        uint32_t kind;                  /* BI_SAMPLE_CYCLE, or _GUEST: a notice, not a cycle */
         uint64_t start_usec;            /* CLOCK_MONOTONIC at the start of the cycle (work) */
         uint64_t end_usec;              /* CLOCK_MONOTONIC at the end of the cycle */
         uint64_t lend_begin_usec, write_usec, sync_usec, reclaim_usec, lend_end_usec, publish_usec;
@@ -85,7 +86,16 @@ struct bi_sample {
          * resident in the page cache (mincore), the actor's memory.stat file,
          * and memory.events high during the restore */
         uint64_t resident_bytes, actor_file_bytes, restore_high_events;
+        /* BI_SAMPLE_GUEST: the pattern's seed of the guest memory the
+         * actor's memfd holds from now on (sent before a chaos overshoot,
+         * so that the worker can check a park's image) */
+        uint64_t guest_seed;
         char what[96];                  /* what failed, for the first error */
+};
+
+enum {
+        BI_SAMPLE_CYCLE = 0,
+        BI_SAMPLE_GUEST = 1,
 };
 
 struct bi_actor_config {
@@ -94,7 +104,6 @@ struct bi_actor_config {
         int dirfd;
         const char *dir;
         uint64_t actor_bytes;
-        uint64_t guard_limit;           /* of the actor's own guard (lends only) */
         uint64_t window_bytes;          /* of its snapshot writes */
         uint64_t lend_deadline_usec;    /* of its snapshot writes; 0: the library's */
         enum bi_writer writer;
@@ -102,6 +111,9 @@ struct bi_actor_config {
         uint64_t seed;
         int sample_fd;                  /* write end of the sample pipe */
         int control_fd;                 /* read end: EOF means stop after this cycle */
+        /* the guest memory: a memfd of actor_bytes the worker made, so
+         * that it can save it while the actor is parked (park.h) */
+        int guest_fd;
 };
 
 /* Runs in the forked actor process; never returns. */
@@ -136,11 +148,15 @@ struct bi_run {
         size_t n_steps;
         const struct bi_kill *kills;
         size_t n_kills;
+        const struct bi_park *parks;    /* --park: every park, parks.h */
+        size_t n_parks;
 };
 
 #define BI_MIN_SLOT_CYCLES 20   /* fewer cycles than this make no p99 */
 
 void bi_print_tables(const struct bi_run *r);
+/* Per slot, the parks' time to freeze, to save and to free (parks.h). */
+void bi_print_park_tables(const struct bi_run *r);
 /* The targets for the memguard writer (p99/p50 of the total per slot, the
  * last slot of a load against the first), the buffered writer's figures
  * beside them, the neighbours of chaos kills and the restores by

@@ -21,11 +21,13 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -33,7 +35,10 @@
 
 #include "burnin.h"
 #include "cgdir.h"
+#include "guards.h"
 #include "memguard/memguard.h"
+#include "park.h"
+#include "parks.h"
 #include "size.h"
 #include "util.h"
 
@@ -48,6 +53,10 @@
  * sees the cgroup empty, within a tick or two and the kill wait. */
 #define RECORD_WAIT_USEC (10 * MG_USEC_PER_SEC)
 #define MAX_CHAOS 64 /* per step */
+/* A park's deadline (mg_guard_options.park_deadline_usec): the save of
+ * the guest memory (48 MiB of data at 64M) shares the disk with every
+ * actor's cycle; the half-hour run's writes took up to 7 s. */
+#define PARK_DEADLINE_USEC (120 * MG_USEC_PER_SEC)
 
 struct options {
         struct bi_step steps[MAX_STEPS];
@@ -55,6 +64,7 @@ struct options {
         uint32_t actors;
         uint64_t duration_usec, actor_bytes, slot_usec, seed;
         uint32_t chaos;                 /* overshoots per step with actors */
+        uint32_t park;                  /* of which parked, saved and killed (parks.h) */
         uint64_t lend_deadline_usec;    /* 0: the library's */
         bool have_actors, have_duration;
         const char *dir, *parent, *csv, *json, *svg;
@@ -74,13 +84,20 @@ struct child {
         bool recorded;                  /* the worker's guard told its kill */
         bool dead;                      /* its process reaped, waiting for the record */
         uint64_t dead_usec;
+        uint64_t chaos_usec;            /* when chaos asked it */
+        uint64_t last_end_usec;         /* the end of its last cycle told (0: none yet) */
+        int guest_fd;                   /* its guest memory, a memfd (park.h) */
+        uint64_t guest_seed;            /* the pattern in it, told before an overshoot */
+        bool have_seed;
+        bool park;                      /* chaos chose to park it: its guard parks */
+        ssize_t park_idx;               /* its park in run_state.parks, -1: none yet */
         char high[32];                  /* memory.high as written at the start */
 };
 
 static const char usage_text[] =
         "usage: memguard-burnin [--actors N | --ladder N:DUR,...] [--duration DUR] [--actor-size SIZE]\n"
         "                       [--dir DIR] [--parent CGROUP] [--writer memguard|buffered|both]\n"
-        "                       [--slot DUR] [--chaos N] [--restore direct|cached|lent|alternate|rotate]\n"
+        "                       [--slot DUR] [--chaos N] [--park N] [--restore direct|cached|lent|alternate|rotate]\n"
         "                       [--lend-deadline DUR] [--csv FILE] [--json FILE] [--svg FILE] [--seed N]\n"
         "\n"
         "Cycles N actor cgroups through work, a snapshot write inside a lend of the actor's\n"
@@ -94,6 +111,8 @@ static const char usage_text[] =
         "  --writer W          memguard (default), buffered (the baseline), or both alternating\n"
         "  --slot DUR          table time slot (default 5m)\n"
         "  --chaos N           N actors per ladder step overshoot and are killed by their guard\n"
+        "  --park N            of those, the first N per step are parked (frozen), their guest\n"
+        "                      memory saved and checked, then killed\n"
         "  --restore M         the buffered writer's restores: direct (default), cached (through\n"
         "                      the page cache), lent (cached in a lend), alternate (direct and\n"
         "                      cached) or rotate (direct, cached, lent)\n"
@@ -177,7 +196,7 @@ static void parse_ladder(const char *arg, struct options *o) {
 
 static void parse_args(int argc, char **argv, struct options *o) {
         enum { O_ACTORS = 256, O_LADDER, O_DURATION, O_SIZE, O_DIR, O_PARENT, O_WRITER, O_SLOT, O_CSV, O_JSON,
-               O_SVG, O_SEED, O_CHAOS, O_RESTORE, O_LEND_DEADLINE };
+               O_SVG, O_SEED, O_CHAOS, O_RESTORE, O_LEND_DEADLINE, O_PARK };
         static const struct option longopts[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "actors", required_argument, NULL, O_ACTORS },
@@ -195,6 +214,7 @@ static void parse_args(int argc, char **argv, struct options *o) {
                 { "chaos", required_argument, NULL, O_CHAOS },
                 { "restore", required_argument, NULL, O_RESTORE },
                 { "lend-deadline", required_argument, NULL, O_LEND_DEADLINE },
+                { "park", required_argument, NULL, O_PARK },
                 {},
         };
         const char *ladder = NULL;
@@ -265,6 +285,10 @@ static void parse_args(int argc, char **argv, struct options *o) {
                                 usage_error("--chaos %s: not a number of overshoots per step (0..%d)", optarg,
                                             MAX_CHAOS);
                         break;
+                case O_PARK:
+                        if (parse_u32(optarg, MAX_CHAOS, &o->park) < 0)
+                                usage_error("--park %s: not a number of parks per step (0..%d)", optarg, MAX_CHAOS);
+                        break;
                 case O_LEND_DEADLINE:
                         if (parse_duration(optarg, &o->lend_deadline_usec) < 0)
                                 usage_error("--lend-deadline %s: not a duration", optarg);
@@ -299,6 +323,9 @@ static void parse_args(int argc, char **argv, struct options *o) {
         }
         if (optind < argc)
                 usage_error("unexpected argument '%s'", argv[optind]);
+        if (o->park > o->chaos)
+                usage_error("--park %" PRIu32 ": more than the %" PRIu32 " chaos overshoots per step (--chaos)",
+                            o->park, o->chaos);
         if (ladder) {
                 if (o->have_actors)
                         usage_error("--ladder and --actors exclude each other");
@@ -335,6 +362,14 @@ struct run_state {
         uint64_t start_usec;
         uint64_t rng;
         uint32_t chaos_sent[MAX_STEPS]; /* overshoots asked, per step */
+        /* Held by the loop except while it polls: a park's save takes it
+         * around its calls on the worker's guard (park.h). */
+        pthread_mutex_t mu;
+        int wake[2];                    /* a park's thread is done */
+        struct bi_park *parks;          /* every park */
+        struct bi_park_job **jobs;      /* and its save and check, by the same index */
+        size_t n_parks, cap_parks;
+        unsigned parks_asked, images_lost, images_corrupted;
         unsigned chaos_asked, chaos_killed, chaos_unrecorded;
         unsigned kills, errors, leaks, failures; /* failures: any flag */
         char first_failure[256];
@@ -357,6 +392,180 @@ static struct child *child_of_guard(struct run_state *s, const mg_guard *g) {
         return NULL;
 }
 
+static void drain(struct run_state *s, struct child *ch);
+static uint64_t window_of(uint64_t actor_bytes);
+
+/* ---- parks (--park): the record, the save and the check on threads (park.h) ---- */
+
+static ssize_t park_add(struct run_state *s, uint32_t actor) {
+        if (s->n_parks == s->cap_parks) {
+                size_t cap = s->cap_parks ? 2 * s->cap_parks : 16;
+                struct bi_park *p = realloc(s->parks, cap * sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                s->parks = p;
+                struct bi_park_job **j = realloc(s->jobs, cap * sizeof(*j));
+                if (!j)
+                        return -ENOMEM;
+                s->jobs = j;
+                s->cap_parks = cap;
+        }
+        struct bi_park_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        *j = (struct bi_park_job) { .memfd = -1, .bad_page = -1 };
+        s->jobs[s->n_parks] = j;
+        s->parks[s->n_parks] = (struct bi_park) { .actor = actor, .bad_page = -1 };
+        return (ssize_t) s->n_parks++;
+}
+
+static __attribute__((format(printf, 3, 4))) void park_lost(struct run_state *s, struct bi_park *p,
+                                                            const char *fmt, ...) {
+        va_list ap;
+        char what[200];
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        if (!p->lost) {
+                p->lost = true;
+                s->images_lost++;
+        }
+        fail(s, "actor %" PRIu32 ": park image lost: %s", p->actor, what);
+        fprintf(stderr, "\nmemguard-burnin: actor %" PRIu32 ": park image lost: %s\n", p->actor, what);
+}
+
+/* Once saved and killed: the image restored and checked. */
+static void park_try_check(struct run_state *s, size_t i) {
+        struct bi_park_job *j = s->jobs[i];
+        struct bi_park *p = &s->parks[i];
+        if (j->running || j->stage != BI_PARK_STAGE_SAVE || !j->save_end_usec || j->save_error < 0 ||
+            p->park_end == MG_PARK_OPEN)
+                return;
+        int r = bi_park_job_start(j, BI_PARK_STAGE_CHECK);
+        if (r < 0)
+                park_lost(s, p, "cannot start its check: %s", strerror(-r));
+}
+
+/* MG_EVENT_PARK of a chaos actor chosen to park: the save starts on a
+ * thread; the loop ends the park with the kill once it is done. */
+static void park_begin(struct run_state *s, struct child *ch, mg_guard *g, const struct mg_report *rp,
+                       uint64_t detect_usec) {
+        ssize_t i = park_add(s, ch->id);
+        int r;
+        if (i < 0) {
+                fail(s, "actor %" PRIu32 ": out of memory for its park", ch->id);
+                (void) mg_guard_park_end(g, rp->park_id, MG_PARK_KILL, 0);
+                return;
+        }
+        ch->park_idx = i;
+        struct bi_park *p = &s->parks[i];
+        struct bi_park_job *j = s->jobs[i];
+        p->detect_usec = detect_usec;
+        p->park_usec = rp->park_usec;
+        p->frozen_usec = rp->frozen_usec;
+        if (!ch->have_seed)
+                drain(s, ch); /* the notice comes before the overshoot */
+        *j = (struct bi_park_job) { .memfd = -1, .dirfd = s->dirfd, .len = s->o->actor_bytes, .seed = ch->guest_seed,
+                                    .window_bytes = window_of(s->o->actor_bytes),
+                                    .lend_deadline_usec = s->o->lend_deadline_usec, .guard = g,
+                                    .park_id = rp->park_id, .set_lock = &s->mu, .wake_fd = s->wake[1],
+                                    .bad_page = -1 };
+        snprintf(j->name, sizeof(j->name), "park-%" PRIu32 ".snap", ch->id);
+        if (!ch->have_seed)
+                r = -ENODATA;
+        else if ((j->memfd = fcntl(ch->guest_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+                r = -errno;
+        else
+                r = bi_park_job_start(j, BI_PARK_STAGE_SAVE);
+        if (r < 0) {
+                park_lost(s, p, "cannot start its save: %s", r == -ENODATA ? "no seed told" : strerror(-r));
+                if (j->memfd >= 0)
+                        close(j->memfd);
+                j->memfd = -1;
+                (void) mg_guard_park_end(g, rp->park_id, MG_PARK_KILL, 0);
+                return;
+        }
+        fprintf(stderr,
+                "\nmemguard-burnin: chaos: actor %" PRIu32 " parked, frozen in %.1f ms; saving its guest memory\n",
+                ch->id, (double) (rp->frozen_usec - rp->park_usec) / 1e3);
+}
+
+/* A park's thread done (or, with block, any running): its results; after
+ * the save the park ends with the kill, after the check the image counts. */
+static void park_poll(struct run_state *s, bool block) {
+        for (size_t i = 0; i < s->n_parks; i++) {
+                struct bi_park_job *j = s->jobs[i];
+                struct bi_park *p = &s->parks[i];
+                if (!j->running || (!block && !atomic_load(&j->done)))
+                        continue;
+                bi_park_job_join(j);
+                if (j->stage == BI_PARK_STAGE_SAVE) {
+                        p->save_begin_usec = j->save_begin_usec;
+                        p->save_end_usec = j->save_end_usec;
+                        if (j->save_error < 0)
+                                park_lost(s, p, "mg_snapshot_write: %s", strerror(-j->save_error));
+                        for (size_t c = 0; c < s->n_children; c++) {
+                                struct child *ch = &s->children[c];
+                                if (ch->park_idx != (ssize_t) i || p->park_end != MG_PARK_OPEN)
+                                        continue;
+                                int r = mg_guard_park_end(ch->guard, j->park_id, MG_PARK_KILL, 0);
+                                if (r != 1) {
+                                        s->errors++;
+                                        fail(s, "actor %" PRIu32 ": mg_guard_park_end: %s", ch->id,
+                                             r < 0 ? strerror(-r) : "thawed");
+                                }
+                        }
+                        park_try_check(s, i);
+                } else {
+                        if (j->check_error < 0) {
+                                park_lost(s, p, "mg_snapshot_restore: %s", strerror(-j->check_error));
+                        } else if (j->bad_page >= 0) {
+                                p->corrupted = true;
+                                p->bad_page = j->bad_page;
+                                s->images_corrupted++;
+                                fail(s, "actor %" PRIu32 ": park image corrupted: page %" PRId64 " differs",
+                                     p->actor, j->bad_page);
+                        } else {
+                                uint64_t fr = 0, sv = 0, fe = 0;
+                                (void) bi_park_phase_usec(p, BI_PARK_FREEZE, &fr);
+                                (void) bi_park_phase_usec(p, BI_PARK_SAVE, &sv);
+                                (void) bi_park_phase_usec(p, BI_PARK_FREE, &fe);
+                                fprintf(stderr, "\nmemguard-burnin: park: actor %" PRIu32 " frozen in %.1f ms, "
+                                        "saved in %.1f ms, freed in %.1f ms; its image restored in %.1f ms, every "
+                                        "page as written\n", p->actor, (double) fr / 1e3, (double) sv / 1e3,
+                                        (double) fe / 1e3, (double) j->restore_usec / 1e3);
+                        }
+                }
+        }
+}
+
+/* The kill record of an actor chaos chose to park: the park must have
+ * been ended by the worker's kill (after the save). */
+static void park_killed(struct run_state *s, struct child *ch, const struct mg_kill_record *k) {
+        if (ch->park_idx < 0) {
+                ssize_t i = park_add(s, ch->id);
+                if (i >= 0) {
+                        ch->park_idx = i;
+                        s->parks[i].park_end = k->report.park_end ? k->report.park_end : MG_PARK_END_NO_FREEZE;
+                        park_lost(s, &s->parks[i], "killed unparked (park end %s)",
+                                  mg_park_end_to_string(k->report.park_end));
+                } else {
+                        fail(s, "actor %" PRIu32 ": killed unparked", ch->id);
+                }
+                return;
+        }
+        struct bi_park *p = &s->parks[ch->park_idx];
+        p->park_end = k->report.park_end;
+        p->park_end_usec = k->report.park_end_usec;
+        p->empty_usec = k->empty_usec;
+        if (k->report.park_end != MG_PARK_END_KILL) {
+                s->errors++;
+                fail(s, "actor %" PRIu32 ": its park ended %s, not by the worker's kill", ch->id,
+                     mg_park_end_to_string(k->report.park_end));
+        }
+        park_try_check(s, (size_t) ch->park_idx);
+}
+
 /* The worker's guards (the main thread, in mg_set_process()). */
 static void on_worker_event(mg_guard *g, const struct mg_event *ev, void *ud) {
         struct run_state *s = ud;
@@ -369,6 +578,10 @@ static void on_worker_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                 struct bi_kill x = { .actor = id, .reason = k->reason, .expected = ch && ch->chaos,
                                      .detect_usec = k->detect_usec, .kill_usec = k->kill_usec,
                                      .empty_usec = k->empty_usec, .used_bytes = k->report.used_bytes };
+                /* A park's kill record carries no verdict time (detect_usec
+                 * 0 on 6.1 in the VM smoke): MG_EVENT_PARK's record had it. */
+                if (ch && ch->park_idx >= 0 && x.detect_usec == 0)
+                        x.detect_usec = s->parks[ch->park_idx].detect_usec;
                 char text[512];
                 (void) mg_kill_record_format(k, text, sizeof(text));
                 if (s->n_kill_log == s->cap_kill_log) {
@@ -383,6 +596,8 @@ static void on_worker_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                         s->kill_log[s->n_kill_log++] = x;
                 if (ch)
                         ch->recorded = true;
+                if (ch && ch->park)
+                        park_killed(s, ch, k);
                 if (x.expected && k->reason == MG_KILL_OVERSHOOT && !k->empty_timed_out) {
                         s->chaos_killed++;
                         fprintf(stderr, "\nmemguard-burnin: chaos: actor %" PRIu32 " killed as asked: %s\n", id,
@@ -395,6 +610,15 @@ static void on_worker_event(mg_guard *g, const struct mg_event *ev, void *ud) {
                 }
                 break;
         }
+        case MG_EVENT_PARK:
+                if (ch && ch->park && ch->park_idx < 0) {
+                        park_begin(s, ch, g, &ev->kill->report, ev->kill->detect_usec);
+                } else {
+                        s->errors++;
+                        fail(s, "actor %" PRIu32 ": parked unasked", id);
+                        (void) mg_guard_park_end(g, ev->kill->report.park_id, MG_PARK_KILL, 0);
+                }
+                break;
         case MG_EVENT_KERNEL_OOM:
         case MG_EVENT_UNKILLABLE:
         case MG_EVENT_EMPTY_OVER_LIMIT:
@@ -443,14 +667,28 @@ static uint64_t window_of(uint64_t actor_bytes) {
         return w < 8 * MG_MIB ? 8 * MG_MIB : w > 64 * MG_MIB ? 64 * MG_MIB : w;
 }
 
+/* The worker's guard of ch: with a park deadline, and room for the freeze,
+ * where chaos chose to park it (guards.h). */
+static int add_guard(struct run_state *s, struct child *ch, bool park) {
+        struct mg_guard_options go;
+        int r = park ? bi_worker_park_guard_options(s->o->actor_bytes, PARK_DEADLINE_USEC, &go)
+                     : bi_worker_guard_options(s->o->actor_bytes, &go);
+        if (r < 0)
+                return r;
+        go.on_event = on_worker_event;
+        go.userdata = s;
+        go.log = on_worker_log;
+        return mg_set_add(s->set, ch->cgroup, &go, &ch->guard);
+}
+
 static int spawn_actor(struct run_state *s) {
         const struct options *o = s->o;
         struct child *ch = &s->children[s->n_children];
-        struct mg_guard_options go;
         int sp[2], cp[2], r;
         char val[32];
 
-        *ch = (struct child) { .id = s->next_id++, .sample_fd = -1, .control_fd = -1 };
+        *ch = (struct child) { .id = s->next_id++, .sample_fd = -1, .control_fd = -1, .guest_fd = -1,
+                               .park_idx = -1 };
         if (asprintf(&ch->cgroup, "%s/actor-%" PRIu32, s->parent, ch->id) < 0)
                 return -ENOMEM;
         if (mkdir(ch->cgroup, 0755) < 0 && errno != EEXIST) {
@@ -458,17 +696,18 @@ static int spawn_actor(struct run_state *s) {
                 free(ch->cgroup);
                 return r;
         }
-        /* memory.high at 90 % of the actor size; memory.max leaves room for the lend */
-        snprintf(ch->high, sizeof(ch->high), "%" PRIu64, o->actor_bytes / 10 * 9 / 4096 * 4096);
-        snprintf(val, sizeof(val), "%" PRIu64, 2 * o->actor_bytes);
+        snprintf(ch->high, sizeof(ch->high), "%" PRIu64, bi_actor_high_bytes(o->actor_bytes));
+        snprintf(val, sizeof(val), "%" PRIu64, bi_actor_max_bytes(o->actor_bytes));
         if ((r = mgt_cg_write(ch->cgroup, "memory.high", ch->high)) < 0 ||
-            (r = mgt_cg_write(ch->cgroup, "memory.max", val)) < 0 ||
-            (r = mg_guard_options_init(&go, o->actor_bytes)) < 0)
+            (r = mgt_cg_write(ch->cgroup, "memory.max", val)) < 0)
                 goto fail_cg;
-        go.on_event = on_worker_event;
-        go.userdata = s;
-        go.log = on_worker_log;
-        if ((r = mg_set_add(s->set, ch->cgroup, &go, &ch->guard)) < 0)
+        /* The guest memory: the worker's, so it can save a parked actor's. */
+        ch->guest_fd = memfd_create("burnin-guest", MFD_CLOEXEC);
+        if (ch->guest_fd < 0 || ftruncate(ch->guest_fd, (off_t) o->actor_bytes) < 0) {
+                r = -errno;
+                goto fail_cg;
+        }
+        if ((r = add_guard(s, ch, false)) < 0)
                 goto fail_cg;
         if (pipe2(sp, O_CLOEXEC) < 0) {
                 r = -errno;
@@ -488,9 +727,9 @@ static int spawn_actor(struct run_state *s) {
                 goto fail_guard;
         }
         if (pid == 0) {
-                int keep[] = { sp[1], cp[0], s->dirfd };
-                qsort(keep, 3, sizeof(keep[0]), cmp_int);
-                close_other_fds(keep, 3);
+                int keep[] = { sp[1], cp[0], s->dirfd, ch->guest_fd };
+                qsort(keep, 4, sizeof(keep[0]), cmp_int);
+                close_other_fds(keep, 4);
                 signal(SIGINT, SIG_IGN);        /* the main process stops us */
                 signal(SIGTERM, SIG_DFL);
                 signal(SIGPIPE, SIG_DFL);
@@ -501,10 +740,10 @@ static int spawn_actor(struct run_state *s) {
                 }
                 struct bi_actor_config c = {
                         .id = ch->id, .cgroup = ch->cgroup, .dirfd = s->dirfd, .dir = o->dir,
-                        .actor_bytes = o->actor_bytes, .guard_limit = 2 * o->actor_bytes,
+                        .actor_bytes = o->actor_bytes,
                         .window_bytes = window_of(o->actor_bytes), .lend_deadline_usec = o->lend_deadline_usec,
                         .writer = o->writer, .restore = o->restore,
-                        .seed = o->seed, .sample_fd = sp[1], .control_fd = cp[0],
+                        .seed = o->seed, .sample_fd = sp[1], .control_fd = cp[0], .guest_fd = ch->guest_fd,
                 };
                 bi_actor_main(&c);
         }
@@ -520,6 +759,8 @@ static int spawn_actor(struct run_state *s) {
 fail_guard:
         (void) mg_set_remove(s->set, ch->guard);
 fail_cg:
+        if (ch->guest_fd >= 0)
+                close(ch->guest_fd);
         (void) mgt_cg_rmdir(ch->cgroup, MG_USEC_PER_SEC);
         free(ch->cgroup);
         return r;
@@ -550,9 +791,18 @@ static void add_sample(struct run_state *s, const struct bi_sample *x) {
 }
 
 static void drain(struct run_state *s, struct child *ch) {
+        if (ch->sample_fd < 0)
+                return;
         struct bi_sample x;
-        while (read(ch->sample_fd, &x, sizeof(x)) == (ssize_t) sizeof(x))
+        while (read(ch->sample_fd, &x, sizeof(x)) == (ssize_t) sizeof(x)) {
+                if (x.kind == BI_SAMPLE_GUEST) {
+                        ch->guest_seed = x.guest_seed;
+                        ch->have_seed = true;
+                        continue;
+                }
                 add_sample(s, &x);
+                ch->last_end_usec = x.end_usec;
+        }
 }
 
 /* What a killed actor may leave: its snapshot (removed at the end of every
@@ -602,6 +852,9 @@ static void finish(struct run_state *s, struct child *ch) {
                 fail(s, "actor %" PRIu32 ": %" PRIu64 " kernel OOM kills", ch->id, oom);
         }
         (void) mg_set_remove(s->set, ch->guard);
+        /* its guest memory, charged to the cgroup until it goes */
+        if (ch->guest_fd >= 0)
+                close(ch->guest_fd);
         int r = mgt_cg_destroy(ch->cgroup, 10 * MG_USEC_PER_SEC);
         if (r < 0)
                 fail(s, "cannot remove %s: %s", ch->cgroup, strerror(-r));
@@ -624,6 +877,19 @@ static bool reap(struct run_state *s, struct child *ch, bool block, uint64_t now
                         s->chaos_unrecorded++;
                         fail(s, "actor %" PRIu32 " died of SIGKILL after a chaos overshoot, but no guard told a "
                                 "kill within %" PRIu64 " s", ch->id, RECORD_WAIT_USEC / MG_USEC_PER_SEC);
+                        /* When, in the run's seconds: a log alone then tells
+                         * a death during the overshoot's growth from one at
+                         * the run's end. */
+                        char last[64] = "none";
+                        if (ch->last_end_usec > s->start_usec)
+                                snprintf(last, sizeof(last), "%.1f s",
+                                         (double) (ch->last_end_usec - s->start_usec) / 1e6);
+                        fprintf(stderr,
+                                "\nmemguard-burnin: actor %" PRIu32 " died of SIGKILL at %.1f s, no kill told by "
+                                "%.1f s (chaos asked at %.1f s; the end of its last cycle: %s)\n",
+                                ch->id, (double) (ch->dead_usec - s->start_usec) / 1e6,
+                                (double) (now - s->start_usec) / 1e6, (double) (ch->chaos_usec - s->start_usec) / 1e6,
+                                last);
                 }
                 finish(s, ch);
                 return true;
@@ -700,14 +966,33 @@ static void chaos(struct run_state *s, size_t step, uint64_t in_step) {
                 return;
         struct child *ch = &s->children[cand[next_rand(s) % n]];
         char b = BI_CONTROL_CHAOS;
+        bool park = bi_park_pick(k, o->chaos, o->park);
+        if (park) {
+                /* Its guard anew, with a park deadline: its overshoot is
+                 * parked, saved, then killed (park_begin()). */
+                (void) mg_set_remove(s->set, ch->guard);
+                ch->guard = NULL;
+                int r = add_guard(s, ch, true);
+                if (r < 0) {
+                        s->errors++;
+                        fail(s, "cannot guard actor %" PRIu32 " with parks: %s", ch->id, strerror(-r));
+                        park = false;
+                        if (add_guard(s, ch, false) < 0)
+                                return;
+                }
+        }
         if (write(ch->control_fd, &b, 1) != 1) {
                 fail(s, "cannot ask actor %" PRIu32 " to overshoot: %s", ch->id, strerror(errno));
                 return;
         }
         ch->chaos = true;
+        ch->park = park;
+        ch->chaos_usec = mg_mono_usec();
         s->chaos_sent[step]++;
         s->chaos_asked++;
-        fprintf(stderr, "\nmemguard-burnin: chaos: actor %" PRIu32 " asked to overshoot\n", ch->id);
+        s->parks_asked += park;
+        fprintf(stderr, "\nmemguard-burnin: chaos: actor %" PRIu32 " asked to overshoot%s\n", ch->id,
+                park ? " (to be parked)" : "");
 }
 
 static void progress(const struct run_state *s, uint64_t now, bool final) {
@@ -719,9 +1004,9 @@ static void progress(const struct run_state *s, uint64_t now, bool final) {
         if (!final && now - last < (tty ? 500000 : 10000000))
                 return;
         last = now;
-        fprintf(stderr, "%s[%5.0fs] cycles %zu  errors %u  kills %u  chaos %u/%u  actors %zu%s", tty ? "\r" : "",
-                (double) (now - s->start_usec) / 1e6, s->n_samples, s->errors, s->kills, s->chaos_killed,
-                s->chaos_asked, active(s), tty && !final ? "   " : "\n");
+        fprintf(stderr, "%s[%5.0fs] cycles %zu  errors %u  kills %u  chaos %u/%u  parks %zu/%u  actors %zu%s",
+                tty ? "\r" : "", (double) (now - s->start_usec) / 1e6, s->n_samples, s->errors, s->kills,
+                s->chaos_killed, s->chaos_asked, s->n_parks, s->parks_asked, active(s), tty && !final ? "   " : "\n");
 }
 
 static void loop(struct run_state *s) {
@@ -769,18 +1054,26 @@ static void loop(struct run_state *s) {
                 progress(s, now, false);
                 if (done && s->n_children == 0)
                         break;
-                struct pollfd p[MAX_ACTORS + 1];
+                struct pollfd p[MAX_ACTORS + 2];
                 size_t np = 0;
                 p[np++] = (struct pollfd) { .fd = mg_set_get_fd(s->set), .events = POLLIN };
+                p[np++] = (struct pollfd) { .fd = s->wake[0], .events = POLLIN };
                 for (size_t i = 0; i < s->n_children; i++)
                         if (!s->children[i].dead)
                                 p[np++] = (struct pollfd) { .fd = s->children[i].sample_fd, .events = POLLIN };
+                /* a park's save may take the lock for its lend meanwhile */
+                pthread_mutex_unlock(&s->mu);
                 (void) poll(p, np, 200);
+                pthread_mutex_lock(&s->mu);
+                char buf[64];
+                while (read(s->wake[0], buf, sizeof(buf)) > 0)
+                        ;
                 int r = mg_set_process(s->set);
                 if (r < 0) {
                         s->errors++;
                         fail(s, "the worker's guard set: %s", strerror(-r));
                 }
+                park_poll(s, false);
         }
         progress(s, mg_mono_usec(), true);
 }
@@ -861,9 +1154,28 @@ int main(int argc, char **argv) {
         sigaction(SIGTERM, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
 
+        if (pipe2(s.wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+                fprintf(stderr, "memguard-burnin: pipe: %s\n", strerror(errno));
+                s.set = mg_set_free(s.set);
+                if (own_parent)
+                        (void) mgt_cg_rmdir(parent, 1000000);
+                return setup_failed(&s, parent);
+        }
+        pthread_mutex_init(&s.mu, NULL);
+
         uint64_t disk0 = disk_used(s.dirfd, &err);
         s.start_usec = mg_mono_usec();
+        pthread_mutex_lock(&s.mu);
         loop(&s);
+        pthread_mutex_unlock(&s.mu);
+        /* every park's thread: the saves are done (their actors' kills were
+         * told), a check may still run */
+        for (bool any = true; any;) {
+                park_poll(&s, true);
+                any = false;
+                for (size_t i = 0; i < s.n_parks; i++)
+                        any = any || s.jobs[i]->running;
+        }
         uint64_t end_usec = mg_mono_usec();
         s.set = mg_set_free(s.set);
 
@@ -887,23 +1199,31 @@ int main(int argc, char **argv) {
         unsigned want_chaos = 0;
         for (size_t i = 0; i < o.n_steps; i++)
                 want_chaos += o.steps[i].actors ? o.chaos : 0;
+        if (!interrupted && s.parks_asked != s.n_parks)
+                fail(&s, "chaos chose %u actors to park, %zu were parked", s.parks_asked, s.n_parks);
         if (!interrupted && s.chaos_asked != want_chaos)
                 fail(&s, "chaos asked %u overshoots of the %u the ladder called for (no actor to ask)", s.chaos_asked,
                      want_chaos);
 
         struct bi_run run = { .samples = s.samples, .n = s.n_samples, .start_usec = s.start_usec,
                               .slot_usec = o.slot_usec, .writer = o.writer, .steps = o.steps,
-                              .n_steps = o.n_steps, .kills = s.kill_log, .n_kills = s.n_kill_log };
+                              .n_steps = o.n_steps, .kills = s.kill_log, .n_kills = s.n_kill_log,
+                              .parks = s.parks, .n_parks = s.n_parks };
         printf("memguard-burnin: %zu cycles in %.0f s, actor size %" PRIu64 " MiB, writer %s, restore %s, "
                "disk %+.1f MiB\n",
                s.n_samples, (double) (end_usec - s.start_usec) / 1e6, o.actor_bytes / MG_MIB,
                bi_writer_to_string(o.writer), bi_restore_to_string(o.restore),
                ((double) disk1 - (double) disk0) / (double) MG_MIB);
         bi_print_tables(&run);
+        if (o.park)
+                bi_print_park_tables(&run);
         unsigned target_fails = bi_print_checks(&run);
         printf("\nchaos: %u overshoots asked, %u killed by the worker's guards as asked, %u without a record; "
                "kills not asked: %u\n",
                s.chaos_asked, s.chaos_killed, s.chaos_unrecorded, s.kills);
+        if (o.park)
+                printf("parks: %zu of %u chosen (saved while frozen, then killed), images lost %u, corrupted %u\n",
+                       s.n_parks, s.parks_asked, s.images_lost, s.images_corrupted);
         printf("leaks: %u (files left by killed actors, memory.high not as set), deleted fds in the main "
                "process: %d, disk %+.1f MiB\n",
                s.leaks, deleted, ((double) disk1 - (double) disk0) / (double) MG_MIB);
@@ -917,16 +1237,31 @@ int main(int argc, char **argv) {
         if (interrupted)
                 printf("interrupted\n");
         if (s.failures) {
-                printf("FAIL: %u failed checks (kills %u, errors %u, leaks %u); first: %s\n", s.failures, s.kills,
-                       s.errors, s.leaks, s.first_failure);
+                printf("FAIL: %u failed checks (kills %u, errors %u, leaks %u", s.failures, s.kills, s.errors,
+                       s.leaks);
+                if (o.park)
+                        printf(", parks %zu, images lost %u, corrupted %u", s.n_parks, s.images_lost,
+                               s.images_corrupted);
+                printf("); first: %s\n", s.first_failure);
         } else {
                 printf("PASS: kills only where chaos asked (%u), no errors, memory.high exact, no deleted fds, "
-                       "disk back, page cache within the window\n", s.chaos_killed);
+                       "disk back, page cache within the window", s.chaos_killed);
+                if (o.park)
+                        printf("; parks %zu, images lost %u, corrupted %u", s.n_parks, s.images_lost,
+                               s.images_corrupted);
+                printf("\n");
         }
         if (target_fails)
                 printf("TARGETS: %u failed (above); the regression checks are the line before\n", target_fails);
         free(s.samples);
         free(s.kill_log);
+        for (size_t i = 0; i < s.n_parks; i++)
+                free(s.jobs[i]);
+        free(s.jobs);
+        free(s.parks);
+        close(s.wake[0]);
+        close(s.wake[1]);
+        pthread_mutex_destroy(&s.mu);
         free(parent);
         close(s.dirfd);
         return s.failures ? EXIT_REGRESSION : 0;

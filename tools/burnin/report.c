@@ -136,6 +136,45 @@ void bi_print_tables(const struct bi_run *r) {
         fflush(stdout);
 }
 
+void bi_print_park_tables(const struct bi_run *r) {
+        uint64_t *v = malloc((r->n_parks ? r->n_parks : 1) * sizeof(*v));
+        uint64_t last = 0;
+        size_t lost = 0, corrupted = 0;
+        if (!v)
+                return;
+        for (size_t i = 0; i < r->n_parks; i++) {
+                uint64_t slot = bi_park_slot(&r->parks[i], r->start_usec, r->slot_usec);
+                last = slot > last ? slot : last;
+                lost += r->parks[i].lost;
+                corrupted += r->parks[i].corrupted;
+        }
+        printf("\nparks: %zu, images lost %zu, corrupted %zu; ms per phase (freeze = cgroup.freeze written to "
+               "frozen; save = the worker's write of the guest memory while frozen; free = the park's kill to the "
+               "cgroup empty)\n",
+               r->n_parks, lost, corrupted);
+        printf("%-13s %-9s %5s %8s %8s %8s %8s\n", "slot", "phase", "n", "p50", "p90", "p99", "max");
+        for (uint64_t slot = 0; r->n_parks && slot <= last; slot++) {
+                char label[32];
+                struct bi_park_stats st[BI_PARK_PHASES];
+                size_t any = 0;
+                for (int p = 0; p < BI_PARK_PHASES; p++) {
+                        (void) bi_park_slot_stats(r->parks, r->n_parks, r->start_usec, r->slot_usec, slot,
+                                                  (enum bi_park_phase) p, v, &st[p]);
+                        any += st[p].n;
+                }
+                if (!any)
+                        continue; /* most slots hold no park */
+                snprintf(label, sizeof(label), "%.0f-%.0fs", (double) (slot * r->slot_usec) / 1e6,
+                         (double) ((slot + 1) * r->slot_usec) / 1e6);
+                for (int p = 0; p < BI_PARK_PHASES; p++)
+                        printf("%-13s %-9s %5zu %8.1f %8.1f %8.1f %8.1f\n", p == 0 ? label : "",
+                               bi_park_phase_to_string((enum bi_park_phase) p), st[p].n, (double) st[p].p50 / 1e3,
+                               (double) st[p].p90 / 1e3, (double) st[p].p99 / 1e3, (double) st[p].max / 1e3);
+        }
+        free(v);
+        fflush(stdout);
+}
+
 static int close_file(FILE *f) {
         int bad = ferror(f);
         if (fclose(f) != 0 || bad)

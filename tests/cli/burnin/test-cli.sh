@@ -70,6 +70,11 @@ expect_usage 'one of direct, cached, lent, alternate, rotate' --restore mmap
 expect_usage 'needs a value' --chaos
 expect_usage 'not a duration' --lend-deadline 0
 expect_usage 'not a duration' --lend-deadline soon
+expect_usage 'not a number of parks' --park x
+expect_usage 'not a number of parks' --park 65
+expect_usage 'not a number of parks' --park -1
+expect_usage 'more than the 0 chaos overshoots' --park 1
+expect_usage 'more than the 1 chaos overshoots' --chaos 1 --park 2
 expect_usage 'not a number' --seed -1
 expect_usage 'not a number' --seed 12ab
 
