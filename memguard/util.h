@@ -47,14 +47,20 @@ static inline int mg_cmp_u64(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-static inline uint64_t mg_percentile_u64(uint64_t *v, size_t n, unsigned p) {
+/* The nearest-rank p-th percentile of n values sorted up; 0 for none. */
+static inline uint64_t mg_percentile_sorted_u64(const uint64_t *v, size_t n, unsigned p) {
         size_t rank;
 
         if (n == 0)
                 return 0;
-        qsort(v, n, sizeof(*v), mg_cmp_u64);
         rank = (n * p + 99) / 100;
         return v[rank ? rank - 1 : 0];
+}
+
+/* The same of values in any order: sorts v first. */
+static inline uint64_t mg_percentile_u64(uint64_t *v, size_t n, unsigned p) {
+        qsort(v, n, sizeof(*v), mg_cmp_u64);
+        return mg_percentile_sorted_u64(v, n, p);
 }
 
 /* The struct a member pointer p of type's member is in. */

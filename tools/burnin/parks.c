@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "parks.h"
+#include "util.h"
 
 const char *bi_park_phase_to_string(enum bi_park_phase p) {
         switch (p) {
@@ -52,17 +53,6 @@ uint64_t bi_park_slot(const struct bi_park *p, uint64_t start_usec, uint64_t slo
         return t > start_usec && slot_usec ? (t - start_usec) / slot_usec : 0;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-/* Nearest rank over n sorted values, as the phase tables (report.c). */
-static uint64_t pct(const uint64_t *v, size_t n, unsigned p) {
-        size_t rank = (n * p + 99) / 100;
-        return v[rank ? rank - 1 : 0];
-}
-
 int bi_park_slot_stats(const struct bi_park *parks, size_t n, uint64_t start_usec, uint64_t slot_usec,
                        uint64_t slot, enum bi_park_phase phase, uint64_t *scratch, struct bi_park_stats *ret) {
         size_t k = 0;
@@ -77,10 +67,10 @@ int bi_park_slot_stats(const struct bi_park *parks, size_t n, uint64_t start_use
         *ret = (struct bi_park_stats) { .n = k };
         if (k == 0)
                 return 0;
-        qsort(scratch, k, sizeof(*scratch), cmp_u64);
-        ret->p50 = pct(scratch, k, 50);
-        ret->p90 = pct(scratch, k, 90);
-        ret->p99 = pct(scratch, k, 99);
+        /* nearest rank, as the phase tables (report.c) */
+        ret->p50 = mg_percentile_u64(scratch, k, 50);
+        ret->p90 = mg_percentile_u64(scratch, k, 90);
+        ret->p99 = mg_percentile_u64(scratch, k, 99);
         ret->max = scratch[k - 1];
         return 0;
 }

@@ -13,6 +13,7 @@
 #include "burnin.h"
 #include "json.h"
 #include "memguard/snapshot.h"
+#include "util.h"
 
 enum { PH_SNAPSHOT, PH_WRITE, PH_SYNC, PH_LEND_END, PH_PUBLISH, PH_TEARDOWN, PH_RESTORE, PH_TOTAL, N_PHASES };
 static const char *const phase_names[N_PHASES] = { "snapshot", "write", "sync", "lend_end", "publish",
@@ -67,17 +68,6 @@ const char *bi_restore_to_string(enum bi_restore m) {
         return "?";
 }
 
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-/* Nearest rank over n sorted values. */
-static uint64_t pct(const uint64_t *v, size_t n, unsigned p) {
-        size_t rank = (n * p + 99) / 100;
-        return v[rank ? rank - 1 : 0];
-}
-
 static uint64_t slot_of(const struct bi_run *r, const struct bi_sample *x) {
         return (x->end_usec - r->start_usec) / r->slot_usec;
 }
@@ -119,10 +109,10 @@ static void print_table(const struct bi_run *r, uint32_t writer) {
                                         printf("%-13s %-9s %5d\n", label, "-", 0);
                                 break;
                         }
-                        qsort(v, n, sizeof(*v), cmp_u64);
+                        qsort(v, n, sizeof(*v), mg_cmp_u64);
                         printf("%-13s %-9s %5zu %8.1f %8.1f %8.1f %8.1f\n", p == 0 ? label : "", phase_names[p], n,
-                               (double) pct(v, n, 50) / 1e3, (double) pct(v, n, 90) / 1e3,
-                               (double) pct(v, n, 99) / 1e3, (double) v[n - 1] / 1e3);
+                               (double) mg_percentile_sorted_u64(v, n, 50) / 1e3, (double) mg_percentile_sorted_u64(v, n, 90) / 1e3,
+                               (double) mg_percentile_sorted_u64(v, n, 99) / 1e3, (double) v[n - 1] / 1e3);
                 }
         }
         free(v);
@@ -269,10 +259,10 @@ static void slot_figures(const struct bi_run *r, uint32_t writer, uint64_t slot,
                         v[f->n++] = x->downtime_usec;
         }
         if (f->n) {
-                qsort(v, f->n, sizeof(*v), cmp_u64);
-                f->p50 = pct(v, f->n, 50);
-                f->p90 = pct(v, f->n, 90);
-                f->p99 = pct(v, f->n, 99);
+                qsort(v, f->n, sizeof(*v), mg_cmp_u64);
+                f->p50 = mg_percentile_sorted_u64(v, f->n, 50);
+                f->p90 = mg_percentile_sorted_u64(v, f->n, 90);
+                f->p99 = mg_percentile_sorted_u64(v, f->n, 99);
                 f->max = v[f->n - 1];
         }
         free(v);
@@ -433,15 +423,15 @@ static unsigned check_neighbours(const struct bi_run *r) {
                         printf("-    %s writer: no cycle of another actor spanned a chaos kill\n",
                                bi_writer_to_string((enum bi_writer) w));
                 if (ni) {
-                        qsort(in, ni, sizeof(*in), cmp_u64);
+                        qsort(in, ni, sizeof(*in), mg_cmp_u64);
                         if (no)
-                                qsort(out, no, sizeof(*out), cmp_u64);
+                                qsort(out, no, sizeof(*out), mg_cmp_u64);
                         printf("%s %s writer: %zu cycles of other actors spanned a chaos kill, %zu flagged; total "
                                "p50 %.1f p99 %.1f max %.1f ms; the other cycles of those slots (%zu): p50 %.1f p99 "
                                "%.1f ms\n",
                                flagged ? "FAIL" : "PASS", bi_writer_to_string((enum bi_writer) w), ni, flagged,
-                               ms(pct(in, ni, 50)), ms(pct(in, ni, 99)), ms(in[ni - 1]), no,
-                               no ? ms(pct(out, no, 50)) : 0, no ? ms(pct(out, no, 99)) : 0);
+                               ms(mg_percentile_sorted_u64(in, ni, 50)), ms(mg_percentile_sorted_u64(in, ni, 99)), ms(in[ni - 1]), no,
+                               no ? ms(mg_percentile_sorted_u64(out, no, 50)) : 0, no ? ms(mg_percentile_sorted_u64(out, no, 99)) : 0);
                         fails += flagged != 0;
                 }
                 free(in);
@@ -490,19 +480,19 @@ static void print_restores(const struct bi_run *r) {
                                 }
                                 if (n == 0)
                                         continue;
-                                qsort(v, n, sizeof(*v), cmp_u64);
-                                qsort(res, n, sizeof(*res), cmp_u64);
-                                qsort(file, n, sizeof(*file), cmp_u64);
-                                qsort(hi, n, sizeof(*hi), cmp_u64);
-                                qsort(data, n, sizeof(*data), cmp_u64);
+                                qsort(v, n, sizeof(*v), mg_cmp_u64);
+                                qsort(res, n, sizeof(*res), mg_cmp_u64);
+                                qsort(file, n, sizeof(*file), mg_cmp_u64);
+                                qsort(hi, n, sizeof(*hi), mg_cmp_u64);
+                                qsort(data, n, sizeof(*data), mg_cmp_u64);
                                 char bucket[16];
                                 snprintf(bucket, sizeof(bucket), "%u-%u%%", edges[b], edges[b + 1] > 100 ? 100 : edges[b + 1]);
-                                uint64_t p50 = pct(v, n, 50);
+                                uint64_t p50 = mg_percentile_sorted_u64(v, n, 50);
                                 printf("%-9s %-7s %-9s %5zu %9.1f %9.1f %8.1f %8.1f %8.1f %7.1f %6" PRIu64 "\n",
                                        bi_writer_to_string((enum bi_writer) w), bi_restore_to_string((enum bi_restore) m),
-                                       bucket, n, (double) pct(res, n, 50) / MG_MIB, (double) pct(file, n, 50) / MG_MIB,
-                                       ms(p50), ms(pct(v, n, 90)), ms(pct(v, n, 99)),
-                                       p50 ? (double) pct(data, n, 50) / (double) p50 : 0, pct(hi, n, 50));
+                                       bucket, n, (double) mg_percentile_sorted_u64(res, n, 50) / MG_MIB, (double) mg_percentile_sorted_u64(file, n, 50) / MG_MIB,
+                                       ms(p50), ms(mg_percentile_sorted_u64(v, n, 90)), ms(mg_percentile_sorted_u64(v, n, 99)),
+                                       p50 ? (double) mg_percentile_sorted_u64(data, n, 50) / (double) p50 : 0, mg_percentile_sorted_u64(hi, n, 50));
                         }
         printf("(res: snapshot bytes resident, p50; file: the actor's memory.stat file at that moment, p50, the "
                "cache charged to the actor; MB/s: data p50 / restore p50; high: memory.events high during the "
