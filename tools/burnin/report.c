@@ -111,7 +111,8 @@ static void print_table(const struct bi_run *r, uint32_t writer) {
                         }
                         qsort(v, n, sizeof(*v), mg_cmp_u64);
                         printf("%-13s %-9s %5zu %8.1f %8.1f %8.1f %8.1f\n", p == 0 ? label : "", phase_names[p], n,
-                               (double) mg_percentile_sorted_u64(v, n, 50) / 1e3, (double) mg_percentile_sorted_u64(v, n, 90) / 1e3,
+                               (double) mg_percentile_sorted_u64(v, n, 50) / 1e3,
+                               (double) mg_percentile_sorted_u64(v, n, 90) / 1e3,
                                (double) mg_percentile_sorted_u64(v, n, 99) / 1e3, (double) v[n - 1] / 1e3);
                 }
         }
