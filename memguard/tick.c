@@ -423,18 +423,23 @@ MG_HOT int mg_guard_tick_at(mg_guard *g, uint64_t now) {
                         return acted;
         }
 
-        if (g->state == MG_GUARD_KILLING) {
-                r = mg_guard_tick_killing(g, now);
-                return r < 0 ? r : acted;
-        }
-        if (g->state == MG_GUARD_PARKED) {
-                r = mg_guard_tick_parked(g, now);
-                return r < 0 ? r : r > 0 ? 1 : acted;
-        }
-        if (g->state == MG_GUARD_HOLDOFF) {
-                if (now < g->holdoff_until_usec)
-                        return acted;
-                g->state = MG_GUARD_WATCHING;
+        /* One test on the fast path for every state but watching. */
+        if (g->state != MG_GUARD_WATCHING) {
+                switch (g->state) {
+                case MG_GUARD_KILLING:
+                        r = mg_guard_tick_killing(g, now);
+                        return r < 0 ? r : acted;
+                case MG_GUARD_PARKED:
+                        r = mg_guard_tick_parked(g, now);
+                        return r < 0 ? r : r > 0 ? 1 : acted;
+                case MG_GUARD_HOLDOFF:
+                        if (now < g->holdoff_until_usec)
+                                return acted;
+                        g->state = MG_GUARD_WATCHING;
+                        break;
+                default:
+                        break; /* gone in the lend's tick: its reads say so */
+                }
         }
 
         /* A set that watches memory.events.local hears of a kernel limit
