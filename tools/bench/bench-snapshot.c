@@ -40,15 +40,17 @@
  *
  * Then, with --restore-cycles R, the restore, outside the actor, of an
  * image with the burn-in's pattern instead (every fourth 2 MiB block
- * untouched: runs of 6 MiB between the holes): each cycle writes it as N files of SIZE/N MiB (--restore-writers N,
- * default 4) three ways, in an order rotated per cycle: the plain O_DIRECT
- * copy of each slice (one file, written alone), memguard's writer (N
+ * untouched: runs of 6 MiB between the holes): each cycle writes it as N
+ * files of SIZE/N MiB (--restore-writers N, default 4) three ways, in an
+ * order rotated per cycle: plain O_DIRECT
+ * copies, one file at a time, of each slice and of its data bytes alone
+ * (the runs back to back: the bytes a restore reads), memguard's writer (N
  * threads at once, MG_SNAPSHOT_AUTO, no guard) and the buffered baseline (N
  * threads at once), the way the burn-in's actors write side by side on one
  * disk; the buffered files' cache is dropped (as the end of a lend on 6.1
  * reclaims it).  Then, one at a time, each slice is read back into fresh
- * memory three ways: the copy by O_DIRECT preads of 4 MiB (what the disk
- * gives), memguard's file and the buffered writer's file by
+ * memory four ways: the two copies by O_DIRECT preads of 4 MiB (what the
+ * disk gives), memguard's file and the buffered writer's file by
  * mg_snapshot_restore() (MG_SNAPSHOT_AUTO: O_DIRECT), compared with the
  * image.  Each file's layout is counted with FIEMAP as filefrag counts it:
  * an extent that does not continue the previous one on the disk (across
@@ -335,27 +337,70 @@ static void *slice_write(void *ud) {
         return NULL;
 }
 
-static void slice_name(char *buf, size_t size, enum writer w, unsigned i) {
-        snprintf(buf, size, "bench-rs-%s-%u", writer_names[w], i);
+/* The restore's files and readers: the plain copy of a slice (all of it),
+ * the plain copy of its data bytes alone (the runs back to back: the same
+ * bytes the restore reads), memguard's file, the baseline's file. */
+enum reader { R_COPY, R_DATA, R_MEMGUARD, R_BUFFERED, R_N };
+static const char *const reader_names[R_N] = { "copy", "data", "memguard", "buffered" };
+
+static void slice_name(char *buf, size_t size, enum reader rd, unsigned i) {
+        snprintf(buf, size, "bench-rs-%s-%u", reader_names[rd], i);
 }
 
-/* Writes the n slices of img one way: the copy one file after another,
- * memguard and buffered n threads at once.  Prints one line for the group.
- * Returns 0 or the first error. */
+/* The data runs of slice i (pages outside the never-touched blocks),
+ * written back to back with O_DIRECT from the image itself, and synced. */
+static int data_copy(int dirfd, const char *name, const uint8_t *img, uint64_t slice, unsigned i,
+                     uint64_t *ret_bytes) {
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+        uint64_t first = i * slice / PAGE, n = slice / PAGE, out = 0;
+        int r = 0;
+        if (fd < 0)
+                return -errno;
+        for (uint64_t pg = first; pg < first + n && r == 0;) {
+                if (img_untouched(pg, HOLES_RESTORE)) {
+                        pg++;
+                        continue;
+                }
+                uint64_t end = pg;
+                while (end < first + n && !img_untouched(end, HOLES_RESTORE) && (end - pg) * PAGE < COPY_BUF)
+                        end++;
+                size_t len = (size_t) ((end - pg) * PAGE);
+                ssize_t k = pwrite(fd, img + pg * PAGE, len, (off_t) out);
+                if (k != (ssize_t) len)
+                        r = k < 0 ? -errno : -EIO;
+                out += len;
+                pg = end;
+        }
+        if (r == 0 && fdatasync(fd) < 0)
+                r = -errno;
+        close(fd);
+        *ret_bytes = out;
+        return r;
+}
+
+/* Writes the n slices of img one way: the two copies one file after
+ * another, memguard and buffered n threads at once.  Prints one line for
+ * the group.  Returns 0 or the first error. */
 static int write_slices(int dirfd, enum writer w, const uint8_t *img, uint64_t slice, unsigned n,
                         const uint8_t *copy_buf, int cycle) {
         struct slice_writer sw[RESTORE_WRITERS_MAX];
-        uint64_t t0 = mg_mono_nsec();
+        uint64_t t0 = mg_mono_nsec(), data_bytes = 0;
         int r = 0;
 
         for (unsigned i = 0; i < n; i++) {
+                enum reader rd = w == W_COPY ? R_COPY : w == W_MEMGUARD ? R_MEMGUARD : R_BUFFERED;
                 sw[i] = (struct slice_writer) { .dirfd = dirfd, .addr = img + i * slice, .len = slice,
                                                 .method = w == W_MEMGUARD ? MG_SNAPSHOT_AUTO : MG_SNAPSHOT_BUFFERED };
-                slice_name(sw[i].name, sizeof(sw[i].name), w, i);
-                if (w == W_COPY)
+                slice_name(sw[i].name, sizeof(sw[i].name), rd, i);
+                if (w == W_COPY) {
+                        char dname[64];
                         sw[i].r = plain_copy(dirfd, sw[i].name, copy_buf, slice);
-                else if ((r = -pthread_create(&sw[i].thread, NULL, slice_write, &sw[i])) < 0)
+                        slice_name(dname, sizeof(dname), R_DATA, i);
+                        if (sw[i].r == 0)
+                                sw[i].r = data_copy(dirfd, dname, img, slice, i, &data_bytes);
+                } else if ((r = -pthread_create(&sw[i].thread, NULL, slice_write, &sw[i])) < 0) {
                         sw[i].r = r;
+                }
         }
         for (unsigned i = 0; i < n; i++) {
                 if (w != W_COPY && sw[i].r == 0)
@@ -366,7 +411,7 @@ static int write_slices(int dirfd, enum writer w, const uint8_t *img, uint64_t s
         uint64_t usec = (mg_mono_nsec() - t0) / 1000;
         (void) syncfs(dirfd);
         /* The baseline keeps its cache; a lend's end on 6.1 reclaims it, and
-         * the restore below is to read the disk in all three cases. */
+         * the restore below is to read the disk in all cases. */
         for (unsigned i = 0; i < n && w == W_BUFFERED; i++) {
                 int fd = openat(dirfd, sw[i].name, O_RDONLY | O_CLOEXEC);
                 if (fd >= 0) {
@@ -381,26 +426,34 @@ static int write_slices(int dirfd, enum writer w, const uint8_t *img, uint64_t s
         return r;
 }
 
-/* Reads slice i back into fresh memory the way w's file is read, and checks
- * it.  Prints one line.  Returns 0 or a negative errno. */
-static int read_slice(int dirfd, enum writer w, const uint8_t *img, uint64_t slice, unsigned i, int cycle,
+/* Reads slice i back into fresh memory the way rd's file is read, and
+ * checks it.  Prints one line.  Returns 0 or a negative errno. */
+static int read_slice(int dirfd, enum reader rd, const uint8_t *img, uint64_t slice, unsigned i, int cycle,
                       int pos) {
         struct mg_snapshot_stats st = { .size = sizeof(st) };
+        bool plain = rd == R_COPY || rd == R_DATA;
+        uint64_t len = slice;
+        struct stat sb;
         char name[64];
         int r = 0, ext;
 
-        slice_name(name, sizeof(name), w, i);
+        slice_name(name, sizeof(name), rd, i);
         ext = file_extents(dirfd, name);
-        uint8_t *p = mmap(NULL, slice, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (rd == R_DATA) {
+                if (fstatat(dirfd, name, &sb, 0) < 0)
+                        return -errno;
+                len = (uint64_t) sb.st_size;
+        }
+        uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
                 return -errno;
         uint64_t c0 = bench_cpu_usec(NULL), t0 = mg_mono_nsec();
-        if (w == W_COPY) {
+        if (plain) {
                 int fd = openat(dirfd, name, O_RDONLY | O_DIRECT | O_CLOEXEC);
                 if (fd < 0)
                         r = -errno;
-                for (uint64_t off = 0; off < slice && r == 0; off += COPY_BUF) {
-                        size_t n = (size_t) (slice - off < COPY_BUF ? slice - off : COPY_BUF);
+                for (uint64_t off = 0; off < len && r == 0; off += COPY_BUF) {
+                        size_t n = (size_t) (len - off < COPY_BUF ? len - off : COPY_BUF);
                         ssize_t k = pread(fd, p + off, n, (off_t) off);
                         if (k != (ssize_t) n)
                                 r = k < 0 ? -errno : -EIO;
@@ -415,16 +468,16 @@ static int read_slice(int dirfd, enum writer w, const uint8_t *img, uint64_t sli
                 r = mg_snapshot_restore(dirfd, name, &t, &o, &st);
         }
         uint64_t usec = (mg_mono_nsec() - t0) / 1000, cpu = bench_cpu_usec(NULL) - c0;
-        if (r == 0 && w != W_COPY && memcmp(p, img + i * slice, slice) != 0)
+        if (r == 0 && !plain && memcmp(p, img + i * slice, slice) != 0)
                 r = -EBADMSG;
-        munmap(p, slice);
+        munmap(p, len);
         printf("result bench=snapshot-restore reader=%s cycle=%d pos=%d file=%u r=%s ms=%.1f cpu_ms=%.1f mbps=%.1f"
-               " image_mib=%" PRIu64 " data_mib=%.1f read_ms=%.1f method=%s extents=%d\n",
-               writer_names[w], cycle, pos, i, r ? strerror(-r) : "0", (double) usec / 1000, (double) cpu / 1000,
-               usec ? (double) slice / (double) usec : 0.0, slice / MG_MIB,
-               (double) (w == W_COPY ? slice : st.data_bytes) / MG_MIB,
-               (double) (w == W_COPY ? usec : st.read_usec) / 1000,
-               w == W_COPY ? "o_direct" : mg_snapshot_method_to_string(st.method), ext);
+               " image_mib=%" PRIu64 " data_mib=%.1f total_ms=%.1f read_ms=%.1f zero_ms=%.1f method=%s extents=%d\n",
+               reader_names[rd], cycle, pos, i, r ? strerror(-r) : "0", (double) usec / 1000, (double) cpu / 1000,
+               usec ? (double) len / (double) usec : 0.0, slice / MG_MIB,
+               (double) (plain ? len : st.data_bytes) / MG_MIB, (double) (plain ? usec : st.total_usec) / 1000,
+               (double) (plain ? usec : st.read_usec) / 1000,
+               (double) st.zero_usec / 1000, plain ? "o_direct" : mg_snapshot_method_to_string(st.method), ext);
         return r;
 }
 
@@ -442,15 +495,15 @@ static int restore_cycles(int dirfd, const uint8_t *img, uint64_t len, unsigned 
                                 failed = 1;
                 }
                 for (unsigned i = 0; i < n; i++)
-                        for (int pos = 0; pos < W_N; pos++) {
-                                enum writer w = (enum writer) (((uint64_t) pos + c + i) % W_N);
-                                if (read_slice(dirfd, w, img, slice, i, (int) c, pos) < 0)
+                        for (int pos = 0; pos < R_N; pos++) {
+                                enum reader rd = (enum reader) (((uint64_t) pos + c + i) % R_N);
+                                if (read_slice(dirfd, rd, img, slice, i, (int) c, pos) < 0)
                                         failed = 1;
                         }
                 for (unsigned i = 0; i < n; i++)
-                        for (int w = 0; w < W_N; w++) {
+                        for (int rd = 0; rd < R_N; rd++) {
                                 char name[64];
-                                slice_name(name, sizeof(name), (enum writer) w, i);
+                                slice_name(name, sizeof(name), (enum reader) rd, i);
                                 (void) unlinkat(dirfd, name, 0);
                         }
                 (void) syncfs(dirfd);
