@@ -1613,6 +1613,84 @@ Test(snapshot, lend_end_writes_without_the_lock) {
         munmap(img, len);
 }
 
+/* ---- the AIO context ----------------------------------------------------- */
+
+/* The process's AIO rings in /proc/self/maps (anon inode "[aio]"); the
+ * address of the last in *ret_addr. */
+static int aio_rings(unsigned long *ret_addr) {
+        FILE *f = fopen("/proc/self/maps", "re");
+        char line[512];
+        int n = 0;
+        cr_assert_not_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strstr(line, "/[aio]")) {
+                        n++;
+                        if (ret_addr)
+                                *ret_addr = strtoul(line, NULL, 16);
+                }
+        fclose(f);
+        return n;
+}
+
+struct restorer {
+        uint8_t *back;
+        size_t len;
+        int r;
+};
+
+static void *restore_run(void *ud) {
+        struct restorer *rs = ud;
+        rs->r = restore_mem("snap", rs->back, rs->len, NULL, NULL);
+        return NULL;
+}
+
+/* io_destroy() waits out RCU grace periods (tens of ms), so the context of
+ * a direct write or restore is kept for the next (snapshot/aio.c): one per
+ * process whatever the number of calls and threads, taken again by the
+ * next call, never by a child after fork(), whose own restore works. */
+Test(snapshot, aio_context_kept_one_per_process) {
+        size_t len = 4 * MG_MIB;
+        uint8_t *img = make_image(len, 31);
+        struct restorer rs[4];
+        struct mg_snapshot_stats st;
+        unsigned long a1 = 0, a2 = 0;
+        pthread_t t[4];
+
+        cr_assert_eq(write_mem("snap", img, len, NULL, &st), 0, "%s", last_log);
+        if (st.method != MG_SNAPSHOT_DIRECT)
+                cr_skip_test("no direct I/O here (method %s): no AIO context",
+                             mg_snapshot_method_to_string(st.method));
+        for (int i = 0; i < 4; i++)
+                rs[i] = (struct restorer) { .back = map(len), .len = len };
+        cr_expect_eq(aio_rings(&a1), 1, "the write's context kept");
+        cr_assert_eq(restore_mem("snap", rs[0].back, len, NULL, &st), 0, "%s", last_log);
+        cr_expect_eq(aio_rings(&a2), 1);
+        cr_expect_eq(a1, a2, "taken again, not made anew");
+        for (int i = 0; i < 4; i++)
+                cr_assert_eq(pthread_create(&t[i], NULL, restore_run, &rs[i]), 0);
+        for (int i = 0; i < 4; i++) {
+                pthread_join(t[i], NULL);
+                cr_expect_eq(rs[i].r, 0, "thread %d: %s", i, strerror(-rs[i].r));
+                cr_expect_eq(memcmp(img, rs[i].back, len), 0);
+        }
+        cr_expect_eq(aio_rings(NULL), 1, "four at once, one kept after");
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                memset(rs[0].back, 0, len);
+                int r = restore_mem("snap", rs[0].back, len, NULL, NULL);
+                _exit(r == 0 && memcmp(img, rs[0].back, len) == 0 ? 0 : 1);
+        }
+        int status;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's restore");
+        cr_assert_eq(restore_mem("snap", rs[0].back, len, NULL, NULL), 0, "%s", last_log);
+        cr_expect_eq(aio_rings(NULL), 1);
+        for (int i = 0; i < 4; i++)
+                munmap(rs[i].back, len);
+        munmap(img, len);
+}
+
 /* ---- many cycles --------------------------------------------------------- */
 
 Test(snapshot, hundred_cycles_leave_no_trace) {
@@ -1638,6 +1716,7 @@ Test(snapshot, hundred_cycles_leave_no_trace) {
         }
         cr_expect_eq(deleted_fds(&fds_after), 0, "an fd to a deleted file");
         cr_expect_eq(fds_after, fds_before);
+        cr_expect_leq(aio_rings(NULL), 1, "at most the one AIO context kept");
         cr_expect_eq(count_entries(), 2);
         cr_assert_eq(unlinkat(dfd, "snap", 0), 0);
         cr_expect_eq(count_entries(), 1, "back to the starting contents");
