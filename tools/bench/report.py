@@ -578,9 +578,10 @@ for f in sorted(glob.glob(path("snapshot-*.txt"))):
                    f"O_DIRECT copies (one file at a time) of each slice and of its "
                    f"{fmt(dmib_, 0) if dmib_ else '?'} MiB of data alone; each then read back into fresh memory, one "
                    f"read at a time: the copies by 4 MiB O_DIRECT preads, the others by `mg_snapshot_restore()` "
-                   f"(AUTO). vs: the copy's time over the reader's, per slice in the same cycle for the ratios below; "
+                   f"(AUTO). vs: throughput against the copy's read (its time over the reader's); "
                    f"extents per file as filefrag counts them (FIEMAP: an extent that does not continue the previous "
-                   f"one on disk); write: ms for the whole group of {nfiles}, p50.")
+                   f"one on disk); write: ms for the whole group of {nfiles} (for the copies, both copies of the "
+                   f"{nfiles} slices), p50.")
         out.append("")
         rlabels = {"copy": f"plain O_DIRECT copy of the slice ({smib:.0f} MiB), read",
                    "data": "plain O_DIRECT copy of its data bytes, read (the same bytes)",
@@ -611,17 +612,16 @@ for f in sorted(glob.glob(path("snapshot-*.txt"))):
         for r in rok:
             per[(r["cycle"], r["file"])][r["reader"]] = num(r["ms"])
         prows = []
-        for a_, b_, lab in (("data", "memguard", "memguard / the same bytes read (per slice)"),
-                            ("copy", "memguard", "memguard / the slice's copy read (per slice)"),
-                            ("buffered", "memguard", "memguard / buffered (per slice)"),
-                            ("data", "buffered", "buffered / the same bytes read (per slice)")):
+        for a_, b_, lab in (("data", "memguard", "memguard / the same bytes read (throughput, per slice)"),
+                            ("copy", "memguard", "memguard / the slice's copy read (throughput, per slice)"),
+                            ("buffered", "memguard", "memguard / buffered (throughput, per slice)"),
+                            ("data", "buffered", "buffered / the same bytes read (throughput, per slice)")):
             v = [x[a_] / x[b_] for x in per.values() if a_ in x and b_ in x and x[b_]]
             if v:
                 prows.append([lab, str(len(v)), f"{100 * pct(v, 50):.0f} %", f"{100 * min(v):.0f} %",
                               f"{100 * max(v):.0f} %"])
         if prows:
-            out.append(table(["speed ratio (time of the second over the first)", "slices", "p50", "worst", "best"],
-                             prows))
+            out.append(table(["ratio", "slices", "p50", "worst", "best"], prows))
             out.append("")
         ph = []
         for k_ in ("read_ms", "zero_ms"):
