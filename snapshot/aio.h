@@ -30,11 +30,13 @@ struct mg_snap_aio {
         } slot[MG_SNAP_AIO_MAX];
 };
 
-/* Returns 0, or -ENOSYS (no CONFIG_AIO), -EAGAIN (fs.aio-max-nr reached),
+/* Takes the context the process's last close kept, else makes one.
+ * Returns 0, or -ENOSYS (no CONFIG_AIO), -EAGAIN (fs.aio-max-nr reached),
  * -EINVAL: the caller then does synchronous I/O. */
 int mg_snap_aio_open(struct mg_snap_aio *a, unsigned depth);
-/* Waits for everything in flight, then frees the context.  Safe on a
- * zeroed struct. */
+/* Waits for everything in flight, then keeps the context for the next open
+ * (one per process; aio.c says why) or frees it.  Safe on a zeroed
+ * struct. */
 void mg_snap_aio_close(struct mg_snap_aio *a);
 
 static inline bool mg_snap_aio_full(const struct mg_snap_aio *a) {

@@ -18,6 +18,11 @@
  * enough to bound the bounce buffer charged to the actor. */
 #define MG_SNAP_IO_BYTES (4 * MG_MIB)
 #define MG_SNAP_MIN_WINDOW (UINT64_C(256) * 1024)
+/* Direct writes allocate the file this much of the image at a time, ahead
+ * of the data, and punch the gaps back after (reserve() in write.c): large
+ * enough that a restore reads long extents, small enough that the gaps a
+ * region holds for a while cost little disk. */
+#define MG_SNAP_RESERVE_BYTES (64 * MG_MIB)
 #define MG_SNAP_TMP_PREFIX ".mgsnap-tmp-"
 /* A temporary file nobody holds a lock on and that has not been written for
  * this long belongs to a writer that died (see cleanup_stale in write.c). */
@@ -33,6 +38,7 @@ enum mg_snap_op {
         MG_SNAP_OP_SYNC,        /* sync_file_range of a window */
         MG_SNAP_OP_FSYNC,       /* the final fdatasync */
         MG_SNAP_OP_READ,        /* a data read of a restore */
+        MG_SNAP_OP_RESERVE,     /* the fallocate of a region ahead of its direct writes */
 };
 enum {
         MG_SNAP_SEAM_NO_TMPFILE = 1 << 0,       /* a named temporary file, as without O_TMPFILE */

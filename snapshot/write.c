@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,11 +44,13 @@
  *   direct     O_DIRECT writes from the source (or a bounce buffer if it is
  *              not aligned): nothing is cached.  Up to 4 writes are in
  *              flight through native AIO (aio.h) while the next block is
- *              scanned.  The file's size is set up front and each run is
- *              fallocated before it is written, so no write extends the
- *              file (ext4 runs extending direct writes synchronously, even
- *              through AIO), the file stays sparse, and ENOSPC comes before
- *              the I/O.
+ *              scanned.  The file's size is set up front and its blocks are
+ *              fallocated before they are written, a region of the image at
+ *              a time with the gaps punched back after (reserve()), so no
+ *              write extends the file (ext4 runs extending direct writes
+ *              synchronously, even through AIO), the data lies in long
+ *              extents, the file stays sparse, and ENOSPC comes before the
+ *              I/O.
  *   dontcache  pwritev2(RWF_DONTCACHE): buffered, the kernel starts writeback
  *              after each call and drops the pages once written.  Nothing
  *              waits for that writeback, so the window wait below still
@@ -77,6 +81,9 @@ struct writer {
         enum mg_snapshot_method method;
         bool dio_guessed;               /* statx gave no alignment: 4 KiB assumed */
         bool fallocate_ok;
+        bool reserve_ok;                /* regions are fallocated ahead (reserve()) */
+        uint64_t res_start, res_end;    /* image bytes fallocated whose gaps are not punched yet */
+        uint64_t punch_range;           /* ranges below this index lie below what is left to punch */
         uint32_t dio_mem_align;
         uint8_t *buf;                   /* two bounce buffers of io_bytes, page-aligned */
         size_t io_bytes;
@@ -239,6 +246,14 @@ static int link_tmp(struct writer *w) {
         return -EEXIST;
 }
 
+/* shmem's fallocate allocates the pages themselves, charged to the writer's
+ * cgroup: a region's gaps would be the actor's memory until punched, and a
+ * tmpfs file has no disk layout to keep together. */
+static bool on_tmpfs(int fd) {
+        struct statfs s;
+        return fstatfs(fd, &s) == 0 && s.f_type == TMPFS_MAGIC;
+}
+
 static int set_direct(int fd, bool on) {
         int fl = fcntl(fd, F_GETFL);
         if (fl < 0)
@@ -336,14 +351,120 @@ static int reap_upto(struct writer *w, uint64_t last) {
         return 0;
 }
 
+/* Punches image bytes [from, to) that no range covers: blocks reserve()
+ * allocated that no data went to.  Every range below to is final (runs are
+ * written in image order) but the last, which may still grow. */
+static int punch_gaps(struct writer *w, uint64_t from, uint64_t to) {
+        uint64_t x = from, i = w->punch_range;
+
+        while (x < to) {
+                uint64_t end = to;
+                while (i < w->n_ranges && w->ranges[i].offset + w->ranges[i].length <= x)
+                        i++;
+                if (i < w->n_ranges && w->ranges[i].offset <= x) {
+                        x = w->ranges[i].offset + w->ranges[i].length;
+                        continue;
+                }
+                if (i < w->n_ranges && w->ranges[i].offset < to)
+                        end = w->ranges[i].offset;
+                if (fallocate(w->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t) (w->data_offset + x),
+                              (off_t) (end - x)) < 0)
+                        return -errno;
+                x = end;
+        }
+        w->punch_range = i < w->n_ranges ? i : w->n_ranges ? w->n_ranges - 1 : 0;
+        return 0;
+}
+
+/* The gaps of the reserved region go back; nothing is reserved after. */
+static int unreserve(struct writer *w) {
+        int r = 0;
+
+        if (w->res_end > w->res_start)
+                r = punch_gaps(w, w->res_start, w->res_end);
+        if (r == -EOPNOTSUPP) {
+                /* allocated but not punchable: the gaps stay allocated
+                 * (unwritten: they read as zeros), reserve no more */
+                mg_snap_log(&w->o, MG_LOG_INFO, "snapshot: cannot punch holes here, the file is less sparse");
+                w->reserve_ok = false;
+                r = 0;
+        }
+        w->res_start = w->res_end = 0;
+        return r;
+}
+
+/*
+ * Allocates the blocks of image bytes [a, b) before their direct write.
+ * Fallocated run by run (runs of 2-6 MiB between the holes of a guest
+ * image), a file ends up in as many pieces as runs, out of order: ext4's
+ * fallocate asks mballoc for exactly the run (no normalisation, no
+ * preallocation), mballoc puts a power-of-two request on a free chunk
+ * aligned to its size rather than right after the file's previous extent,
+ * and writers allocating at the same time take the blocks in between: six
+ * writers at once on one ext4, as in the burn-in, left 10-18 extents per
+ * 64 MiB image where the buffered writer's delayed allocation left 1-3
+ * (filefrag).  So the image is allocated MG_SNAP_RESERVE_BYTES at
+ * a time, in one call, ahead of the runs that land there, and the gaps
+ * between the runs are punched back once the writes have moved past the
+ * region (and at the end): the data lies in long extents, the file is as
+ * sparse as before.  A region that does not fit (ENOSPC, EDQUOT: it holds
+ * the gaps too) is punched back and the runs are allocated one by one as
+ * before, so whatever fitted before still fits.  Returns 1 if [a, b) is
+ * allocated, 0 if the caller is to allocate the run, or a negative errno.
+ */
+static int reserve(struct writer *w, uint64_t a, uint64_t b) {
+        uint64_t start, end;
+        int r;
+
+        if (b <= w->res_end)
+                return 1;
+        if (a >= w->res_end) {
+                r = unreserve(w);
+                if (r < 0)
+                        return r;
+                if (!w->reserve_ok)
+                        return 0;
+                start = a / MG_SNAP_RESERVE_BYTES * MG_SNAP_RESERVE_BYTES;
+        } else {
+                start = w->res_end; /* a run that crosses the region's end */
+        }
+        end = b / MG_SNAP_RESERVE_BYTES * MG_SNAP_RESERVE_BYTES;
+        if (end < b)
+                end += MG_SNAP_RESERVE_BYTES;
+        if (end > w->src->length)
+                end = w->src->length;
+        r = mg_snap_fault(w->seam, MG_SNAP_OP_RESERVE, w->data_offset + start, end - start);
+        if (r == 0 && fallocate(w->fd, 0, (off_t) (w->data_offset + start), (off_t) (end - start)) < 0)
+                r = -errno;
+        if (r == 0) {
+                if (w->res_end == w->res_start)
+                        w->res_start = start;
+                w->res_end = end;
+                return 1;
+        }
+        if (r != -ENOSPC && r != -EDQUOT)
+                return r;
+        /* What it took before it failed: nothing is written there yet. */
+        (void) fallocate(w->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t) (w->data_offset + start),
+                         (off_t) (end - start));
+        mg_snap_log(&w->o, MG_LOG_INFO, "snapshot: no room to allocate ahead, allocating run by run");
+        w->reserve_ok = false;
+        return 0;
+}
+
 static int write_run(struct writer *w, const uint8_t *p, uint64_t file_off, size_t len) {
         int r;
 
         if (w->method == MG_SNAPSHOT_DIRECT && w->fallocate_ok) {
-                if (fallocate(w->fd, 0, (off_t) file_off, (off_t) len) < 0) {
-                        if (errno != EOPNOTSUPP)
-                                return -errno;
+                uint64_t a = file_off - w->data_offset;
+                r = w->reserve_ok ? reserve(w, a, a + len) : 0;
+                if (r == 0 && fallocate(w->fd, 0, (off_t) file_off, (off_t) len) < 0)
+                        r = -errno;
+                if (r == -EOPNOTSUPP) {
                         w->fallocate_ok = false;
+                        w->reserve_ok = false;
+                } else if (r < 0) {
+                        return r;
                 }
         }
         if (w->use_aio) {
@@ -610,7 +731,7 @@ static int write_data(struct writer *w) {
                 if (w->method == MG_SNAPSHOT_WINDOWED)
                         (void) posix_fadvise(w->fd, (off_t) w->prev_off, (off_t) w->prev_len, POSIX_FADV_DONTNEED);
         }
-        return 0;
+        return unreserve(w);
 }
 
 static int pwrite_all(int fd, const void *p, size_t len, uint64_t off) {
@@ -829,6 +950,7 @@ int mg_snapshot_write_internal(const struct mg_snapshot_source *src, int dirfd, 
         if (r < 0)
                 goto out;
         set_piece(&w);
+        w.reserve_ok = w.method == MG_SNAPSHOT_DIRECT && !on_tmpfs(w.fd);
         /* Direct writes go through a queue of 4 when the alignment is known
          * (a guessed one is tried synchronously first). */
         if (w.method == MG_SNAPSHOT_DIRECT && !w.dio_guessed && !mg_snap_forced(w.seam, MG_SNAP_SEAM_NO_AIO))

@@ -9,6 +9,9 @@
  * leaving no fd and no file behind.
  */
 #include <criterion/criterion.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -625,6 +629,99 @@ Test(snapshot, sparse_file_for_mostly_zero_image) {
         munmap(back, len);
 }
 
+/* Runs of data pages, from run_mib MiB on every step_mib MiB, the rest
+ * untouched (holes of the image). */
+static uint8_t *make_runs(size_t len, size_t run, size_t step, uint64_t seed) {
+        uint8_t *p = map(len);
+        for (size_t x = 0; x < len; x += step)
+                for (size_t y = x; y < x + run && y < len; y += page)
+                        fill_page(p + y, y / page, seed);
+        return p;
+}
+
+/* The pieces the data area [from, to) of name lies in on the disk: an
+ * extent continuing the previous one across the hole between them (physical
+ * gap = logical gap) is the same piece.  -EOPNOTSUPP without FIEMAP. */
+static int disk_pieces(const char *name, uint64_t from, uint64_t to) {
+        enum { N = 512 };
+        struct fiemap *fm = calloc(1, sizeof(*fm) + N * sizeof(struct fiemap_extent));
+        int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC), pieces = 0;
+        uint64_t next_log = 0, next_phys = 0;
+        cr_assert(fm && fd >= 0);
+        fm->fm_start = from;
+        fm->fm_length = to - from;
+        fm->fm_flags = FIEMAP_FLAG_SYNC;
+        fm->fm_extent_count = N;
+        if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0) {
+                pieces = -errno;
+                goto out;
+        }
+        cr_assert_lt(fm->fm_mapped_extents, N);
+        for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
+                const struct fiemap_extent *e = &fm->fm_extents[i];
+                if (!pieces || e->fe_logical < next_log || e->fe_physical != next_phys + (e->fe_logical - next_log))
+                        pieces++;
+                next_log = e->fe_logical + e->fe_length;
+                next_phys = e->fe_physical + e->fe_length;
+        }
+out:
+        close(fd);
+        free(fm);
+        return pieces;
+}
+
+/* A neighbour that allocates right after each run is handed to the disk, as
+ * other writers on the same file system do. */
+struct neighbour {
+        int fd;
+        off_t end;
+        int calls;
+};
+
+static int allocate_between(void *ud, enum mg_snap_op op, uint64_t off, uint64_t len) {
+        struct neighbour *nb = ud;
+        (void) off;
+        (void) len;
+        if (op != MG_SNAP_OP_WRITE)
+                return 0;
+        nb->calls++;
+        if (fallocate(nb->fd, 0, nb->end, (off_t) (256 * MG_KIB)) == 0)
+                nb->end += (off_t) (256 * MG_KIB);
+        return 0;
+}
+
+/* Direct writes allocate a region of the image at once (write.c, reserve()):
+ * with a neighbour allocating between each of 8 runs, the data of a 16 MiB
+ * image still lies in one piece on disk (two allowed, for a region the
+ * file system had to split); allocated run by run it lay in one per run. */
+Test(snapshot, direct_data_in_one_piece_beside_other_writers) {
+        size_t len = 16 * MG_MIB;
+        uint64_t data_offset = page > 4096 ? page : 4096;
+        uint8_t *img = make_runs(len, 3 * MG_MIB / 2, 2 * MG_MIB, 21), *back = map(len);
+        struct neighbour nb = { .fd = openat(dfd, "neighbour", O_RDWR | O_CREAT | O_CLOEXEC, 0600) };
+        struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
+        struct mg_snapshot_stats st;
+        cr_assert_geq(nb.fd, 0);
+        snap_seam.fault = allocate_between;
+        snap_seam.userdata = &nb;
+        cr_assert_eq(write_mem("snap", img, len, &o, &st), 0, "%s", last_log);
+        snap_seam.fault = NULL;
+        int pieces = disk_pieces("snap", data_offset, data_offset + len);
+        if (st.method != MG_SNAPSHOT_DIRECT || pieces == -EOPNOTSUPP || nb.end == 0)
+                cr_skip_test("needs direct I/O, FIEMAP and fallocate here (method %s, FIEMAP %d)",
+                             mg_snapshot_method_to_string(st.method), pieces);
+        cr_expect_eq(st.ranges, 8);
+        cr_expect_geq(nb.calls, 8, "the neighbour allocated between the runs");
+        cr_expect(pieces >= 1 && pieces <= 2, "the data in %d pieces on disk", pieces);
+        cr_expect_leq(st.allocated_bytes, st.data_bytes + 1 * MG_MIB, "the gaps were punched back: %" PRIu64,
+                      st.allocated_bytes);
+        cr_assert_eq(restore_mem("snap", back, len, NULL, NULL), 0, "%s", last_log);
+        cr_assert_eq(memcmp(img, back, len), 0);
+        close(nb.fd);
+        munmap(img, len);
+        munmap(back, len);
+}
+
 Test(snapshot, unaligned_source_and_target) {
         size_t len = 1 * MG_MIB;
         uint8_t *img = make_image(len + page, 4), *back = map(len + page);
@@ -1064,6 +1161,65 @@ Test(snapshot, eio_mid_write_and_at_sync) {
         munmap(img, len);
 }
 
+/* Regions of the image are allocated whole and their gaps punched back,
+ * runs crossing a region's end and a last region shorter than the others
+ * included: what stays allocated is the data.  Where a region does not fit
+ * (ENOSPC from its fallocate) the runs are allocated one by one, the write
+ * succeeds and the file is the same; another error fails the write and
+ * leaves nothing. */
+Test(snapshot, regions_reserved_then_punched_and_enospc_falls_back) {
+        size_t len = MG_SNAP_RESERVE_BYTES * 2 + 8 * MG_MIB;
+        uint8_t *img = map(len), *back = map(len);
+        const size_t runs[][2] = {
+                { 0, 1 * MG_MIB },                                                       /* first region */
+                { MG_SNAP_RESERVE_BYTES - 2 * MG_MIB, MG_SNAP_RESERVE_BYTES + 2 * MG_MIB }, /* across its end */
+                { 2 * MG_SNAP_RESERVE_BYTES + 4 * MG_MIB, len },                         /* the short last one */
+        };
+        uint64_t data = 0;
+        for (size_t k = 0; k < 3; k++) {
+                for (size_t y = runs[k][0]; y < runs[k][1]; y += page)
+                        fill_page(img + y, y / page, 22);
+                data += runs[k][1] - runs[k][0];
+        }
+        struct inject in = { .op = MG_SNAP_OP_RESERVE, .after = UINT64_MAX };
+        struct statfs sf;
+        snap_seam.fault = inject;
+        snap_seam.userdata = &in;
+        for (int round = 0; round < 3; round++) {
+                struct mg_snapshot_options o = opts(MG_SNAPSHOT_AUTO);
+                struct mg_snapshot_stats st;
+                in.after = round == 0 ? UINT64_MAX : 0;
+                in.err = round == 1 ? -ENOSPC : -EIO;
+                in.calls = 0;
+                if (round == 2)
+                        cr_assert_eq(unlinkat(dfd, "snap", 0), 0);
+                int r = write_mem("snap", img, len, &o, &st);
+                if (round == 0 && (st.method != MG_SNAPSHOT_DIRECT || fstatfs(dfd, &sf) < 0 ||
+                                   sf.f_type == TMPFS_MAGIC))
+                        cr_skip_test("nothing is reserved here (method %s; tmpfs: the pages themselves)",
+                                     mg_snapshot_method_to_string(st.method));
+                if (round == 2) {
+                        cr_expect_eq(r, -EIO, "%s", last_log);
+                        cr_expect_eq(in.calls, 1);
+                        cr_expect_eq(count_entries(), 0);
+                        cr_expect_eq(deleted_fds(NULL), 0);
+                        break;
+                }
+                cr_assert_eq(r, 0, "round %d: %s", round, last_log);
+                cr_expect_eq(st.ranges, 3);
+                cr_expect_eq(st.data_bytes, data);
+                cr_expect_eq(in.calls, round == 1 ? 1 : 0, "round %d: reserved no more after ENOSPC", round);
+                cr_expect_leq(st.allocated_bytes, data + 1 * MG_MIB, "round %d: %" PRIu64 " allocated for %" PRIu64,
+                              round, st.allocated_bytes, data);
+                cr_expect_geq(st.allocated_bytes, data);
+                memset(back, 0xa5, len);
+                cr_assert_eq(restore_mem("snap", back, len, NULL, NULL), 0, "%s", last_log);
+                cr_assert_eq(memcmp(img, back, len), 0, "round %d", round);
+        }
+        munmap(img, len);
+        munmap(back, len);
+}
+
 static int die_at(void *ud, enum mg_snap_op op, uint64_t off, uint64_t len) {
         (void) ud;
         (void) len;
@@ -1457,6 +1613,84 @@ Test(snapshot, lend_end_writes_without_the_lock) {
         munmap(img, len);
 }
 
+/* ---- the AIO context ----------------------------------------------------- */
+
+/* The process's AIO rings in /proc/self/maps (anon inode "[aio]"); the
+ * address of the last in *ret_addr. */
+static int aio_rings(unsigned long *ret_addr) {
+        FILE *f = fopen("/proc/self/maps", "re");
+        char line[512];
+        int n = 0;
+        cr_assert_not_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strstr(line, "/[aio]")) {
+                        n++;
+                        if (ret_addr)
+                                *ret_addr = strtoul(line, NULL, 16);
+                }
+        fclose(f);
+        return n;
+}
+
+struct restorer {
+        uint8_t *back;
+        size_t len;
+        int r;
+};
+
+static void *restore_run(void *ud) {
+        struct restorer *rs = ud;
+        rs->r = restore_mem("snap", rs->back, rs->len, NULL, NULL);
+        return NULL;
+}
+
+/* io_destroy() waits out RCU grace periods (tens of ms), so the context of
+ * a direct write or restore is kept for the next (snapshot/aio.c): one per
+ * process whatever the number of calls and threads, taken again by the
+ * next call, never by a child after fork(), whose own restore works. */
+Test(snapshot, aio_context_kept_one_per_process) {
+        size_t len = 4 * MG_MIB;
+        uint8_t *img = make_image(len, 31);
+        struct restorer rs[4];
+        struct mg_snapshot_stats st;
+        unsigned long a1 = 0, a2 = 0;
+        pthread_t t[4];
+
+        cr_assert_eq(write_mem("snap", img, len, NULL, &st), 0, "%s", last_log);
+        if (st.method != MG_SNAPSHOT_DIRECT)
+                cr_skip_test("no direct I/O here (method %s): no AIO context",
+                             mg_snapshot_method_to_string(st.method));
+        for (int i = 0; i < 4; i++)
+                rs[i] = (struct restorer) { .back = map(len), .len = len };
+        cr_expect_eq(aio_rings(&a1), 1, "the write's context kept");
+        cr_assert_eq(restore_mem("snap", rs[0].back, len, NULL, &st), 0, "%s", last_log);
+        cr_expect_eq(aio_rings(&a2), 1);
+        cr_expect_eq(a1, a2, "taken again, not made anew");
+        for (int i = 0; i < 4; i++)
+                cr_assert_eq(pthread_create(&t[i], NULL, restore_run, &rs[i]), 0);
+        for (int i = 0; i < 4; i++) {
+                pthread_join(t[i], NULL);
+                cr_expect_eq(rs[i].r, 0, "thread %d: %s", i, strerror(-rs[i].r));
+                cr_expect_eq(memcmp(img, rs[i].back, len), 0);
+        }
+        cr_expect_eq(aio_rings(NULL), 1, "four at once, one kept after");
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                memset(rs[0].back, 0, len);
+                int r = restore_mem("snap", rs[0].back, len, NULL, NULL);
+                _exit(r == 0 && memcmp(img, rs[0].back, len) == 0 ? 0 : 1);
+        }
+        int status;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's restore");
+        cr_assert_eq(restore_mem("snap", rs[0].back, len, NULL, NULL), 0, "%s", last_log);
+        cr_expect_eq(aio_rings(NULL), 1);
+        for (int i = 0; i < 4; i++)
+                munmap(rs[i].back, len);
+        munmap(img, len);
+}
+
 /* ---- many cycles --------------------------------------------------------- */
 
 Test(snapshot, hundred_cycles_leave_no_trace) {
@@ -1482,6 +1716,7 @@ Test(snapshot, hundred_cycles_leave_no_trace) {
         }
         cr_expect_eq(deleted_fds(&fds_after), 0, "an fd to a deleted file");
         cr_expect_eq(fds_after, fds_before);
+        cr_expect_leq(aio_rings(NULL), 1, "at most the one AIO context kept");
         cr_expect_eq(count_entries(), 2);
         cr_assert_eq(unlinkat(dfd, "snap", 0), 0);
         cr_expect_eq(count_entries(), 1, "back to the starting contents");

@@ -6,7 +6,8 @@
  * Firecracker does), for p50/p99 of each and of their ratios.
  *
  *   bench-snapshot --cgroup ROOT --dir DIR [--cycles N (20)] [--warmup W (1)]
- *                  [--size MIB (256)]
+ *                  [--size MIB (256)] [--restore-cycles R (0)]
+ *                  [--restore-writers N (4)]
  *   bench-snapshot --no-cgroup --dir DIR ...   (no actor, no guard, no lend:
  *                                               bench-smoke on any host)
  *
@@ -37,21 +38,46 @@
  * first and are printed with warmup=1.  After the last cycle the last
  * memguard file is restored outside the actor and compared page by page.
  *
+ * Then, with --restore-cycles R, the restore, outside the actor, of an
+ * image with the burn-in's pattern instead (every fourth 2 MiB block
+ * untouched: runs of 6 MiB between the holes): each cycle writes it as N
+ * files of SIZE/N MiB (--restore-writers N, default 4) three ways, in an
+ * order rotated per cycle: plain O_DIRECT
+ * copies, one file at a time, of each slice and of its data bytes alone
+ * (the runs back to back: the bytes a restore reads), memguard's writer (N
+ * threads at once, MG_SNAPSHOT_AUTO, no guard) and the buffered baseline (N
+ * threads at once), the way the burn-in's actors write side by side on one
+ * disk; the buffered files' cache is dropped (as the end of a lend on 6.1
+ * reclaims it).  Then, one at a time, each slice is read back into fresh
+ * memory four ways, in one of the 24 orders per slice, each read after
+ * 300 ms idle: the two copies by O_DIRECT preads of 4 MiB (what the
+ * disk gives), memguard's file and the buffered writer's file by
+ * mg_snapshot_restore() (MG_SNAPSHOT_AUTO: O_DIRECT), compared with the
+ * image.  Each file's layout is counted with FIEMAP as filefrag counts it:
+ * an extent that does not continue the previous one on the disk (across
+ * the file's holes) starts a new one.
+ *
  * Output: one "result bench=snapshot ..." line per write (ms from before
  * the call to after it, wall clock; cpu_ms this process's user + system
  * time over the same interval, the sampler thread's included), then
  * "result bench=snapshot-check"
- * (memory.high restored, kills, restore verified).  tools/bench/report.py
+ * (memory.high restored, kills, restore verified), then one
+ * "result bench=snapshot-restore ..." line per read and one
+ * "result bench=snapshot-layout ..." line per file.  tools/bench/report.py
  * computes the percentiles.  No figure is judged here: the exit status is
  * 0 when every write succeeded and the image restored.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -73,8 +99,10 @@ enum writer { W_COPY, W_MEMGUARD, W_BUFFERED, W_N };
 static const char *const writer_names[W_N] = { "copy", "memguard", "buffered" };
 static const char *const file_names[W_N] = { "bench-snap-copy", "bench-snap-memguard", "bench-snap-buffered" };
 
-/* The guest image: tests/kernel/snapshot.c's (tools/common/image.h). */
+/* The guest image: tests/kernel/snapshot.c's (tools/common/image.h); the
+ * restore's is the burn-in's, runs of 6 MiB between 2 MiB holes. */
 #define HOLES 8
+#define HOLES_RESTORE 4
 
 /* ---- the actor ------------------------------------------------------------ */
 
@@ -239,16 +267,288 @@ static int restore_verify(int dirfd, uint64_t len, uint64_t seed, uint64_t *ret_
         return r;
 }
 
+/* ---- the restore ------------------------------------------------------- */
+
+#define RESTORE_WRITERS_MAX 8
+
+/* The extents of dirfd/name as filefrag counts them: one more for each
+ * extent that does not continue the previous one on the disk (the physical
+ * gap equal to the logical one: a hole between them is no break).  Returns
+ * the count or a negative errno (-EOPNOTSUPP: no FIEMAP here). */
+static int file_extents(int dirfd, const char *name) {
+        enum { N = 256 };
+        struct fiemap *fm = calloc(1, sizeof(*fm) + N * sizeof(struct fiemap_extent));
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC), n = 0;
+        uint64_t next_log = 0, next_phys = 0, start = 0;
+        bool last = false;
+
+        if (!fm || fd < 0) {
+                n = fm ? -errno : -ENOMEM;
+                goto out;
+        }
+        while (!last) {
+                memset(fm, 0, sizeof(*fm));
+                fm->fm_start = start;
+                fm->fm_length = FIEMAP_MAX_OFFSET - start;
+                fm->fm_flags = FIEMAP_FLAG_SYNC;
+                fm->fm_extent_count = N;
+                if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0) {
+                        n = -errno;
+                        goto out;
+                }
+                if (fm->fm_mapped_extents == 0)
+                        break;
+                for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
+                        const struct fiemap_extent *e = &fm->fm_extents[i];
+                        if (!n || e->fe_logical < next_log || e->fe_physical != next_phys + (e->fe_logical - next_log))
+                                n++;
+                        next_log = e->fe_logical + e->fe_length;
+                        next_phys = e->fe_physical + e->fe_length;
+                        last = e->fe_flags & FIEMAP_EXTENT_LAST;
+                }
+                start = next_log;
+        }
+out:
+        if (fd >= 0)
+                close(fd);
+        free(fm);
+        return n;
+}
+
+struct slice_writer {
+        pthread_t thread;
+        int dirfd;
+        char name[64];
+        const uint8_t *addr;
+        uint64_t len;
+        uint32_t method;
+        int r;
+        struct mg_snapshot_stats st;
+};
+
+static void *slice_write(void *ud) {
+        struct slice_writer *sw = ud;
+        struct mg_snapshot_options o;
+        struct mg_snapshot_source src = { .kind = MG_SNAPSHOT_MEMORY, .addr = sw->addr, .length = sw->len };
+        mg_snapshot_options_init(&o);
+        o.method = sw->method;
+        o.log = log_fn;
+        sw->st = (struct mg_snapshot_stats) { .size = sizeof(sw->st) };
+        sw->r = mg_snapshot_write(&src, sw->dirfd, sw->name, &o, &sw->st);
+        return NULL;
+}
+
+/* The restore's files and readers: the plain copy of a slice (all of it),
+ * the plain copy of its data bytes alone (the runs back to back: the same
+ * bytes the restore reads), memguard's file, the baseline's file. */
+enum reader { R_COPY, R_DATA, R_MEMGUARD, R_BUFFERED, R_N };
+static const char *const reader_names[R_N] = { "copy", "data", "memguard", "buffered" };
+
+static void slice_name(char *buf, size_t size, enum reader rd, unsigned i) {
+        snprintf(buf, size, "bench-rs-%s-%u", reader_names[rd], i);
+}
+
+/* The data runs of slice i (pages outside the never-touched blocks),
+ * written back to back with O_DIRECT from the image itself, and synced. */
+static int data_copy(int dirfd, const char *name, const uint8_t *img, uint64_t slice, unsigned i,
+                     uint64_t *ret_bytes) {
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+        uint64_t first = i * slice / PAGE, n = slice / PAGE, out = 0;
+        int r = 0;
+        if (fd < 0)
+                return -errno;
+        for (uint64_t pg = first; pg < first + n && r == 0;) {
+                if (img_untouched(pg, HOLES_RESTORE)) {
+                        pg++;
+                        continue;
+                }
+                uint64_t end = pg;
+                while (end < first + n && !img_untouched(end, HOLES_RESTORE) && (end - pg) * PAGE < COPY_BUF)
+                        end++;
+                size_t len = (size_t) ((end - pg) * PAGE);
+                ssize_t k = pwrite(fd, img + pg * PAGE, len, (off_t) out);
+                if (k != (ssize_t) len)
+                        r = k < 0 ? -errno : -EIO;
+                out += len;
+                pg = end;
+        }
+        if (r == 0 && fdatasync(fd) < 0)
+                r = -errno;
+        close(fd);
+        *ret_bytes = out;
+        return r;
+}
+
+/* Writes the n slices of img one way: the two copies one file after
+ * another, memguard and buffered n threads at once.  Prints one line for
+ * the group.  Returns 0 or the first error. */
+static int write_slices(int dirfd, enum writer w, const uint8_t *img, uint64_t slice, unsigned n,
+                        const uint8_t *copy_buf, int cycle) {
+        struct slice_writer sw[RESTORE_WRITERS_MAX];
+        uint64_t t0 = mg_mono_nsec(), data_bytes = 0;
+        int r = 0;
+
+        for (unsigned i = 0; i < n; i++) {
+                enum reader rd = w == W_COPY ? R_COPY : w == W_MEMGUARD ? R_MEMGUARD : R_BUFFERED;
+                sw[i] = (struct slice_writer) { .dirfd = dirfd, .addr = img + i * slice, .len = slice,
+                                                .method = w == W_MEMGUARD ? MG_SNAPSHOT_AUTO : MG_SNAPSHOT_BUFFERED };
+                slice_name(sw[i].name, sizeof(sw[i].name), rd, i);
+                if (w == W_COPY) {
+                        char dname[64];
+                        sw[i].r = plain_copy(dirfd, sw[i].name, copy_buf, slice);
+                        slice_name(dname, sizeof(dname), R_DATA, i);
+                        if (sw[i].r == 0)
+                                sw[i].r = data_copy(dirfd, dname, img, slice, i, &data_bytes);
+                } else if ((r = -pthread_create(&sw[i].thread, NULL, slice_write, &sw[i])) < 0) {
+                        sw[i].r = r;
+                }
+        }
+        for (unsigned i = 0; i < n; i++) {
+                if (w != W_COPY && sw[i].r == 0)
+                        pthread_join(sw[i].thread, NULL);
+                if (sw[i].r && !r)
+                        r = sw[i].r;
+        }
+        uint64_t usec = (mg_mono_nsec() - t0) / 1000;
+        (void) syncfs(dirfd);
+        /* The baseline keeps its cache; a lend's end on 6.1 reclaims it, and
+         * the restore below is to read the disk in all cases. */
+        for (unsigned i = 0; i < n && w == W_BUFFERED; i++) {
+                int fd = openat(dirfd, sw[i].name, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        (void) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+                        close(fd);
+                }
+        }
+        printf("result bench=snapshot-restore-write writer=%s cycle=%d files=%u at_once=%u r=%s ms=%.1f"
+               " slice_mib=%" PRIu64 "\n",
+               writer_names[w], cycle, n, w == W_COPY ? 1 : n, r ? strerror(-r) : "0", (double) usec / 1000,
+               slice / MG_MIB);
+        return r;
+}
+
+/* Reads slice i back into fresh memory the way rd's file is read, and
+ * checks it.  Prints one line.  Returns 0 or a negative errno. */
+static int read_slice(int dirfd, enum reader rd, const uint8_t *img, uint64_t slice, unsigned i, int cycle,
+                      int pos) {
+        struct mg_snapshot_stats st = { .size = sizeof(st) };
+        bool plain = rd == R_COPY || rd == R_DATA;
+        uint64_t len = slice;
+        struct stat sb;
+        char name[64];
+        int r = 0, ext;
+
+        slice_name(name, sizeof(name), rd, i);
+        ext = file_extents(dirfd, name);
+        if (rd == R_DATA) {
+                if (fstatat(dirfd, name, &sb, 0) < 0)
+                        return -errno;
+                len = (uint64_t) sb.st_size;
+        }
+        /* a slice of holes only has an empty data copy (tiny --size runs) */
+        uint8_t *p = mmap(NULL, len ? len : PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+                return -errno;
+        uint64_t c0 = bench_cpu_usec(NULL), t0 = mg_mono_nsec();
+        if (plain) {
+                int fd = openat(dirfd, name, O_RDONLY | O_DIRECT | O_CLOEXEC);
+                if (fd < 0)
+                        r = -errno;
+                for (uint64_t off = 0; off < len && r == 0; off += COPY_BUF) {
+                        size_t n = (size_t) (len - off < COPY_BUF ? len - off : COPY_BUF);
+                        ssize_t k = pread(fd, p + off, n, (off_t) off);
+                        if (k != (ssize_t) n)
+                                r = k < 0 ? -errno : -EIO;
+                }
+                if (fd >= 0)
+                        close(fd);
+        } else {
+                struct mg_snapshot_target t = { .kind = MG_SNAPSHOT_MEMORY, .addr = p, .length = slice };
+                struct mg_snapshot_options o;
+                mg_snapshot_options_init(&o);
+                o.log = log_fn;
+                r = mg_snapshot_restore(dirfd, name, &t, &o, &st);
+        }
+        uint64_t usec = (mg_mono_nsec() - t0) / 1000, cpu = bench_cpu_usec(NULL) - c0;
+        if (r == 0 && !plain && memcmp(p, img + i * slice, slice) != 0)
+                r = -EBADMSG;
+        munmap(p, len ? len : PAGE);
+        printf("result bench=snapshot-restore reader=%s cycle=%d pos=%d file=%u r=%s ms=%.1f cpu_ms=%.1f mbps=%.1f"
+               " image_mib=%" PRIu64 " data_mib=%.1f total_ms=%.1f read_ms=%.1f zero_ms=%.1f method=%s extents=%d\n",
+               reader_names[rd], cycle, pos, i, r ? strerror(-r) : "0", (double) usec / 1000, (double) cpu / 1000,
+               usec ? (double) len / (double) usec : 0.0, slice / MG_MIB,
+               (double) (plain ? len : st.data_bytes) / MG_MIB, (double) (plain ? usec : st.total_usec) / 1000,
+               (double) (plain ? usec : st.read_usec) / 1000,
+               (double) st.zero_usec / 1000, plain ? "o_direct" : mg_snapshot_method_to_string(st.method), ext);
+        return r;
+}
+
+/* The k-th of the 24 orders of the four readers (k < 24), so that over 24
+ * slices each reader is read in each position and after each other reader
+ * alike. */
+static void reader_order(uint64_t k, enum reader ret[R_N]) {
+        enum reader left[R_N] = { R_COPY, R_DATA, R_MEMGUARD, R_BUFFERED };
+        unsigned n = R_N;
+        for (unsigned pos = 0, f = 6; pos < R_N; pos++) {
+                unsigned j = (unsigned) (k / f) % n;
+                ret[pos] = left[j];
+                for (unsigned m = j; m + 1 < n; m++)
+                        left[m] = left[m + 1];
+                n--;
+                k %= f;
+                f = n > 1 ? f / n : 1;
+        }
+}
+
+/* R cycles of the restore (see the top of the file).  Returns 0 if every
+ * write and read succeeded. */
+static int restore_cycles(int dirfd, const uint8_t *img, uint64_t len, unsigned n, uint64_t cycles,
+                          const uint8_t *copy_buf) {
+        uint64_t slice = len / n;
+        int failed = 0;
+
+        for (uint64_t c = 0; c < cycles; c++) {
+                for (int k = 0; k < W_N; k++) {
+                        enum writer w = (enum writer) (((uint64_t) k + c) % W_N);
+                        if (write_slices(dirfd, w, img, slice, n, copy_buf, (int) c) < 0)
+                                failed = 1;
+                }
+                for (unsigned i = 0; i < n; i++) {
+                        enum reader order[R_N];
+                        reader_order((c * n + i) % 24, order);
+                        for (int pos = 0; pos < R_N; pos++) {
+                                /* A throttled volume (qemu's, a cloud
+                                 * disk's) lets a read that follows an idle
+                                 * moment start with a burst: each read
+                                 * waits the same idle time, so none
+                                 * inherits the bucket its predecessor
+                                 * left. */
+                                usleep(300 * 1000);
+                                if (read_slice(dirfd, order[pos], img, slice, i, (int) c, pos) < 0)
+                                        failed = 1;
+                        }
+                }
+                for (unsigned i = 0; i < n; i++)
+                        for (int rd = 0; rd < R_N; rd++) {
+                                char name[64];
+                                slice_name(name, sizeof(name), (enum reader) rd, i);
+                                (void) unlinkat(dirfd, name, 0);
+                        }
+                (void) syncfs(dirfd);
+        }
+        return failed;
+}
+
 static void usage(void) {
         fprintf(stderr, "usage: bench-snapshot (--cgroup ROOT | --no-cgroup) --dir DIR [--cycles N] [--warmup W] "
-                        "[--size MIB]\n");
+                        "[--size MIB] [--restore-cycles R] [--restore-writers N]\n");
         exit(2);
 }
 
 int main(int argc, char **argv) {
         const char *root = NULL, *dir = NULL;
         bool no_cgroup = false;
-        uint64_t cycles = 20, warmup = 1, size_mib = 256, seed = 1;
+        uint64_t cycles = 20, warmup = 1, size_mib = 256, seed = 1, restore_cycles_n = 0, restore_writers = 4;
         struct mgt_actor a = { 0 };
         struct utsname u;
         struct statfs sfs;
@@ -267,11 +567,16 @@ int main(int argc, char **argv) {
                         warmup = strtoull(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
                         size_mib = strtoull(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--restore-cycles") == 0 && i + 1 < argc)
+                        restore_cycles_n = strtoull(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--restore-writers") == 0 && i + 1 < argc)
+                        restore_writers = strtoull(argv[++i], NULL, 10);
                 else
                         usage();
         }
-        if (!dir || no_cgroup == !!root || cycles == 0 || size_mib < 4 || size_mib % 4)
-                usage(); /* whole 4 MiB copy buffers; 2 MiB blocks of the pattern */
+        if (!dir || no_cgroup == !!root || cycles == 0 || size_mib < 4 || size_mib % 4 || restore_writers == 0 ||
+            restore_writers > RESTORE_WRITERS_MAX || size_mib % restore_writers)
+                usage(); /* whole 4 MiB copy buffers; 2 MiB blocks of the pattern; whole MiB slices */
         uint64_t len = size_mib * MG_MIB;
         setvbuf(stdout, NULL, _IOLBF, 0);
 
@@ -359,6 +664,20 @@ int main(int argc, char **argv) {
                a.ev.n[MG_EVENT_LEND_END], a.ev.n[MG_EVENT_ERROR] + a.ev.n[MG_EVENT_LEND_EXPIRED],
                r ? strerror(-r) : "verified",
                (double) restore_us / 1000);
+        if (restore_cycles_n) {
+                munmap(img, len);
+                img = img_make_anon(len, HOLES_RESTORE, seed);
+                if (!img) {
+                        fprintf(stderr, "bench-snapshot: mmap: %s\n", strerror(errno));
+                        failed = 1;
+                        goto out;
+                }
+                printf("env bench=snapshot-restore cycles=%" PRIu64 " files=%" PRIu64 " slice_mib=%" PRIu64
+                       " hole_every=%d\n",
+                       restore_cycles_n, restore_writers, size_mib / restore_writers, HOLES_RESTORE);
+                if (restore_cycles(dirfd, img, len, (unsigned) restore_writers, restore_cycles_n, copy_buf))
+                        failed = 1;
+        }
         munmap(img, len);
 out:
         munmap(copy_buf, COPY_BUF);

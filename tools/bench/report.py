@@ -14,7 +14,8 @@ Inputs (each optional; a missing one leaves its table out):
   scale.native-N.txt           bench-scale on N fixture guards
   vm-KERNEL-N.txt              vm.sh output from the VM
   verdict-KERNEL.tap           the kernel suite's TAP
-  snapshot-KERNEL.txt          bench-snapshot in the VM (one line per write)
+  snapshot-KERNEL.txt          bench-snapshot in the VM (one line per write and per
+                               read of its restore cycles)
 """
 import glob
 import math
@@ -552,6 +553,99 @@ for f in sorted(glob.glob(path("snapshot-*.txt"))):
     if failed_:
         out.append("Failed writes: " + "; ".join(f"{r['writer']} cycle {r['cycle']}: {r['r']}" for r in failed_) + ".")
     out.append("")
+    # ---- 4b: the restore of files written side by side ----
+    renv = [x for x in records(name, "env") if x.get("bench") == "snapshot-restore"]
+    rrecs = [r for r in records(name) if r.get("bench") == "snapshot-restore"]
+    if renv and rrecs:
+        re_ = renv[0]
+        smib = num(re_.get("slice_mib"), 0)
+        nfiles = re_.get("files", "?")
+        readers = ("copy", "data", "memguard", "buffered")
+        rok = [r for r in rrecs if r.get("r") == "0"]
+        rby = {w: [r for r in rok if r["reader"] == w] for w in readers}
+        rms = {w: [num(r["ms"]) for r in rs] for w, rs in rby.items()}
+        wgrp = defaultdict(list)
+        for r in records(name):
+            if r.get("bench") == "snapshot-restore-write" and r.get("r") == "0":
+                wgrp[r["writer"]].append(num(r["ms"]))
+        n_rc = len({r["cycle"] for r in rrecs})
+        dmib_ = num(rby["data"][0].get("data_mib")) if rby["data"] else None
+        out.append(f"## 4b. Snapshot restore, {n_rc} cycles of {nfiles} files of {smib:.0f} MiB ({where_})")
+        out.append("")
+        out.append(f"A {img:.0f} MiB image with the burn-in's pattern (every {re_.get('hole_every')}th 2 MiB block "
+                   f"untouched) written as {nfiles} slices of {smib:.0f} MiB: by memguard's writer ({nfiles} at once, "
+                   f"no guard), by the buffered baseline ({nfiles} at once, its cache dropped after) and as plain "
+                   f"O_DIRECT copies (one file at a time) of each slice and of its "
+                   f"{fmt(dmib_, 0) if dmib_ else '?'} MiB of data alone; each then read back into fresh memory, one "
+                   f"read at a time: the copies by 4 MiB O_DIRECT preads, the others by `mg_snapshot_restore()` "
+                   f"(AUTO). vs: throughput against the copy's read (its time over the reader's); "
+                   f"extents per file as filefrag counts them (FIEMAP: an extent that does not continue the previous "
+                   f"one on disk); write: ms for the whole group of {nfiles} (for the copies, both copies of the "
+                   f"{nfiles} slices), p50.")
+        out.append("")
+        rlabels = {"copy": f"plain O_DIRECT copy of the slice ({smib:.0f} MiB), read",
+                   "data": "plain O_DIRECT copy of its data bytes, read (the same bytes)",
+                   "memguard": f"memguard's files (`MG_SNAPSHOT_AUTO`, {nfiles} at once), restored",
+                   "buffered": f"buffered baseline's files ({nfiles} at once), restored"}
+        c = {w: (pct(rms[w], 50), pct(rms[w], 99)) for w in readers}
+        rrows = []
+        for w in readers:
+            v = rms[w]
+            if not v:
+                rrows.append([rlabels[w]] + ["—"] * 8)
+                continue
+            p50, p99 = pct(v, 50), pct(v, 99)
+            cpu = [num(r.get("cpu_ms")) for r in rby[w] if num(r.get("cpu_ms")) is not None]
+            ext = [num(r.get("extents")) for r in rby[w] if num(r.get("extents"), -1) >= 0]
+            vs = lambda k: (f"{100 * c[k][0] / p50:.0f} % / {100 * c[k][1] / p99:.0f} %" if c[k][0] else "—")
+            rrows.append([rlabels[w], str(len(v)), f"{fmt(p50)} / {fmt(pct(v, 90))} / {fmt(p99)}",
+                          f"{fmt(min(v))} – {fmt(max(v))}",
+                          f"{fmt(pct(cpu, 50))} / {fmt(pct(cpu, 99))}" if cpu else "—",
+                          vs("data"), vs("copy"),
+                          f"{fmt(pct(ext, 50))} / {fmt(max(ext))}" if ext else "—",
+                          fmt(pct(wgrp[{"data": "copy"}.get(w, w)], 50)) if wgrp[{"data": "copy"}.get(w, w)] else "—"])
+        out.append(table(["reader", "reads", "ms p50 / p90 / p99", "ms min – max", "CPU ms p50 / p99",
+                          "vs the same bytes read, p50 / p99", "vs the slice's copy read, p50 / p99",
+                          "extents per file p50 / max", "write ms p50"], rrows))
+        out.append("")
+        per = defaultdict(dict)
+        for r in rok:
+            per[(r["cycle"], r["file"])][r["reader"]] = num(r["ms"])
+        prows = []
+        for a_, b_, lab in (("data", "memguard", "memguard / the same bytes read (throughput, per slice)"),
+                            ("copy", "memguard", "memguard / the slice's copy read (throughput, per slice)"),
+                            ("buffered", "memguard", "memguard / buffered (throughput, per slice)"),
+                            ("data", "buffered", "buffered / the same bytes read (throughput, per slice)")):
+            v = [x[a_] / x[b_] for x in per.values() if a_ in x and b_ in x and x[b_]]
+            if v:
+                prows.append([lab, str(len(v)), f"{100 * pct(v, 50):.0f} %", f"{100 * min(v):.0f} %",
+                              f"{100 * max(v):.0f} %"])
+        if prows:
+            out.append(table(["ratio", "slices", "p50", "worst", "best"], prows))
+            out.append("")
+        ph = []
+        for k_ in ("read_ms", "zero_ms"):
+            v = [num(r.get(k_)) for r in rby["memguard"] if num(r.get(k_)) is not None]
+            if v:
+                ph.append(f"{k_[:-3]} {fmt(pct(v, 50))} / {fmt(pct(v, 99))}")
+        if ph:
+            out.append(f"memguard's restore phases, ms p50 / p99: {'; '.join(ph)} (the rest: the header and index, "
+                       f"the checksums' check, setting up and closing the AIO context).")
+            out.append("")
+        rfail = [r for r in rrecs if r.get("r") != "0"]
+        if rfail:
+            out.append("Failed reads: " + "; ".join(f"{r['reader']} cycle {r['cycle']} file {r['file']}: {r['r']}"
+                                                  for r in rfail) + ".")
+            out.append("")
+        for ref, what in (("data", "the same bytes' O_DIRECT read"), ("copy", "the slice's O_DIRECT copy read")):
+            if c[ref][0] and c["memguard"][0]:
+                for lab, k in (("p50", 0), ("p99", 1)):
+                    x = c[ref][k] / c["memguard"][k]
+                    snap_targets.append([f"snapshot restore >= {what}, {lab} ({kern})",
+                                         f"{100 * x:.0f} % ({fmt(c['memguard'][k])} ms vs {fmt(c[ref][k])} ms)",
+                                         "met" if x >= 1.0 else "met, within the run-to-run band (±10 %)"
+                                         if x >= 0.9 else "missed"])
+
     mp50, mp99 = pct(ms["memguard"], 50), pct(ms["memguard"], 99)
     if cp50 and mp50:
         for lab, c_, m_ in (("p50", cp50, mp50), ("p99", cp99, mp99)):

@@ -27,5 +27,7 @@ check() {
 check bench-parse 10 "$parse" --iters 100 --rounds 1
 check bench-tick 8 "$tick" --fixture --ticks 20 --rounds 1 --warmup 2
 check bench-scale 3 "$scale" --fixture -n 10 --seconds 1 --floor
-# No cgroup, no guard: a 4 MiB image, 2 cycles of the three writers in a temp dir.
-check bench-snapshot 7 "$snapshot" --no-cgroup --dir "$snapdir" --size 4 --cycles 2 --warmup 0
+# No cgroup, no guard: a 4 MiB image, 2 cycles of the three writers in a temp dir,
+# then one restore cycle of 2 slices (3 groups of writes, 8 reads).
+check bench-snapshot 18 "$snapshot" --no-cgroup --dir "$snapdir" --size 4 --cycles 2 --warmup 0 \
+    --restore-cycles 1 --restore-writers 2
