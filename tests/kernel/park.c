@@ -147,7 +147,7 @@ int t_park_guest_thrash(void) {
         uint64_t rb1 = read_bytes(a.cg);
         kt_note("frozen=%d current_mib=%" PRIu64 "->%" PRIu64 " read_kib_while_frozen=%" PRIu64, frozen_now(a.cg),
                 cur0 / MG_MIB, cur1 / MG_MIB, (rb1 - rb0) / 1024);
-        if (frozen_now(a.cg) != 1 || cur1 > cur0 + MG_MIB || rb1 - rb0 > 256 * 1024) {
+        if (frozen_now(a.cg) != 1 || cur1 > cur0 + MG_MIB || rb1 - rb0 > 256 * MG_KIB) {
                 kt_note("FAILED: the parked actor still runs");
                 goto out;
         }
@@ -435,7 +435,7 @@ int t_park_neighbours(void) {
                         goto out;
                 }
         }
-        if (win[0].actor_read < 4 * MG_MIB || win[1].actor_read > 256 * 1024) {
+        if (win[0].actor_read < 4 * MG_MIB || win[1].actor_read > 256 * MG_KIB) {
                 kt_note("FAILED: the deferred actor should read from disk (it thrashes), the parked one nothing");
                 goto out;
         }

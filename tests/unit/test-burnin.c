@@ -130,7 +130,7 @@ Test(burnin, worker_park_guard_waits_for_the_freeze) {
         cr_expect_eq(o.kill_wait_usec, BI_PARK_FREEZE_WAIT_USEC, "the library's 2 s at 64 MiB is one throttle sleep");
         cr_expect_eq(o.limit_bytes, w.limit_bytes);
         cr_expect_eq(o.flags, w.flags, "it kills: no dry run");
-        cr_assert_eq(bi_worker_park_guard_options(16 * 1024 * MG_MIB, 120 * MG_USEC_PER_SEC, &o), 0);
+        cr_assert_eq(bi_worker_park_guard_options(UINT64_C(16) * 1024 * MG_MIB, 120 * MG_USEC_PER_SEC, &o), 0);
         cr_expect_eq(o.kill_wait_usec, 18 * MG_USEC_PER_SEC, "a longer default kept");
         cr_expect_eq(bi_worker_park_guard_options(ACTOR, 0, &o), -EINVAL);
         /* and the guard takes them: parks, with that wait */

@@ -404,7 +404,7 @@ static ssize_t park_add(struct run_state *s, uint32_t actor) {
                 if (!p)
                         return -ENOMEM;
                 s->parks = p;
-                struct bi_park_job **j = realloc(s->jobs, cap * sizeof(*j));
+                struct bi_park_job **j = realloc(s->jobs, cap * sizeof(struct bi_park_job *));
                 if (!j)
                         return -ENOMEM;
                 s->jobs = j;
