@@ -3,8 +3,9 @@
  * The kill decision and the kill: from a verdict of the policy (policy.c)
  * over the slow tick's sample to cgroup.kill (kill.c) and the kill record,
  * through the confirming reads, the caller's pre-kill deferral and a dry
- * run, or a park in its place; the wait for the cgroup to empty; and the episodes that hold a kill
- * back (over the limit with no process, members that outlived a kill).  It
+ * run, or a park in its place; the wait for the cgroup to empty; and the
+ * episodes that hold a kill back (over the limit with no process, members
+ * that outlived a kill).  It
  * uses guard.c's voice and reads, and writes only the guard's kill state
  * (state, detect_usec, the slow path's record and episode fields).
  */
@@ -386,10 +387,9 @@ static int act(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *
 /*
  * MG_GUARD_PARKED: the park's promise.  Until MG_EVENT_PARK went out,
  * cgroup.events is read for "frozen 1", for at most the freeze wait
- * (mg_park_freeze_wait_usec()); then
- * the deadline; then the hard bound (mg_policy_park_past_bound()), on
- * memory.current first and on used (memory.stat) only where memory.current
- * passes it.  Returns 1 if it
+ * (mg_park_freeze_wait_usec()); then the deadline; then the hard bound
+ * (mg_policy_park_past_bound()), on memory.current first and on used
+ * (memory.stat) only where memory.current passes it.  Returns 1 if it
  * killed, 0, or a negative errno.
  */
 int mg_guard_tick_parked(mg_guard *g, uint64_t now) {
