@@ -39,7 +39,7 @@ static const char hook_sh[] =
         "#!/bin/sh\n"
         "d=$(dirname \"$0\")\n"
         "case $1 in\n"
-        "saved) cat > \"$d/stdin\"; echo \"$2\" > \"$d/args\"; env | grep -E '^(MEMGUARD_|NOTIFY_SOCKET)' | sort > \"$d/env\";"
+        "saved) cat > \"$d/stdin\"; echo \"$2\" > \"$d/args\"; env | grep -E '^(MEMGUARD_(CGROUP|PARK_ID|THAW_STATUS|TIMEOUT_MS)|NOTIFY_SOCKET|WATCHDOG_)' | sort > \"$d/env\";"
         " cat /proc/self/oom_score_adj > \"$d/oom\"; cut -d' ' -f19 /proc/self/stat > \"$d/nice\";"
         " echo saved it; exit 0 ;;\n"
         "thaw) echo raised memory.max; exit 10 ;;\n"
