@@ -70,6 +70,10 @@ wait_metric() { # FILE LINE-START VALUE [SECONDS]
 }
 # line_of FILE PATTERN: the number of the first line matching PATTERN (0: none)
 line_of() { grep -n -- "$2" "$1" | head -n 1 | cut -d: -f1 | grep . || echo 0; }
+# told_killed NAME: waits (bounded) for the kill record of the child NAME: the
+# actor's process is reaped when it dies, its record goes out once the cgroup
+# is empty and the output thread has written it.
+told_killed() { wait_grep "$tmp/err" "\"event\":\"kill\",.*\"cgroup\":\"$base/$1\"" 15 || true; }
 # in_order FILE PATTERN...: each pattern's first line after the previous one's
 in_order() {
     f=$1
@@ -141,6 +145,7 @@ ev() { # EVENT NAME: the pattern of that event of the child NAME
 actor saved -1
 st=$?
 check "saved: the actor is killed (status $st)" [ "$st" = 137 ]
+told_killed saved
 check "saved: a park event first, the kill's record with park_id and park_end open" \
     grep -q "\"event\":\"park\",.*\"reason\":\"overshoot\",\"cgroup\":\"$base/saved\",.*\"park_id\":1,\"park_end\":\"open\",\"parked_ms\":null,\"frozen_after_ms\":[0-9]*,\"kill_id\":[0-9]*,\"hook_timeout_ms\":3000" "$tmp/err"
 check "saved: the actor was frozen while the hook ran (cgroup.events: $(cat "$tmp/saved.frozen" 2>/dev/null))" \
@@ -175,6 +180,7 @@ check "thaw: the guard made anew at the new limit" wait_grep "$tmp/err" "$(watch
 actor fail -1
 st=$?
 check "fail: the actor is killed (status $st)" [ "$st" = 137 ]
+told_killed fail
 check "fail: park-hook failed (exit 3, its stderr in the output), then the kill" \
     in_order "$tmp/err" "$(ev park fail)" \
     "\"event\":\"park-hook\",.*\"cgroup\":\"$base/fail\",.*\"result\":\"failed\",\"exit_status\":3,.*\"output\":\"copying\\\\nsnapshot: no space left on device\\\\n\",.*\"action\":\"kill\"" \
@@ -187,6 +193,7 @@ st=$?
 took=$(($(cut -d' ' -f1 /proc/uptime | tr -d .) - t0))
 check "slow: the actor is killed (status $st) after the hook's 3 s (${took}0 ms)" \
     sh -c "[ '$st' = 137 ] && [ '$took' -ge 300 ] && [ '$took' -lt 1000 ]"
+told_killed slow
 check "slow: park-hook timeout, then the kill (the hook's answer, not the guard's deadline)" \
     in_order "$tmp/err" "$(ev park slow)" \
     "\"event\":\"park-hook\",.*\"cgroup\":\"$base/slow\",.*\"result\":\"timeout\",\"exit_status\":null,.*\"action\":\"kill\"" \
@@ -233,6 +240,7 @@ kill -KILL "$runner"
 wait $apid
 st=$?
 check "orphan: the actor is killed (status $st)" [ "$st" = 137 ]
+told_killed orphan
 check "orphan: watch says the runner is gone, the park under way left to its deadline" \
     grep -q '"event":"error",.*"message":"--park-hook: its runner is gone: parks under way (1) end at their deadline' "$tmp/err"
 pms=$(sed -n "s|.*\"event\":\"kill\",.*\"cgroup\":\"$base/orphan\",.*\"park_end\":\"deadline\",\"parked_ms\":\([0-9]*\),.*|\1|p" "$tmp/err")
@@ -243,6 +251,7 @@ check "orphan: its hook died with the runner (pid ${leader:-?})" \
 actor late -1
 st=$?
 check "late: a park with no runner is killed at once (status $st)" [ "$st" = 137 ]
+told_killed late
 check "late: park, park-hook error (Broken pipe), the kill" \
     in_order "$tmp/err" "$(ev park late)" \
     "\"event\":\"park-hook\",.*\"cgroup\":\"$base/late\",.*\"result\":\"error\",.*\"error\":\"Broken pipe\",\"errno\":32,.*\"action\":\"kill\"" \
