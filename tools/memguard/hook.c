@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "helper.h"
 #include "hook.h"
 
 extern char **environ;
@@ -452,20 +453,14 @@ int mgt_hook_runner_start(struct mgt_hook_runner *r, const char *cmd) {
                 return argc;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
-        pid = fork();
+        pid = mgt_fork_helper(sv[1]);
         if (pid < 0) {
-                int e = -errno;
                 close(sv[0]);
                 close(sv[1]);
-                return e;
+                return pid;
         }
-        if (pid == 0) {
-                /* only the socket and stdio: nothing of the guards */
-                if (dup2(sv[1], 3) < 0)
-                        _exit(1);
-                (void) close_range(4, ~0U, 0);
+        if (pid == 0)
                 runner_main(3, argv, argc);
-        }
         close(sv[1]);
         if (fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
                 int e = -errno;

@@ -15,6 +15,7 @@
 #endif
 
 #include "events.h"
+#include "helper.h"
 #include "json.h"
 #include "metrics.h"
 #include "replace.h"
@@ -629,20 +630,14 @@ int mgt_metrics_writer_start(struct mgt_metrics_writer *w, const char *path) {
                 return -ENAMETOOLONG;
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
-        pid = fork();
+        pid = mgt_fork_helper(p[0]);
         if (pid < 0) {
-                int e = -errno;
                 close(p[0]);
                 close(p[1]);
-                return e;
+                return pid;
         }
-        if (pid == 0) {
-                /* only the pipe and stdio: nothing of the guards */
-                if (dup2(p[0], 3) < 0)
-                        _exit(1);
-                (void) close_range(4, ~0U, 0);
+        if (pid == 0)
                 writer_main(3, path);
-        }
         close(p[0]);
         if (fcntl(p[1], F_SETFL, O_NONBLOCK) < 0) {
                 int e = -errno;
