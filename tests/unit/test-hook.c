@@ -141,7 +141,11 @@ static char *slurp(const char *name) {
                 return NULL;
         ssize_t n = read(fd, buf, sizeof(buf) - 1);
         close(fd);
-        buf[n > 0 ? n : 0] = '\0';
+        /* The shell makes a file (its redirection) before it writes it:
+         * empty is not written yet, for the polls that wait on it. */
+        if (n <= 0)
+                return NULL;
+        buf[n] = '\0';
         return buf;
 }
 
