@@ -13,6 +13,9 @@
 #   snapshot  docs/benchmarks.md's snapshot sections -> docs/benchmarks-snapshot.svg:
 #             write throughput against the O_DIRECT copy, restore time
 #             against the O_DIRECT read of the same bytes, per kernel
+#   scale     docs/benchmarks.md section 2 -> docs/benchmarks-scale.svg: CPU
+#             per actor of a set of N guards against the floor (the same
+#             reads alone), natively and in the VM
 #
 #   tools/bench/plot.py [--check] [--root DIR] [FIGURE...]   (all by default)
 #
@@ -330,9 +333,63 @@ def snapshot(md):
     return "\n".join(out) + "\n"
 
 
+# ---- scale: section 2 of docs/benchmarks.md, the set against the floor ----
+
+def scale(md):
+    rows = []
+    for header, cells in tables(section(md, "### 2. One thread, N guards", "benchmarks.md")):
+        if "reads alone CPU %" not in header:
+            continue
+        for c in cells:
+            row = dict(zip(header, c))
+            try:
+                n = number(row["guards"])
+                rows.append((f"{row['where']}, {row['guards']}", n, number(row["memguard CPU %"]),
+                             number(row["reads alone CPU %"]), row["memguard / floor"]))
+            except (KeyError, ValueError):
+                fail(f"benchmarks.md: a floor row of section 2 without guards and both CPU %: {c!r}")
+    if not rows:
+        fail("benchmarks.md: no table of the floor ('reads alone CPU %') in section 2")
+    # CPU per actor: microseconds of CPU per second per guard (% of a core x 10^4 / guards)
+    per = [(label, m * 1e4 / n, f * 1e4 / n, ratio) for label, n, m, f, ratio in rows]
+
+    W, left, top, lane, pad = 1060, 330, 60, 14, 10
+    plot_w = 520
+    H = top + len(per) * (2 * lane + pad) + 70
+    hi = 10 ** math.ceil(math.log10(max(max(m, f) for _, m, f, _ in per)))
+    lo = 10 ** math.floor(math.log10(min(min(m, f) for _, m, f, _ in per)))
+    out = svg_open(W, H, "CPU per actor: a set of N guards against the floor, the same reads alone (section 2)")
+
+    def x(v):
+        return left + plot_w * (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
+
+    t = lo
+    while t <= hi:
+        out.append(f'<line x1="{x(t):.1f}" y1="{top - 6}" x2="{x(t):.1f}" y2="{H - 64}" stroke="#ddd"/>'
+                   f'<text x="{x(t):.1f}" y="{top - 10}" text-anchor="middle">{t:g} µs/s</text>')
+        t *= 10
+    y0 = top
+    for label, m, f, ratio in per:
+        out.append(f'<text x="{left - 8}" y="{y0 + lane + 4:.1f}" text-anchor="end">{esc(label)}</text>')
+        for i, (v, color) in enumerate([(m, "#1f77b4"), (f, "#7f7f7f")]):
+            yb = y0 + i * lane
+            out.append(f'<rect x="{x(lo):.1f}" y="{yb + 1}" width="{x(v) - x(lo):.1f}" height="{lane - 3}" '
+                       f'fill="{color}"/><text x="{x(v) + 4:.1f}" y="{yb + 10}" font-size="10">{v:.2f}'
+                       f'{f"  ({ratio} the floor, per read)" if i == 0 else ""}</text>')
+        y0 += 2 * lane + pad
+    legend(out, left, H - 44, [("memguard's set", "#1f77b4"), ("the floor: the same reads alone", "#7f7f7f")])
+    out.append(f'<text x="{left}" y="{H - 26}" fill="#555">Microseconds of CPU per second per actor (% of one core '
+               'x 10^4 / guards), log scale; a 250 ms tick,</text>')
+    out.append(f'<text x="{left}" y="{H - 10}" fill="#555">mostly the fast path; VM rows under TCG. Drawn by '
+               'tools/bench/plot.py from the tables</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 FIGURES = {"tick": ("docs/benchmarks.md", "docs/benchmarks-tick.svg", tick),
            "verdict": ("docs/testing.md", "docs/testing-verdict.svg", verdict),
-           "snapshot": ("docs/benchmarks.md", "docs/benchmarks-snapshot.svg", snapshot)}
+           "snapshot": ("docs/benchmarks.md", "docs/benchmarks-snapshot.svg", snapshot),
+           "scale": ("docs/benchmarks.md", "docs/benchmarks-scale.svg", scale)}
 
 
 def main(argv):
