@@ -9,9 +9,12 @@
  *   the record on stdin whole, the cgroup the last argument, the
  *   environment; a hook that reads no stdin; 64 MiB of stdout kept to its
  *   tail and counted; a hook past its timeout and a cancelled one killed
- *   with their group (a child left in the background is gone too); a
- *   command that does not exist; two runs at once answered each; the
- *   runner's end when watch's socket closes.  CMD's parser too.
+ *   with their group (a child left in the background is gone too); at the
+ *   timeout SIGTERM first: a hook that traps it cleans up and exits, one
+ *   that ignores it is killed at the grace's end; a command that does not
+ *   exist; two runs at once answered each; a run past the bound of runs at
+ *   once refused; the runner's end when watch's socket closes.  CMD's
+ *   parser too.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -34,9 +37,17 @@
 static char dir[] = "/tmp/mg-hook-XXXXXX";
 static char script[256];
 
-/* The test hook: its mode, then the cgroup. */
+/* The test hook: its mode, then the cgroup.  The modes that set a trap
+ * do it first, before the shell forks anything (dirname), and say so in
+ * "trapped" after: under memcheck the shell is slow to start. */
 static const char hook_sh[] =
         "#!/bin/sh\n"
+        "case $1 in\n"
+        "term) trap 'echo cleaned up > \"${0%/*}/cleaned\"; exit 0' TERM; echo $$ > \"${0%/*}/trapped\";"
+        " sleep 300 & wait; exit 1 ;;\n"
+        "noterm) trap '' TERM; echo $$ > \"${0%/*}/trapped\"; sleep 300 & echo $! > \"${0%/*}/bg\"; wait;"
+        " echo exited > \"${0%/*}/exited\"; exit 1 ;;\n"
+        "esac\n"
         "d=$(dirname \"$0\")\n"
         "case $1 in\n"
         "saved) cat > \"$d/stdin\"; echo \"$2\" > \"$d/args\"; env | grep -E '^(MEMGUARD_(CGROUP|PARK_ID|THAW_STATUS|TIMEOUT_MS)|NOTIFY_SOCKET|WATCHDOG_)' | sort > \"$d/env\";"
@@ -255,6 +266,72 @@ Test(hook, the_timeout_kills_the_group) {
         cr_expect(dead(pid_in(bg)), "the hook's background child %s is killed with its group", bg);
 }
 
+static void unlink_in_dir(const char *name) {
+        char path[300];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        (void) unlink(path);
+}
+
+/* A run of a trapping mode past its timeout.  A shell that had not set its
+ * trap when SIGTERM came (a slow start: under memcheck) died of it without
+ * a word, which proves nothing: then again with a 4 times longer timeout,
+ * once.  The shell writes "trapped" after the trap, and a trapped SIGTERM
+ * between the two still writes "cleaned". */
+static struct mgt_hook_reply run_trapped(const char *mode, uint64_t *timeout_ms) {
+        struct mgt_hook_reply rep;
+
+        for (int attempt = 0;; attempt++) {
+                static const char *const files[] = { "trapped", "cleaned", "bg", "exited" };
+                for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+                        unlink_in_dir(files[i]);
+                rep = run(mode, *timeout_ms);
+                if (slurp("trapped") || slurp("cleaned") || attempt == 1)
+                        return rep;
+                *timeout_ms *= 4;
+        }
+}
+
+Test(hook, the_timeout_sends_sigterm_first_and_a_hook_that_traps_it_cleans_up) {
+        /* 4 s: its grace is 1 s (a quarter), the trap's time to write */
+        uint64_t timeout_ms = 4000;
+        struct mgt_hook_reply rep = run_trapped("term", &timeout_ms);
+        cr_expect_eq(mgt_hook_grace_usec(timeout_ms * 1000), timeout_ms * 250);
+        cr_assert_not_null(slurp("trapped"), "the hook's shell set its trap within %lu ms",
+                           (unsigned long) timeout_ms);
+        cr_expect_eq(rep.result, MGT_HOOK_TIMEOUT, "a timeout, though the hook exited 0 in its trap");
+        cr_expect_eq(rep.code, 0);
+        cr_expect_geq(rep.duration_usec, timeout_ms * 1000, "not before the timeout");
+        cr_expect_str_eq(slurp("cleaned"), "cleaned up\n", "SIGTERM came, and the trap wrote its file whole");
+}
+
+Test(hook, a_hook_that_ignores_sigterm_is_killed_at_the_grace_end) {
+        uint64_t timeout_ms = 2000, t0 = now_ms();
+        struct mgt_hook_reply rep = run_trapped("noterm", &timeout_ms);
+        uint64_t grace_usec = mgt_hook_grace_usec(timeout_ms * 1000), took = now_ms() - t0;
+        char *leader = slurp("trapped");
+        cr_assert_not_null(leader, "the hook's shell set its trap within %lu ms", (unsigned long) timeout_ms);
+        pid_t lp = pid_in(leader);
+        char *bg = slurp("bg");
+        cr_expect_eq(rep.result, MGT_HOOK_TIMEOUT);
+        cr_expect_eq(rep.code, 0);
+        cr_expect_eq(grace_usec, timeout_ms * 250, "a quarter of the timeout, under 2 s");
+        cr_expect_geq(rep.duration_usec, timeout_ms * 1000 + grace_usec, "SIGKILL not before the grace's end");
+        /* poll's wake at the grace's end, then the leader reaped: a bound
+         * far above that, not a measure */
+        cr_expect_lt(took, 4 * timeout_ms + 8000, "answered %lu ms after the first request", (unsigned long) took);
+        cr_expect(dead(lp), "the leader %d, ignoring SIGTERM, is killed", (int) lp);
+        cr_assert_not_null(bg);
+        cr_expect(dead(pid_in(bg)), "its background child %s, ignoring SIGTERM too, is killed with the group", bg);
+        cr_expect_null(slurp("exited"), "the hook never got past its wait");
+}
+
+Test(hook, the_grace_is_a_quarter_of_the_timeout_at_most_2_s) {
+        cr_expect_eq(mgt_hook_grace_usec(100000), 25000, "the shortest timeout, 100 ms");
+        cr_expect_eq(mgt_hook_grace_usec(8000000), 2000000);
+        cr_expect_eq(mgt_hook_grace_usec(30000000), 2000000, "the default timeout");
+        cr_expect_eq(mgt_hook_grace_usec(UINT64_C(1800000000)), 2000000, "the longest");
+}
+
 Test(hook, what_the_hook_leaves_in_its_group_ends_with_it) {
         struct mgt_hook_reply rep = run("leave", 10000);
         char *bg = slurp("bg");
@@ -310,6 +387,32 @@ Test(hook, runs_at_once_are_answered_each) {
                 cr_expect_eq(rep.result, MGT_HOOK_THAW);
         }
         mgt_hook_runner_stop(&r);
+}
+
+/* /bin/sleep as the hook, its "cgroup" (the last argument) its time: no
+ * shell, and under memcheck not traced (/bin is skipped), so that the
+ * bound's worth of runs start quickly. */
+Test(hook, a_run_past_the_bound_of_runs_at_once_is_refused) {
+        struct mgt_hook_runner r;
+        struct mgt_hook_reply rep;
+        int st;
+        cr_assert_eq(mgt_hook_runner_start(&r, "/bin/sleep"), 0);
+        for (uint64_t s = 1; s <= MGT_HOOK_RUNNING_MAX + 1; s++) {
+                int e;
+                /* the socket holds a few requests: wait for the runner to take them */
+                while ((e = mgt_hook_request(&r, s, s, "300", "{}", 600000000)) == -EAGAIN) {
+                        struct pollfd p = { .fd = r.fd, .events = POLLOUT };
+                        cr_assert_geq(poll(&p, 1, 10000), 1, "the runner takes requests");
+                }
+                cr_assert_eq(e, 0);
+        }
+        cr_assert(wait_reply(&r, &rep, 30000));
+        cr_expect_eq(rep.seq, MGT_HOOK_RUNNING_MAX + 1, "the first answer is the one past the bound");
+        cr_expect_eq(rep.result, MGT_HOOK_ERROR);
+        cr_expect_eq(rep.code, EUSERS);
+        mgt_hook_runner_stop(&r);
+        cr_expect_eq(waitpid(r.pid, &st, 0), r.pid, "the runner ends, killing the runs' groups");
+        cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 Test(hook, the_runner_ends_with_the_socket_and_kills_what_runs) {

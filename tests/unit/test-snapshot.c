@@ -9,8 +9,6 @@
  * leaving no fd and no file behind.
  */
 #include <criterion/criterion.h>
-#include <linux/fiemap.h>
-#include <linux/fs.h>
 #include <linux/magic.h>
 #include <dirent.h>
 #include <errno.h>
@@ -25,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -34,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fiemap.h"
 #include "fixture.h"
 #include "guard.h"
 #include "lend.h"
@@ -639,34 +637,13 @@ static uint8_t *make_runs(size_t len, size_t run, size_t step, uint64_t seed) {
         return p;
 }
 
-/* The pieces the data area [from, to) of name lies in on the disk: an
- * extent continuing the previous one across the hole between them (physical
- * gap = logical gap) is the same piece.  -EOPNOTSUPP without FIEMAP. */
+/* The pieces the data area [from, to) of name lies in on the disk, as
+ * filefrag counts extents (fiemap.h).  -EOPNOTSUPP without FIEMAP. */
 static int disk_pieces(const char *name, uint64_t from, uint64_t to) {
-        enum { N = 512 };
-        struct fiemap *fm = calloc(1, sizeof(*fm) + N * sizeof(struct fiemap_extent));
-        int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC), pieces = 0;
-        uint64_t next_log = 0, next_phys = 0;
-        cr_assert(fm && fd >= 0);
-        fm->fm_start = from;
-        fm->fm_length = to - from;
-        fm->fm_flags = FIEMAP_FLAG_SYNC;
-        fm->fm_extent_count = N;
-        if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0) {
-                pieces = -errno;
-                goto out;
-        }
-        cr_assert_lt(fm->fm_mapped_extents, N);
-        for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
-                const struct fiemap_extent *e = &fm->fm_extents[i];
-                if (!pieces || e->fe_logical < next_log || e->fe_physical != next_phys + (e->fe_logical - next_log))
-                        pieces++;
-                next_log = e->fe_logical + e->fe_length;
-                next_phys = e->fe_physical + e->fe_length;
-        }
-out:
+        int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC), pieces;
+        cr_assert_geq(fd, 0);
+        pieces = mgt_fiemap_pieces(fd, from, to);
         close(fd);
-        free(fm);
         return pieces;
 }
 

@@ -70,14 +70,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/fiemap.h>
-#include <linux/fs.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -86,6 +83,7 @@
 
 #include "bench.h"
 #include "cgdir.h"
+#include "fiemap.h"
 #include "image.h"
 #include "scenario.h"
 #include "ticker.h"
@@ -271,47 +269,16 @@ static int restore_verify(int dirfd, uint64_t len, uint64_t seed, uint64_t *ret_
 
 #define RESTORE_WRITERS_MAX 8
 
-/* The extents of dirfd/name as filefrag counts them: one more for each
- * extent that does not continue the previous one on the disk (the physical
- * gap equal to the logical one: a hole between them is no break).  Returns
- * the count or a negative errno (-EOPNOTSUPP: no FIEMAP here). */
+/* The extents of dirfd/name as filefrag counts them, the whole file
+ * (fiemap.h).  Returns the count or a negative errno (-EOPNOTSUPP: no
+ * FIEMAP here). */
 static int file_extents(int dirfd, const char *name) {
-        enum { N = 256 };
-        struct fiemap *fm = calloc(1, sizeof(*fm) + N * sizeof(struct fiemap_extent));
-        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC), n = 0;
-        uint64_t next_log = 0, next_phys = 0, start = 0;
-        bool last = false;
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC), n;
 
-        if (!fm || fd < 0) {
-                n = fm ? -errno : -ENOMEM;
-                goto out;
-        }
-        while (!last) {
-                memset(fm, 0, sizeof(*fm));
-                fm->fm_start = start;
-                fm->fm_length = FIEMAP_MAX_OFFSET - start;
-                fm->fm_flags = FIEMAP_FLAG_SYNC;
-                fm->fm_extent_count = N;
-                if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0) {
-                        n = -errno;
-                        goto out;
-                }
-                if (fm->fm_mapped_extents == 0)
-                        break;
-                for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
-                        const struct fiemap_extent *e = &fm->fm_extents[i];
-                        if (!n || e->fe_logical < next_log || e->fe_physical != next_phys + (e->fe_logical - next_log))
-                                n++;
-                        next_log = e->fe_logical + e->fe_length;
-                        next_phys = e->fe_physical + e->fe_length;
-                        last = e->fe_flags & FIEMAP_EXTENT_LAST;
-                }
-                start = next_log;
-        }
-out:
-        if (fd >= 0)
-                close(fd);
-        free(fm);
+        if (fd < 0)
+                return -errno;
+        n = mgt_fiemap_pieces(fd, 0, UINT64_MAX);
+        close(fd);
         return n;
 }
 

@@ -499,7 +499,8 @@ int mgt_settings_apply(const struct mgt_settings *s, uint64_t limit, struct mg_g
         if (v[MGT_KEY_RECLAIM_HEADROOM].set)
                 o->reclaim_headroom_bytes = v[MGT_KEY_RECLAIM_HEADROOM].value;
         if (v[MGT_KEY_PARK_HOOK].set) {
-                uint64_t d = o->kill_wait_usec + mgt_settings_park_timeout(s) + MGT_PARK_SLACK_USEC;
+                uint64_t t = mgt_settings_park_timeout(s);
+                uint64_t d = o->kill_wait_usec + t + mgt_hook_grace_usec(t) + MGT_PARK_SLACK_USEC;
                 o->park_deadline_usec = d < MG_PARK_MAX_USEC ? d : MG_PARK_MAX_USEC;
         }
         return 0;

@@ -87,8 +87,9 @@ struct mgt_settings {
 /* The guard's own park deadline (mg_guard_options.park_deadline_usec) is
  * the backstop, above the hook's bound: it counts from the freeze, which
  * may take up to kill_wait_usec to hold (a task in D state), then the
- * hook's timeout, then this for watch to hear the hook's end and end the
- * park itself. */
+ * hook's timeout and its grace from SIGTERM to SIGKILL
+ * (mgt_hook_grace_usec()), then this for watch to hear the hook's end and
+ * end the park itself. */
 #define MGT_PARK_SLACK_USEC ((uint64_t) 2 * 1000000)
 /* The park-timeout in force (the default when unset); 0 without park-hook. */
 uint64_t mgt_settings_park_timeout(const struct mgt_settings *s);
@@ -129,7 +130,8 @@ int mgt_settings_check(const struct mgt_settings *s, const char *dashes, char *e
 
 /* Options for an actor with this limit: mg_guard_options_init() and what
  * the settings set (a margin in percent taken of limit; with park-hook,
- * park_deadline_usec: kill_wait_usec + park-timeout + MGT_PARK_SLACK_USEC).
+ * park_deadline_usec: kill_wait_usec + park-timeout + its grace +
+ * MGT_PARK_SLACK_USEC).
  * reclaim_cgroup points into s. */
 int mgt_settings_apply(const struct mgt_settings *s, uint64_t limit, struct mg_guard_options *o);
 

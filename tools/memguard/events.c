@@ -1239,7 +1239,7 @@ void mgt_park_hook_event(const struct mgt_out *o, const struct mgt_park_hook_inf
         struct mgt_journal_entry e;
         struct mgt_json_tap t;
         struct mgt_json j, *jp = own_event(o, &j, &e, &t, priority, "park-hook");
-        char took[32], bound[32], how[160], then[160], line[200], out[320], lim[32], text[PATH_MAX + 1024];
+        char took[32], bound[32], grace[32], how[256], then[160], line[200], out[320], lim[32], text[PATH_MAX + 1024];
 
         if (jp) {
                 mgt_json_str(jp, "cgroup", h->cgroup);
@@ -1290,10 +1290,21 @@ void mgt_park_hook_event(const struct mgt_out *o, const struct mgt_park_hook_inf
                          took);
                 break;
         case MGT_HOOK_TIMEOUT:
-                snprintf(how, sizeof(how), "timed out after %s (park-timeout %s): its process group killed", took,
-                         sec_text(h->timeout_usec, bound, sizeof(bound)));
+                snprintf(how, sizeof(how), "timed out after %s (park-timeout %s): SIGTERM to its process group, "
+                         "then SIGKILL (at the hook's exit, at most %s later)", took,
+                         sec_text(h->timeout_usec, bound, sizeof(bound)),
+                         sec_text(mgt_hook_grace_usec(h->timeout_usec), grace, sizeof(grace)));
                 break;
-        case MGT_HOOK_ERROR: snprintf(how, sizeof(how), "was not run: %s", strerror(r->code)); break;
+        case MGT_HOOK_ERROR:
+                /* The runner's bound (hook.h), which no errno's text
+                 * says; the park ends in the kill that follows, as for any
+                 * run that did not start. */
+                if (r->code == EUSERS)
+                        snprintf(how, sizeof(how), "was not run: %d hooks run already, the most at once",
+                                 MGT_HOOK_RUNNING_MAX);
+                else
+                        snprintf(how, sizeof(how), "was not run: %s", strerror(r->code));
+                break;
         case MGT_HOOK_CANCELLED:
                 snprintf(how, sizeof(how), "was cancelled after %s, its process group killed: the park ended first "
                          "(%s)", took, h->park_end ? h->park_end : "?");

@@ -94,9 +94,10 @@ static const struct command_help {
                           "again; anything else, a signal or the timeout: kill it.  Read at\n"
                           "start only.  (default: off: kills are made at once)" },
                         { "--park-timeout DURATION",
-                          "The hook's time, 100 ms to 30 min; then its process group is killed,\n"
-                          "and the actor.  The guard's own deadline is the kill wait and 2 s\n"
-                          "above it.  (default: 30s)" },
+                          "The hook's time, 100 ms to 30 min; then its process group gets\n"
+                          "SIGTERM, and SIGKILL a quarter of it later (at most 2 s), and the\n"
+                          "actor is killed.  The guard's own deadline is the kill wait, the\n"
+                          "grace and 2 s above it.  (default: 30s)" },
                         { "--tick DURATION", "How often the fast path reads memory.current; 10 ms to 1 h.\n"
                                              "(default: 250ms)" },
                         { "--margin SIZE|PERCENT", "The fast path runs below the limit minus the margin; a percentage is\n"

@@ -2,7 +2,7 @@
 /*
  * The park hook's runner (hook.h): a process with one thread and one
  * poll() over the request socket, a signalfd for SIGCHLD and each running
- * hook's output pipe; the earliest timeout is poll's.
+ * hook's output pipe; the earliest timeout or end of a grace is poll's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -113,7 +113,9 @@ struct run {
         pid_t pid;              /* the hook, its group's leader */
         int out;                /* its stdout and stderr, read end, non-blocking; -1 once closed */
         uint64_t start_usec, deadline_usec;
-        enum mgt_hook_result forced; /* MGT_HOOK_TIMEOUT or _CANCELLED once its group is killed; else _SAVED */
+        uint64_t kill_usec;     /* timed out: when SIGKILL follows the SIGTERM */
+        enum mgt_hook_result forced; /* MGT_HOOK_TIMEOUT once timed out, _CANCELLED once cancelled; else _SAVED */
+        bool killed;            /* SIGKILL sent to its group */
         uint64_t output_bytes;
         char tail[MGT_HOOK_OUTPUT_MAX]; /* a ring of the last bytes */
         size_t tail_at;
@@ -235,7 +237,7 @@ static struct run *start(struct runner *R, const struct request *q, const char *
         size_t len = q->record_len;
 
         if (R->n == MGT_HOOK_RUNNING_MAX) {
-                *ret_err = EAGAIN;
+                *ret_err = EUSERS;
                 return NULL;
         }
         x = calloc(1, sizeof(*x));
@@ -275,9 +277,8 @@ static struct run *start(struct runner *R, const struct request *q, const char *
         close(p[1]);
         x->out = p[0];
         (void) fcntl(x->out, F_SETFL, O_NONBLOCK);
-        /* The leader is in its group once setsid() returns; a kill before
-         * that (a timeout shorter than a fork) finds no group: the leader
-         * is killed on its own then (reap()). */
+        /* The leader is in its group once setsid() returns; a signal
+         * before that finds no group (signal_group()). */
         R->runs[R->n++] = x;
         return x;
 fail:
@@ -292,12 +293,36 @@ fail:
         return NULL;
 }
 
+/* The group is there once the leader's setsid() has returned; a signal
+ * before that (a timeout shorter than a fork) goes to the leader alone,
+ * which still has the runner's dispositions then (SIGTERM's default: it
+ * ends). */
+static void signal_group(const struct run *x, int sig) {
+        if (kill(-x->pid, sig) < 0)
+                (void) kill(x->pid, sig);
+}
+
+/* Its timeout: SIGTERM to the group, so that a hook saving a microVM can
+ * stop and clean up (a partial snapshot); SIGKILL follows at kill_usec
+ * (runner_main()) unless the leader has exited by then, and reap() kills
+ * what is left of the group once it has.  The result is MGT_HOOK_TIMEOUT
+ * either way, whatever the hook's exit. */
+static void time_out(struct run *x) {
+        x->forced = MGT_HOOK_TIMEOUT;
+        x->kill_usec = x->deadline_usec + mgt_hook_grace_usec(x->deadline_usec - x->start_usec);
+        signal_group(x, SIGTERM);
+}
+
+/* SIGKILL to the group: at a cancel (the park it served has ended: no
+ * grace, even in the timeout's) and at the end of the grace.  The first
+ * reason stands in the answer. */
 static void kill_group(struct run *x, enum mgt_hook_result why) {
-        if (x->forced != MGT_HOOK_SAVED)
+        if (x->killed)
                 return;
-        x->forced = why;
-        if (kill(-x->pid, SIGKILL) < 0)
-                (void) kill(x->pid, SIGKILL);
+        if (x->forced == MGT_HOOK_SAVED)
+                x->forced = why;
+        x->killed = true;
+        signal_group(x, SIGKILL);
 }
 
 static void finish(struct runner *R, size_t i, enum mgt_hook_result res, int code) {
@@ -409,9 +434,13 @@ static void __attribute__((noreturn)) runner_main(int sock, char **argv, int arg
                 for (size_t i = 0; i < state.n; i++) {
                         struct run *x = state.runs[i];
                         if (x->forced == MGT_HOOK_SAVED && now >= x->deadline_usec)
+                                time_out(x);
+                        if (x->forced == MGT_HOOK_TIMEOUT && !x->killed && now >= x->kill_usec)
                                 kill_group(x, MGT_HOOK_TIMEOUT);
                         if (x->forced == MGT_HOOK_SAVED && x->deadline_usec < next)
                                 next = x->deadline_usec;
+                        if (x->forced == MGT_HOOK_TIMEOUT && !x->killed && x->kill_usec < next)
+                                next = x->kill_usec;
                 }
                 timeout = next == UINT64_MAX ? -1 : (int) ((next - now + 999) / 1000);
                 polled[0] = (struct pollfd) { .fd = state.sock, .events = POLLIN };

@@ -20,8 +20,10 @@
  * captured, their last MGT_HOOK_OUTPUT_MAX bytes kept for the reply and the
  * rest read and thrown away, so a hook that writes without end never
  * blocks.  The hook is the leader of a process group of its own (setsid):
- * at its timeout, on a cancel, and once the leader has exited, SIGKILL goes
- * to that group, so nothing the hook started in it outlives its time.  Its
+ * at its timeout SIGTERM goes to that group, and SIGKILL after the grace
+ * (mgt_hook_grace_usec()) if the leader has not exited by then; on a cancel,
+ * and once the leader has exited, SIGKILL at once, so nothing the hook
+ * started in it outlives its time.  Its
  * oom_score_adj and nice value are set back to 0 (watch's unit runs at
  * -900 and -10: a hook must not inherit the guards' protection).  Environment: watch's without
  * NOTIFY_SOCKET and the watchdog's variables, plus MEMGUARD_CGROUP,
@@ -45,9 +47,21 @@
 #define MGT_HOOK_OUTPUT_MAX 400
 /* CMD's words at most (CMD's own argv; the cgroup comes after them). */
 #define MGT_HOOK_ARGS_MAX 32
-/* Hooks running at once; a request past it is answered MGT_HOOK_ERROR
- * (-EAGAIN) at once.  A node parks at most as many actors as it has. */
+/* Hooks running at once (those in their grace count); a request past it
+ * is answered MGT_HOOK_ERROR with code EUSERS at once, and watch ends that
+ * park in a kill.  A node parks at most as many actors as it has. */
 #define MGT_HOOK_RUNNING_MAX 256
+/* From SIGTERM at the timeout to SIGKILL: a quarter of the timeout, at most
+ * 2 s.  The actor stays frozen, its memory charged, through the grace, so
+ * it is a share of the time the operator gave the hook (the run ends by
+ * 1.25 times the timeout) rather than a fixed sum that would swamp a short
+ * timeout; 2 s is room for a hook to stop its save and remove a partial
+ * snapshot, and the default 30 s timeout gets all of it.  The guard's
+ * backstop (config.h, MGT_PARK_SLACK_USEC) counts it too. */
+#define MGT_HOOK_GRACE_MAX_USEC ((uint64_t) 2 * 1000000)
+static inline uint64_t mgt_hook_grace_usec(uint64_t timeout_usec) {
+        return timeout_usec / 4 < MGT_HOOK_GRACE_MAX_USEC ? timeout_usec / 4 : MGT_HOOK_GRACE_MAX_USEC;
+}
 /* The record on stdin, at most (a park event's JSON is about 1.5 KiB). */
 #define MGT_HOOK_RECORD_MAX ((size_t) 60 * 1024)
 
@@ -56,8 +70,8 @@ enum mgt_hook_result {
         MGT_HOOK_THAW,          /* exit MGT_HOOK_THAW_STATUS: thaw it */
         MGT_HOOK_FAILED,        /* another exit status (code): kill it */
         MGT_HOOK_SIGNALED,      /* ended by signal code: kill it */
-        MGT_HOOK_TIMEOUT,       /* ran past its timeout: its group killed; kill it */
-        MGT_HOOK_ERROR,         /* not started (code: the errno): kill it */
+        MGT_HOOK_TIMEOUT,       /* ran past its timeout: its group sent SIGTERM, then SIGKILL; kill it */
+        MGT_HOOK_ERROR,         /* not started (code: the errno; EUSERS: MGT_HOOK_RUNNING_MAX run): kill it */
         MGT_HOOK_CANCELLED,     /* the park ended first (watch's cancel): its group killed */
         _MGT_HOOK_RESULT_MAX,
 };
@@ -95,13 +109,15 @@ struct mgt_hook_runner {
  * process with one thread.  Returns 0 or a negative errno. */
 int mgt_hook_runner_start(struct mgt_hook_runner *r, const char *cmd);
 /* Asks for a run: the hook for the park park_id of cgroup, record (a
- * JSON object, without newline) on its stdin, killed after timeout_usec.
+ * JSON object, without newline) on its stdin, its group sent SIGTERM after
+ * timeout_usec and SIGKILL after the grace past it.
  * Returns 0, -EAGAIN (the socket is full: the runner is stuck), -EPIPE
  * (the runner is gone), -EMSGSIZE (the record or path too long). */
 int mgt_hook_request(struct mgt_hook_runner *r, uint64_t seq, uint64_t park_id, const char *cgroup,
                      const char *record, uint64_t timeout_usec);
 /* Ends the run seq early (the park it served has ended): its group is
- * killed and it is answered MGT_HOOK_CANCELLED, if it still runs.
+ * killed (SIGKILL, no grace) and it is answered MGT_HOOK_CANCELLED, if it
+ * still runs (MGT_HOOK_TIMEOUT if it was in its grace already).
  * Returns 0 or a negative errno. */
 int mgt_hook_cancel(struct mgt_hook_runner *r, uint64_t seq);
 /* One reply, if one is there (the fd polls readable).  Returns 1 with

@@ -155,13 +155,15 @@ static int cmd_event_sample(int argc, char **argv) {
                 { .type = MG_EVENT_KILL, .cgroup = cg, .time_usec = now, .kill = &parkkill },
         };
         /* The park hook's runs: saved, a thaw into a raised limit, a
-         * timeout, one cancelled by the guard's deadline. */
+         * timeout, one cancelled by the guard's deadline, one not run
+         * (the runner's bound of runs at once). */
         struct mgt_hook_reply saved = { .result = MGT_HOOK_SAVED, .duration_usec = 2150000, .output_bytes = 38,
                                         .output_len = 38 },
                               thaw = { .result = MGT_HOOK_THAW, .code = MGT_HOOK_THAW_STATUS, .duration_usec = 812000 },
                               late = { .result = MGT_HOOK_TIMEOUT, .duration_usec = 30000400, .output_bytes = 90000,
                                        .output_len = 24 },
-                              cancelled = { .result = MGT_HOOK_CANCELLED, .duration_usec = 34000000 };
+                              cancelled = { .result = MGT_HOOK_CANCELLED, .duration_usec = 34000000 },
+                              refused = { .result = MGT_HOOK_ERROR, .code = EUSERS };
         snprintf(saved.output, sizeof(saved.output), "snapshot written\nsaved to /var/snap/3\n");
         snprintf(late.output, sizeof(late.output), "copying page 81234 of 1\n");
         const struct mgt_park_hook_info hooks[] = {
@@ -171,6 +173,8 @@ static int cmd_event_sample(int argc, char **argv) {
                 { .cgroup = cg, .park_id = 3, .kill_id = 9, .timeout_usec = 30000000, .reply = &late, .action = "kill" },
                 { .cgroup = cg, .park_id = 4, .kill_id = 10, .timeout_usec = 30000000, .reply = &cancelled,
                   .action = "none", .park_end = "deadline" },
+                { .cgroup = cg, .park_id = 5, .kill_id = 11, .timeout_usec = 30000000, .reply = &refused,
+                  .action = "kill" },
         };
         /* Two guards' decisions interleaved, as watch prints them: each
          * end carries the kill_id of its own guard's pre-kill.  The guards

@@ -546,17 +546,18 @@ options "the config's headroom with a flag's reclaim cgroup" 1 \
     "with the command line: reclaim-headroom with reclaim-cgroup" 256M --config "$tmp/reclaim.conf" --reclaim-cgroup bg
 options "a bad window count" 2 "memguard options: --reclaim-windows 9: not a whole number of windows, 1 to 8" \
     256M --reclaim-dose 64M --reclaim-windows 9
-# parking: the guard's deadline is the kill wait (tuned: 2 s at 256 MiB), the hook's timeout and 2 s
+# parking: the guard's deadline is the kill wait (tuned: 2 s at 256 MiB), the hook's timeout, its grace
+# (a quarter of the timeout, at most 2 s) and 2 s
 options "no park hook: no park" 0 "$(printf '%s\n' 'park_deadline_usec 0' 'park_timeout_usec 0')" 256M
 options "a park hook: its default timeout, the guard's deadline above it" 0 "$(printf '%s\n' \
-    'kill_wait_usec 2000000' 'park_timeout_usec 30000000' 'park_deadline_usec 34000000' 'library takes them')" \
+    'kill_wait_usec 2000000' 'park_timeout_usec 30000000' 'park_deadline_usec 36000000' 'library takes them')" \
     256M --park-hook /usr/bin/save-vm
 options "a 30 min timeout and a long kill wait: the deadline within the library's hour" 0 "$(printf '%s\n' \
-    'park_timeout_usec 1800000000' 'park_deadline_usec 1862000000' 'library takes them')" \
+    'park_timeout_usec 1800000000' 'park_deadline_usec 1864000000' 'library takes them')" \
     256M --park-hook /usr/bin/save-vm --park-timeout 30m --kill-wait 1m
 printf 'park-hook = /usr/bin/save-vm\n' >"$tmp/park.conf"
 options "the config's hook, the command line's timeout" 0 "$(printf '%s\n' 'park_timeout_usec 5000000' \
-    'park_deadline_usec 9000000')" 256M --config "$tmp/park.conf" --park-timeout 5s
+    'park_deadline_usec 10250000')" 256M --config "$tmp/park.conf" --park-timeout 5s
 
 # ---- the reclaim event as a text line (its JSON: test-events-schema.py)
 "$tc" event-sample >"$tmp/out" 2>"$tmp/err"
@@ -571,8 +572,9 @@ for line in \
     'memguard: park: /sys/fs/cgroup/sample/"actor": frozen instead of killed (overshoot): used 81920kB of limit 65536kB, anon 80896kB; frozen 10 ms after the freeze; park 3; the park hook runs, at most 30.0 s' \
     'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 3: the hook exited 0 (saved) after 2.1 s: killing it; its output ends "saved to /var/snap/3"' \
     'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 3: the hook exited 10 (thaw) after 0.8 s: thawing it at a limit of 512.0 MiB (xattr)' \
-    'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 3: the hook timed out after 30.0 s (park-timeout 30.0 s): its process group killed: killing it; its output ends "copying page 81234 of 1" (of more)' \
+    'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 3: the hook timed out after 30.0 s (park-timeout 30.0 s): SIGTERM to its process group, then SIGKILL (at the hook'"'"'s exit, at most 2.0 s later): killing it; its output ends "copying page 81234 of 1" (of more)' \
     'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 4: the hook was cancelled after 34.0 s, its process group killed: the park ended first (deadline): nothing to do' \
+    'memguard: park-hook: /sys/fs/cgroup/sample/"actor": park 5: the hook was not run: 256 hooks run already, the most at once: killing it' \
     'memguard: thaw: /sys/fs/cgroup/sample/"actor": park 3 ended after 2000 ms: thawed, guarded again (used 81920kB when parked, limit then 65536kB)'; do
     grep -qxF "$line" "$tmp/err" && ok "event: ${line:10:40}... as a text line" ||
         { not_ok "event: a park's text line: $line"; diag "$tmp/err"; }

@@ -13,6 +13,7 @@
 #   tests/cli/memguard/test-events-schema.py SCHEMA MEMGUARD-TEST-COMMANDS [FILE...]
 #   (SCHEMA: tools/memguard/events.schema.json)
 import copy
+import errno
 import json
 import re
 import subprocess
@@ -234,7 +235,7 @@ tap(len(pk) == 1 and pk[0]["park_end"] == "deadline" and pk[0]["parked_ms"] == 3
 tap(all(o.get("park_id") is None and o.get("park_end") is None for o in objs
         if o.get("event") in ("kill", "kill-dry-run") and o not in pk), "a kill that was no park's: its park fields null")
 hooks = {o["result"]: o for o in objs if o.get("event") == "park-hook"}
-tap(set(hooks) == {"saved", "thaw", "timeout", "cancelled"}, f"the sample's hook runs ({sorted(hooks)})")
+tap(set(hooks) == {"saved", "thaw", "timeout", "cancelled", "error"}, f"the sample's hook runs ({sorted(hooks)})")
 h = hooks.get("saved", {})
 tap(h.get("exit_status") == 0 and h.get("action") == "kill" and h.get("output") == "snapshot written\nsaved to /var/snap/3\n"
     and h.get("duration_ms") == 2150, f"a hook that saved the actor: exit 0, a kill, its output ({h})")
@@ -246,6 +247,9 @@ tap(h.get("exit_status") is None and h.get("action") == "kill" and h.get("output
     f"a timeout: no exit status, a kill ({h})")
 h = hooks.get("cancelled", {})
 tap(h.get("action") == "none" and h.get("park_end") == "deadline", f"a run cancelled by the park's deadline ({h})")
+h = hooks.get("error", {})
+tap(h.get("errno") == errno.EUSERS and h.get("exit_status") is None and h.get("action") == "kill",
+    f"a run past the runner's bound of runs at once: not run (EUSERS), a kill ({h})")
 
 # Lines from the kernel suite's runs of the tool ("# json: {...}" or bare).
 for path in sys.argv[3:]:

@@ -21,11 +21,12 @@
 #   fail   the hook exits 3: park-hook "failed", its stderr's last line
 #          quoted, the kill;
 #   slow   the hook sleeps (and leaves a sleep in the background): at 3 s
-#          park-hook "timeout", its process group killed (the background
-#          sleep too), the kill;
+#          park-hook "timeout", its process group sent SIGTERM (the
+#          background sleep dies of it too), the kill;
 #   orphan the runner is killed outright while the hook sleeps: the hook
 #          dies with it, watch says so, and the guard's own deadline (kill
-#          wait 2 s + 3 s + 2 s) kills the actor, park_end "deadline";
+#          wait 2 s + 3 s + the grace 0.75 s + 2 s) kills the actor,
+#          park_end "deadline";
 #   late   a park after that: park-hook "error" (EPIPE), killed at once.
 # A fifth child, frozen before watch starts (as a park a killed watch left
 # open), is said to be found frozen and left so.
@@ -222,7 +223,8 @@ check "metrics: none parked now; saved's series" sh -c "
 sed 's/^/# park metrics: /' "$tmp/park.prom" | grep -E 'park'
 
 # ---- the runner gone (killed outright): the park under way is killed at
-# the guard's own deadline (kill wait 2 s + 3 s + 2 s after the freeze),
+# the guard's own deadline (kill wait 2 s + 3 s + the hook's grace 0.75 s +
+# 2 s after the freeze),
 # its hook with the runner; a park after that is killed at once.
 mkdir "$base/orphan" "$base/late"
 for c in orphan late; do wait_grep "$tmp/err" "$(watch_ev "$base/$c" 67108864 default)"; done
@@ -244,8 +246,8 @@ told_killed orphan
 check "orphan: watch says the runner is gone, the park under way left to its deadline" \
     grep -q '"event":"error",.*"message":"--park-hook: its runner is gone: parks under way (1) end at their deadline' "$tmp/err"
 pms=$(sed -n "s|.*\"event\":\"kill\",.*\"cgroup\":\"$base/orphan\",.*\"park_end\":\"deadline\",\"parked_ms\":\([0-9]*\),.*|\1|p" "$tmp/err")
-check "orphan: killed at the guard's park deadline, about 7 s after the freeze (${pms:-no such kill} ms)" \
-    sh -c "[ -n '$pms' ] && [ '$pms' -ge 6900 ] && [ '$pms' -lt 9000 ]"
+check "orphan: killed at the guard's park deadline, about 7.75 s after the freeze (${pms:-no such kill} ms)" \
+    sh -c "[ -n '$pms' ] && [ '$pms' -ge 7650 ] && [ '$pms' -lt 9750 ]"
 check "orphan: its hook died with the runner (pid ${leader:-?})" \
     sh -c "[ -n '$leader' ] && { [ ! -e /proc/$leader ] || grep -q '^State:.*Z' /proc/$leader/status; }"
 actor late -1
