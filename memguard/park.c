@@ -357,19 +357,11 @@ int mg_park_recover(struct mg_cgroup *cg) {
         r = freeze_read(cg);
         if (r < 0 && r != -ENOENT)
                 return r;
-        if (r > 0 && rec.deadline_boottime_usec > mg_boottime_usec())
-                return 0; /* a park still promised: mg_guard_new() takes it over */
-        if (r > 0) {
-                /* Frozen past its deadline: the kill its guard owed.
-                 * SIGKILL reaches frozen tasks; cgroup.kill is 5.14+, and
-                 * before it the record stays for mg_guard_new(), whose
-                 * first tick kills (through its pidfd fallback). */
-                r = mg_cgroup_write_file(cg, "cgroup.kill", "1");
-                if (r < 0)
-                        return r;
-                r = 1;
-        }
-        /* After the kill, or a stale record (not frozen): it goes. */
-        (void) mg_cgroup_remove_xattr(cg, MG_PARK_XATTR);
-        return r > 0 ? 1 : 0;
+        /* Frozen: a park, live or past its deadline, is a guard's to end
+         * (mg_guard_new() takes it over; past its deadline its first tick
+         * kills, with the kill record and MG_EVENT_KILL a worker counts).
+         * Not frozen, or no freezer: stale. */
+        if (r <= 0)
+                (void) mg_cgroup_remove_xattr(cg, MG_PARK_XATTR);
+        return 0;
 }

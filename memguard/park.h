@@ -63,12 +63,13 @@ void mg_park_adopt(mg_guard *g, const struct mg_park_record *rec);
  * next guard (a takeover never thaws).  Best effort, logged. */
 void mg_park_release(mg_guard *g);
 /*
- * mg_guard_recover()'s part (cg opened by it): a park record past its
- * deadline on a frozen cgroup is the kill the guard owed: cgroup.kill
- * written, the record removed; one whose deadline is ahead is left for
- * mg_guard_new(); a stale one (not frozen) is removed.  Returns 1 if it
- * killed, 0, -EPERM (a directory its tenant can write: left), -EBADMSG,
- * or the errno of a read or the kill.
+ * mg_guard_recover()'s part (cg opened by it): a park record on a cgroup
+ * not frozen (or without a freezer) is stale and removed; one on a frozen
+ * cgroup, its deadline passed or not, is left for mg_guard_new(), which
+ * takes the park over (and kills at its first tick one whose deadline
+ * passed, with the kill record a worker counts): recovery neither thaws
+ * nor kills.  Returns 0, -EPERM (a directory its tenant can write: left),
+ * -EBADMSG (left), or the errno of a read.
  */
 int mg_park_recover(struct mg_cgroup *cg);
 

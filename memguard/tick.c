@@ -144,9 +144,10 @@ int mg_guard_recover(const char *cgroup_path, unsigned flags) {
         return mg_guard_recover_internal(cgroup_path, flags, 0, NULL);
 }
 
-/* Both records, each on its own: the lend's restore does not wait for
- * the park's kill, nor the other way round.  The first error is the
- * answer; else 1 if either acted. */
+/* Both records, each on its own (a bad park record does not keep a lend
+ * from its end): the lend's answer first, then the park's error if any.
+ * The park's part acts on a stale record alone (park.h), so 1 still means
+ * memory.high was written. */
 int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flags, const struct mg_io *io) {
         struct mg_cgroup cg;
         int r, p;
@@ -161,9 +162,7 @@ int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flag
         mg_cgroup_close(&cg);
         if (r < 0)
                 return r;
-        if (p < 0)
-                return p;
-        return r > p ? r : p;
+        return p < 0 ? p : r;
 }
 
 /*

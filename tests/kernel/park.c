@@ -592,7 +592,9 @@ static int park_and_crash(const char *name, uint64_t park_deadline_usec, const c
  *    used above 64 MiB from a fresh read), and the park ends with
  *    mg_guard_park_end(MG_PARK_KILL) = 1: MG_EVENT_KILL with park_end
  *    MG_PARK_END_KILL, the actor dead of SIGKILL, the record gone.
- * 2. Deadline 2 s, and nobody runs for 3 s after the crash.  A new guard
+ * 2. Deadline 2 s, and nobody runs for 3 s after the crash.
+ *    mg_guard_recover(0) returns 0 and leaves record and freeze alone (an
+ *    expired park is a guard's to kill, with its record).  A new guard
  *    takes the expired park over; its first tick kills (returns 1) with no
  *    MG_EVENT_PARK; MG_EVENT_KILL with park_end MG_PARK_END_DEADLINE, the
  *    actor dead of SIGKILL, the record gone.
@@ -648,7 +650,9 @@ int t_park_crash(void) {
                 return r;
         memset(&crash_ev, 0, sizeof(crash_ev));
         nanosleep(&(struct timespec) { .tv_sec = 3 }, NULL);
-        KT_CHECK(frozen_now(cg) == 1 && park_record_of(cg, rec, sizeof(rec)) > 0, "the expired park changed alone");
+        r = mg_guard_recover(cg, 0);
+        KT_CHECK(r == 0 && frozen_now(cg) == 1 && park_record_of(cg, rec, sizeof(rec)) > 0,
+                 "the expired park changed alone, or by recover (%d)", r);
         crash_options(&o, 30 * MG_USEC_PER_SEC);
         KT_CHECK(mg_guard_new(cg, &o, &g) == 0, "guard");
         KT_CHECK(mg_guard_get_park_id(g) == id, "not taken over: park id %" PRIu64, mg_guard_get_park_id(g));

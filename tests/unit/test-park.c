@@ -770,30 +770,42 @@ Test(park_record, a_taken_over_park_is_left_frozen_by_the_guards_end) {
         mg_guard_free(g);
 }
 
-/* mg_guard_recover(): a park still promised is left for mg_guard_new();
- * one past its deadline, frozen, is the kill its guard owed; a stale one
- * is removed. */
-Test(park_record, recover_kills_an_expired_park_and_leaves_a_live_one) {
+/* mg_guard_recover() neither thaws nor kills: a park on a frozen cgroup,
+ * live or past its deadline, is left for mg_guard_new() (whose first tick
+ * kills an expired one, told as a kill); a stale one is removed. */
+Test(park_record, recover_leaves_a_park_for_the_next_guard) {
         need_user_xattrs();
+        overshoot();
         found_frozen();
         put_record(2, MG_KILL_OVERSHOOT, mg_boottime_usec() + 3600 * MG_USEC_PER_SEC);
         cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fx.io), 0);
         cr_expect_eq(mg_guard_recover_internal(fx.dir, MG_RECOVER_EXPIRED, MG_CGROUP_ANY_FS, &fx.io), 0);
-        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
-        cr_expect_str_eq(fixture_read(&fx, "cgroup.freeze"), "1\n");
         cr_expect_gt(get_record(), 0, "left for mg_guard_new()");
 
         put_record(2, MG_KILL_OVERSHOOT, 1);
-        cr_expect_eq(mg_guard_recover_internal(fx.dir, MG_RECOVER_EXPIRED, MG_CGROUP_ANY_FS, &fx.io), 1);
-        cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
-        cr_expect_str_eq(fixture_read(&fx, "cgroup.freeze"), "1\n", "killed frozen, never thawed");
-        cr_expect_lt(get_record(), 0);
-        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fx.io), 0, "nothing left");
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fx.io), 0);
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, MG_RECOVER_EXPIRED, MG_CGROUP_ANY_FS, &fx.io), 0);
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"), "recovery killed");
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.freeze"), "1\n", "recovery thawed");
+        cr_expect_gt(get_record(), 0, "an expired park left for mg_guard_new()");
+        mg_guard *g = new_guard(0);
+        cr_expect_eq(tick_at(g, TICK), 1, "killed at the first tick");
+        empties(g);
+        cr_expect_eq(seen.kill.report.park_end, MG_PARK_END_DEADLINE);
+        mg_guard_free(g);
 
         fixture_write(&fx, "cgroup.kill", "");
         fixture_write(&fx, "cgroup.freeze", "0\n");
         put_record(2, MG_KILL_OVERSHOOT, 1);
         cr_expect_eq(mg_guard_recover_internal(fx.dir, 0, MG_CGROUP_ANY_FS, &fx.io), 0);
-        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"), "killed on a stale record");
+        cr_expect_str_empty(fixture_read(&fx, "cgroup.kill"));
         cr_expect_lt(get_record(), 0, "stale: removed");
+        /* a lend record beside it: recovered as before, the answer its */
+        put_record(2, MG_KILL_OVERSHOOT, 1);
+        const char *lend = "memguard-lend 1 high=300000000 deadline_boottime_usec=1 pid=1\n";
+        fixture_write(&fx, "memory.high", "max\n");
+        cr_assert_eq(setxattr(fx.dir, "user.memguard.lend", lend, strlen(lend), 0), 0);
+        cr_expect_eq(mg_guard_recover_internal(fx.dir, MG_RECOVER_EXPIRED, MG_CGROUP_ANY_FS, &fx.io), 1);
+        cr_expect_str_eq(fixture_read(&fx, "memory.high"), "300000000");
+        cr_expect_lt(get_record(), 0, "the stale park record beside it removed too");
 }
