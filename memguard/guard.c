@@ -54,6 +54,8 @@ void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata) {
 
                 sl->park_deadline_usec = mg_usec_add(mg_guard_now(g), park_left);
                 sl->kill.report.park_usec = mg_guard_now(g) > since ? mg_guard_now(g) - since : 0;
+                if (sl->park_taken_over)
+                        sl->kill.detect_usec = sl->kill.report.park_usec;
         }
 }
 

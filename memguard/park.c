@@ -283,6 +283,10 @@ void mg_park_adopt(mg_guard *g, const struct mg_park_record *rec) {
         cap = g->opt.park_deadline_usec ? g->opt.park_deadline_usec : MG_PARK_MAX_USEC;
         if (left > cap)
                 left = cap;
+        /* When the parker detected it died with it: the takeover stands
+         * for it, so the record's spans (detection to kill, to empty)
+         * start here rather than at the clock's zero. */
+        sl->kill.detect_usec = now;
         sl->kill.report.park_id = rec->id;
         sl->kill.report.park_usec = now;
         sl->kill.report.frozen_usec = sl->kill.report.park_end_usec = 0;

@@ -562,6 +562,10 @@ Test(park_record, the_next_guard_takes_a_crashed_workers_park_over) {
         cr_expect_eq(seen.park.report.limit_bytes, 256 * MG_MIB);
         cr_expect_eq(seen.park.report.park_end, MG_PARK_OPEN);
         cr_expect_neq(seen.park.report.frozen_usec, 0);
+        cr_expect_eq(seen.park.detect_usec, seen.park.report.park_usec, "the takeover stands for the detection");
+        /* taken over at mg_guard_new(), carried onto the injected clock
+         * with the moment before it was set */
+        cr_expect_leq(fx.now_usec - TICK - seen.park.report.park_usec, 50 * MG_USEC_PER_MSEC);
         /* the restarted worker's save, then its kill */
         cr_expect_eq(mg_guard_park_end(g, 1, MG_PARK_KILL, 0), 1);
         cr_expect_str_eq(fixture_read(&fx, "cgroup.kill"), "1");
