@@ -23,6 +23,7 @@
 #include "fixture.h"
 #include "guard.h"
 #include "park.h"
+#include "set.h"
 #include "tick.h"
 #include "util.h"
 
@@ -812,4 +813,36 @@ Test(park_record, recover_leaves_a_park_for_the_next_guard) {
         cr_expect_eq(mg_guard_recover_internal(fx.dir, MG_RECOVER_EXPIRED, MG_CGROUP_ANY_FS, &fx.io), 1);
         cr_expect_str_eq(fixture_read(&fx, "memory.high"), "300000000");
         cr_expect_lt(get_record(), 0, "the stale park record beside it removed too");
+}
+
+/* A set's guard takes a park over the same way (mg_set_process() tells
+ * MG_EVENT_PARK), and mg_set_remove() leaves it frozen, record and all. */
+Test(park_record, a_sets_guard_takes_it_over_and_its_removal_leaves_it_frozen) {
+        need_user_xattrs();
+        struct mg_guard_options o;
+        mg_guard *g;
+        mg_set *s;
+
+        overshoot();
+        found_frozen();
+        put_record(6, MG_KILL_OVERSHOOT, mg_boottime_usec() + 3600 * MG_USEC_PER_SEC);
+        cr_assert_eq(mg_set_new(NULL, &s), 0);
+        cr_assert_eq(mg_guard_options_init(&o, 256 * MG_MIB), 0);
+        o.on_event = on_event;
+        o.log = on_log;
+        o.park_deadline_usec = DEADLINE;
+        cr_assert_eq(mg_guard_new_internal(fx.dir, &o, MG_CGROUP_ANY_FS, &fx.io, &g), 0);
+        mg_guard_set_clock(g, fixture_clock, &fx);
+        cr_assert_eq(mg_set_add_guard(s, g), 0);
+        cr_expect_eq(mg_guard_get_park_id(g), 6);
+        for (int k = 0; k < 4 && !seen.n[MG_EVENT_PARK]; k++) {
+                fx.now_usec += TICK;
+                cr_expect_geq(mg_set_process(s), 0);
+        }
+        cr_expect_eq(seen.n[MG_EVENT_PARK], 1);
+        cr_expect_eq(seen.park.report.park_id, 6);
+        cr_expect_eq(mg_set_remove(s, g), 0);
+        cr_expect_str_eq(fixture_read(&fx, "cgroup.freeze"), "1\n", "removing a taken-over park thawed it");
+        cr_expect_gt(get_record(), 0);
+        mg_set_free(s);
 }
