@@ -4,7 +4,8 @@
  * or from a snapshot write's thread), the deadline, the restore that
  * writes back only the lend's own value, the lend record on the cgroup's
  * directory with its text format, the takeover of a record found at
- * mg_guard_new(), and mg_guard_recover().  It writes the guard's lend
+ * mg_guard_new(), and mg_guard_recover()'s part for it (tick.c's
+ * mg_guard_recover() runs it beside the park record's).  It writes the guard's lend
  * (struct mg_guard_lend, and the lent bit) and uses guard.c's voice and
  * reads; the public begin and end are tick.c's, which bracket them.
  */

@@ -3,8 +3,9 @@
 
 /*
  * The freezer side of a park (park.c): cgroup.freeze written and read
- * back, the park's clock and its events.  It never kills: decide.c says
- * when a park ends and makes the kill.
+ * back, the park's clock and its events, and the park record that lets a
+ * park outlive its worker.  It never kills: decide.c says when a park ends
+ * and makes the kill.
  */
 
 #include <stdbool.h>
