@@ -13,6 +13,10 @@
  * reach frozen tasks (cgroup.kill works on a frozen cgroup), so a park
  * ends in a kill without a thaw.  An empty cgroup reads frozen as soon as
  * it is asked to be.
+ * cgroup.freeze is the cgroup's state, not its writer's: a worker that
+ * dies mid-park leaves its actor frozen, with nothing to thaw or kill it.
+ * Hence the park record (park.h), its takeover by the next guard, and
+ * mg_guard_recover()'s part in it.
  */
 #include <errno.h>
 #include <inttypes.h>
