@@ -5,9 +5,10 @@
  * writes back only the lend's own value, the lend record on the cgroup's
  * directory with its text format, the takeover of a record found at
  * mg_guard_new(), and mg_guard_recover()'s part for it (tick.c's
- * mg_guard_recover() runs it beside the park record's).  It writes the guard's lend
- * (struct mg_guard_lend, and the lent bit) and uses guard.c's voice and
- * reads; the public begin and end are tick.c's, which bracket them.
+ * mg_guard_recover() runs it beside the park record's).  It writes the
+ * guard's lend (struct mg_guard_lend, and the lent bit) and uses guard.c's
+ * voice and reads; the public begin and end are tick.c's, which bracket
+ * them.
  */
 #include <errno.h>
 #include <inttypes.h>
