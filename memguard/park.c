@@ -152,18 +152,25 @@ int mg_park_begin(mg_guard *g, uint64_t now) {
         return 0;
 }
 
+/* cgroup.events "frozen": 1, 0, or the read's or parse's errno. */
+static int events_frozen(mg_guard *g) {
+        char buf[128];
+        ssize_t n = mg_cgroup_read(&g->cg, MG_CG_EVENTS, buf, sizeof(buf));
+        int frozen, r;
+
+        r = n < 0 ? (int) n : mg_parse_frozen(buf, (size_t) n, &frozen);
+        return r < 0 ? r : frozen;
+}
+
 int mg_park_frozen(mg_guard *g, uint64_t now) {
         struct mg_slow *sl = g->slow_state;
-        char buf[128];
-        ssize_t n;
-        int frozen, r;
+        int frozen;
 
         if (sl->park_told)
                 return 1;
-        n = mg_cgroup_read(&g->cg, MG_CG_EVENTS, buf, sizeof(buf));
-        r = n < 0 ? (int) n : mg_parse_frozen(buf, (size_t) n, &frozen);
-        if (r < 0)
-                return mg_guard_read_failed(g, MG_CG_EVENTS, r, true);
+        frozen = events_frozen(g);
+        if (frozen < 0)
+                return mg_guard_read_failed(g, MG_CG_EVENTS, frozen, true);
         mg_guard_error_clear(g, MG_CG_EVENTS);
         if (!frozen)
                 return 0;
@@ -300,6 +307,8 @@ void mg_park_adopt(mg_guard *g, const struct mg_park_record *rec) {
          * with no MG_EVENT_PARK first, which would ask for a save there is
          * no time for. */
         sl->park_told = left == 0;
+        if (left == 0 && events_frozen(g) == 1)
+                sl->kill.report.frozen_usec = now; /* the kill record says it was frozen */
         sl->park_recorded = sl->park_taken_over = true;
         if (g->park_last_id < rec->id)
                 g->park_last_id = rec->id;

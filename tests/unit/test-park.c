@@ -636,6 +636,7 @@ Test(park_record, an_expired_park_is_killed_at_the_first_tick) {
         empties(g);
         cr_expect_eq(seen.kill.report.park_end, MG_PARK_END_DEADLINE);
         cr_expect_eq(seen.kill.report.park_id, 3);
+        cr_expect_neq(seen.kill.report.frozen_usec, 0, "found frozen: its record says so");
         cr_expect_eq(stats_of(g).parks_expired, 1);
         cr_expect_str_eq(fixture_read(&fx, "cgroup.freeze"), "1\n", "never thawed");
         mg_guard_free(g);
