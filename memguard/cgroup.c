@@ -420,6 +420,32 @@ int mg_cgroup_reclaim(struct mg_cgroup *cg, int fd, uint64_t bytes, bool cache_o
         return r;
 }
 
+bool mg_cgroup_tenant_writes(const struct mg_cgroup *cg) {
+        return mg_writable_by_others(cg->dir_uid, cg->dir_mode, geteuid());
+}
+
+ssize_t mg_cgroup_read_file(struct mg_cgroup *cg, const char *name, char *buf, size_t size) {
+        ssize_t n;
+        int fd;
+
+        if (size < 2)
+                return -EINVAL;
+        fd = mg_cgroup_open_file(cg, name, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return fd;
+        for (int i = 0;; i++) {
+                n = io_pread(cg->io, fd, buf, size - 1);
+                if (n >= 0 || errno != EINTR || i + 1 >= MG_EINTR_RETRIES)
+                        break;
+        }
+        n = n < 0 ? -errno : n;
+        close(fd);
+        if (n < 0)
+                return n;
+        buf[n] = '\0';
+        return (size_t) n >= size - 1 ? -ENOBUFS : n;
+}
+
 ssize_t mg_cgroup_get_xattr(struct mg_cgroup *cg, const char *name, void *buf, size_t size) {
         const struct mg_io *io = cg->io;
         ssize_t n;

@@ -182,3 +182,20 @@ int mg_cgroup_reclaim(struct mg_cgroup *cg, int fd, uint64_t bytes, bool cache_o
 ssize_t mg_cgroup_get_xattr(struct mg_cgroup *cg, const char *name, void *buf, size_t size);
 int mg_cgroup_set_xattr(struct mg_cgroup *cg, const char *name, const void *value, size_t size, int flags);
 int mg_cgroup_remove_xattr(struct mg_cgroup *cg, const char *name);
+/*
+ * The trust rule of every record the library leaves on the actor's
+ * directory (the lend's, the park's: see docs/security.md "A forged lend
+ * record"): someone other than root and this process's user can write the
+ * directory (a cgroup delegated to its tenant, chowned to it, or a group
+ * or other write bit) as it was at mg_cgroup_open().  user.* xattrs need
+ * only write access to the directory (xattr_permission()), so a record
+ * there may be the tenant's: none is written, none is acted on.
+ */
+bool mg_cgroup_tenant_writes(const struct mg_cgroup *cg);
+
+/* Reads a file the cgroup does not keep open (cgroup.freeze) into buf
+ * (NUL-terminated, size - 1 bytes usable): opened below the directory as
+ * every other file, read once at offset 0, closed.  Returns the length,
+ * -ENOBUFS if it did not fit, or the open's or read's errno (-ENOENT: a
+ * kernel without the file). */
+ssize_t mg_cgroup_read_file(struct mg_cgroup *cg, const char *name, char *buf, size_t size);

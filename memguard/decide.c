@@ -165,6 +165,10 @@ static enum mg_kill_method kill_method(const mg_guard *g) {
         return g->cg.have & MG_CG_BIT(MG_CG_KILL) ? MG_KILL_CGROUP_KILL : MG_KILL_PIDFD;
 }
 
+void mg_guard_kill_record_set(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep) {
+        record_fill(g, reason, kill_method(g), rep, 0);
+}
+
 /* MG_GUARD_DRY_RUN: the record a kill would carry, told at once, and
  * nothing signalled.  The windows start over as after a kill, and the same
  * would-be kill is not told again before the hold (MG_EVENT_KILL_DRY_RUN). */

@@ -28,3 +28,7 @@ void mg_guard_end_empty(mg_guard *g, const char *why);
 int mg_guard_tick_parked(mg_guard *g, uint64_t now);
 /* mg_guard_park_end(), inside the guard's bracket. */
 int mg_guard_park_finish(mg_guard *g, uint64_t park_id, enum mg_park_action action, uint64_t new_limit_bytes);
+/* The kill record a park taken over from its record stands for (park.c's
+ * mg_park_adopt()): reason, the method a kill would use, rep with the
+ * kernel limits; kill_usec 0, nothing sent. */
+void mg_guard_kill_record_set(mg_guard *g, enum mg_kill_reason reason, const struct mg_report *rep);

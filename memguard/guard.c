@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "borrow.h"
@@ -22,6 +23,12 @@
 MG_HOT uint64_t mg_guard_default_clock(void *userdata) {
         (void) userdata;
         return mg_mono_usec();
+}
+
+uint64_t mg_boottime_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_BOOTTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
 MG_HOT uint64_t mg_guard_now(const mg_guard *g) {
@@ -39,6 +46,17 @@ void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata) {
          * that never ends still never does */
         if (g->lent && g->lend.info.deadline_usec != UINT64_MAX)
                 g->lend.info.deadline_usec = mg_usec_add(mg_guard_now(g), left);
+        /* and a park taken over there, its time and what it has left */
+        if (g->state == MG_GUARD_PARKED) {
+                struct mg_slow *sl = g->slow_state;
+                uint64_t park_left = sl->park_deadline_usec > old ? sl->park_deadline_usec - old : 0;
+                uint64_t since = old > sl->kill.report.park_usec ? old - sl->kill.report.park_usec : 0;
+
+                sl->park_deadline_usec = mg_usec_add(mg_guard_now(g), park_left);
+                sl->kill.report.park_usec = mg_guard_now(g) > since ? mg_guard_now(g) - since : 0;
+                if (sl->park_taken_over)
+                        sl->kill.detect_usec = sl->kill.report.park_usec;
+        }
 }
 
 __attribute__((format(printf, 3, 4))) void mg_guard_log(const mg_guard *g, int level, const char *fmt, ...) {

@@ -240,6 +240,8 @@ struct mg_slow {
          * MG_EVENT_PARK went out (once frozen). */
         uint64_t park_deadline_usec;
         bool park_told;
+        bool park_recorded;     /* the park record is on the directory (park.h): removed at its end */
+        bool park_taken_over;   /* the park came from a record found at mg_guard_new() */
         struct mg_slow *next_free;              /* the pool's */
 };
 
@@ -250,6 +252,9 @@ struct mg_slow {
  */
 /* CLOCK_MONOTONIC in usec: a guard's clock unless a test gives another. */
 uint64_t mg_guard_default_clock(void *userdata);
+/* CLOCK_BOOTTIME in usec: the clock of the records a guard leaves on the
+ * directory (lend.h, park.h), one for every process of the boot. */
+uint64_t mg_boottime_usec(void);
 void mg_guard_set_clock(mg_guard *g, mg_clock_fn clock, void *userdata);
 uint64_t mg_guard_now(const mg_guard *g);
 void mg_guard_log(const mg_guard *g, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

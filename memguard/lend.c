@@ -4,9 +4,11 @@
  * or from a snapshot write's thread), the deadline, the restore that
  * writes back only the lend's own value, the lend record on the cgroup's
  * directory with its text format, the takeover of a record found at
- * mg_guard_new(), and mg_guard_recover().  It writes the guard's lend
- * (struct mg_guard_lend, and the lent bit) and uses guard.c's voice and
- * reads; the public begin and end are tick.c's, which bracket them.
+ * mg_guard_new(), and mg_guard_recover()'s part for it (tick.c's
+ * mg_guard_recover() runs it beside the park record's).  It writes the
+ * guard's lend (struct mg_guard_lend, and the lent bit) and uses guard.c's
+ * voice and reads; the public begin and end are tick.c's, which bracket
+ * them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,21 +22,9 @@
 #include "lend.h"
 #include "parse.h"
 
-/* The actor's directory can be written by someone other than root and
- * this process's user: a lend record there may be the tenant's. */
-static bool tenant_writes_records(const struct mg_cgroup *cg) {
-        return mg_writable_by_others(cg->dir_uid, cg->dir_mode, geteuid());
-}
-
 static bool restore_busy(const mg_guard *g);
 static void lend_abandon(mg_guard *g);
 static int restore_queue(mg_guard *g, enum mg_event_type why);
-
-uint64_t mg_boottime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_BOOTTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
 
 void mg_guard_release_lend(mg_guard *g, bool taken_over_too) {
         int r;
@@ -392,7 +382,7 @@ int mg_lend_begin(mg_guard *g, uint64_t extra_bytes, uint64_t deadline_usec, uin
         /* A record on a directory its tenant can write would be no better
          * than one the tenant forged: no guard takes such a record over
          * (mg_lend_adopt), so none is written. */
-        r = tenant_writes_records(&g->cg) ? -EPERM
+        r = mg_cgroup_tenant_writes(&g->cg) ? -EPERM
                                      : mg_cgroup_set_xattr(&g->cg, MG_LEND_XATTR, text, (size_t) r, XATTR_CREATE);
         if (r == -EEXIST) {
                 mg_guard_log(g, MG_LOG_WARNING, "%s: a lend record is already there (another lend, or a crashed one "
@@ -542,27 +532,6 @@ int mg_lend_record_format(const struct mg_lend_record *r, char *buf, size_t size
         return n < 0 || (size_t) n >= size ? -ENOBUFS : n;
 }
 
-/* "<key>=<decimal u64>" ending at a ' ' or the last '\n'; advances *p. */
-static bool record_field(const char **p, const char *end, const char *key, char stop, uint64_t *ret) {
-        size_t kl = strlen(key);
-        const char *v, *e;
-
-        if ((size_t) (end - *p) < kl || memcmp(*p, key, kl) != 0)
-                return false;
-        v = *p + kl;
-        e = memchr(v, stop, (size_t) (end - v));
-        /* digits only, no leading zero: "max" and "007" are not what we write */
-        if (!e || e == v || *v < '0' || *v > '9' || (*v == '0' && e - v > 1))
-                return false;
-        for (const char *c = v; c < e; c++)
-                if (*c < '0' || *c > '9')
-                        return false;
-        if (mg_parse_u64_value(v, (size_t) (e - v), ret) < 0)
-                return false;
-        *p = e + 1;
-        return true;
-}
-
 int mg_lend_record_parse(const char *buf, size_t len, struct mg_lend_record *ret) {
         static const char head[] = "memguard-lend 1 high=";
         struct mg_lend_record r = {};
@@ -593,8 +562,8 @@ int mg_lend_record_parse(const char *buf, size_t len, struct mg_lend_record *ret
         }
         memcpy(r.old_high, v, (size_t) (e - v));
         p = e + 1;
-        if (!record_field(&p, end, "deadline_boottime_usec=", ' ', &r.deadline_boottime_usec) ||
-            !record_field(&p, end, "pid=", '\n', &r.pid) || p != end)
+        if (!mg_parse_record_field(&p, end, "deadline_boottime_usec=", ' ', &r.deadline_boottime_usec) ||
+            !mg_parse_record_field(&p, end, "pid=", '\n', &r.pid) || p != end)
                 return -EBADMSG;
         *ret = r;
         return 0;
@@ -623,7 +592,7 @@ void mg_lend_adopt(mg_guard *g) {
         n = mg_cgroup_get_xattr(&g->cg, MG_LEND_XATTR, buf, sizeof(buf) - 1);
         if (n == -ENODATA || n == -EOPNOTSUPP)
                 return;
-        if (tenant_writes_records(&g->cg)) {
+        if (mg_cgroup_tenant_writes(&g->cg)) {
                 mg_guard_log(g, MG_LOG_WARNING,
                              "%s: a lend record is there, on a directory uid %u can write (mode %04o): not taken "
                              "over, kills not paused",
@@ -663,64 +632,42 @@ void mg_lend_adopt(mg_guard *g) {
              g->path, rec.pid, rec.old_high, left / 1000);
 }
 
-int mg_guard_recover(const char *cgroup_path, unsigned flags) {
-        return mg_guard_recover_internal(cgroup_path, flags, 0, NULL);
-}
-
-int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flags, const struct mg_io *io) {
+int mg_lend_recover(struct mg_cgroup *cg, unsigned flags) {
         char buf[MG_LEND_RECORD_MAX + 1];
         struct mg_lend_record rec;
-        struct mg_cgroup cg;
         uint64_t high;
         ssize_t n;
         int r;
 
-        if (!path || (flags & ~(unsigned) MG_RECOVER_EXPIRED))
-                return -EINVAL;
-        r = mg_cgroup_open(&cg, path, cg_flags | MG_CGROUP_HIGH_ONLY, io);
-        if (r < 0)
-                return r;
-        n = mg_cgroup_get_xattr(&cg, MG_LEND_XATTR, buf, sizeof(buf) - 1);
-        if (n == -ENODATA || n == -EOPNOTSUPP) {
-                r = 0; /* no record, or no xattrs at all */
-                goto out;
-        }
-        if (tenant_writes_records(&cg)) {
-                r = -EPERM; /* the tenant's own words: left as they are */
-                goto out;
-        }
-        if (n < 0) {
-                r = n == -ERANGE ? -EBADMSG : (int) n; /* longer than any record */
-                goto out;
-        }
+        n = mg_cgroup_get_xattr(cg, MG_LEND_XATTR, buf, sizeof(buf) - 1);
+        if (n == -ENODATA || n == -EOPNOTSUPP)
+                return 0; /* no record, or no xattrs at all */
+        if (mg_cgroup_tenant_writes(cg))
+                return -EPERM; /* the tenant's own words: left as they are */
+        if (n < 0)
+                return n == -ERANGE ? -EBADMSG : (int) n; /* longer than any record */
         r = mg_lend_record_parse(buf, (size_t) n, &rec);
         if (r < 0)
-                goto out;
-        if ((flags & MG_RECOVER_EXPIRED) && rec.deadline_boottime_usec > mg_boottime_usec()) {
-                r = -EBUSY;
-                goto out;
-        }
-        if (cg.fd[MG_CG_HIGH] < 0) {
-                r = -EOPNOTSUPP;
-                goto out;
-        }
-        r = mg_cgroup_read_u64(&cg, MG_CG_HIGH, &high);
+                return r;
+        if ((flags & MG_RECOVER_EXPIRED) && rec.deadline_boottime_usec > mg_boottime_usec())
+                return -EBUSY;
+        if (cg->fd[MG_CG_HIGH] < 0)
+                return -EOPNOTSUPP;
+        r = mg_cgroup_read_u64(cg, MG_CG_HIGH, &high);
         if (r < 0)
-                goto out;
+                return r;
         /* A lend only raises memory.high: a record above the present value
          * is not a lend to end (someone lowered memory.high since, or wrote
          * the record to raise it); it is dropped, memory.high left alone. */
         if (rec.old_high_bytes <= high) {
-                r = mg_cgroup_write(&cg, MG_CG_HIGH, rec.old_high);
+                r = mg_cgroup_write(cg, MG_CG_HIGH, rec.old_high);
                 if (r < 0)
-                        goto out;
+                        return r;
                 r = 1;
         }
         /* After the restore: if this fails, the record stays and the next
          * recovery writes the same value again. */
-        (void) mg_cgroup_remove_xattr(&cg, MG_LEND_XATTR);
-out:
-        mg_cgroup_close(&cg);
+        (void) mg_cgroup_remove_xattr(cg, MG_LEND_XATTR);
         return r;
 }
 

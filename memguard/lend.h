@@ -42,11 +42,13 @@ int mg_lend_record_format(const struct mg_lend_record *r, char *buf, size_t size
  * the directory's xattrs can write one: see docs/security.md).  Returns 0
  * or -EBADMSG; *ret is written only on success. */
 int mg_lend_record_parse(const char *buf, size_t len, struct mg_lend_record *ret);
-uint64_t mg_boottime_usec(void);
-uint64_t mg_boottime_usec(void);
 
-/* mg_guard_recover() with cgroup flags and an I/O seam, for tests. */
-int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flags, const struct mg_io *io);
+/* mg_guard_recover()'s part for the lend record, on cg (opened by it):
+ * returns 1 if it restored memory.high, 0 if there was no record (or one
+ * it dropped), -EPERM for a directory its tenant can write, -EBUSY (an
+ * unexpired record and MG_RECOVER_EXPIRED), -EBADMSG, or the errno of
+ * the read or write. */
+int mg_lend_recover(struct mg_cgroup *cg, unsigned flags);
 
 /* mg_guard_lend_begin() and mg_guard_lend_end() inside the call's
  * mg_guard_enter() (tick.c's public entries). */

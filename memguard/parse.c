@@ -497,3 +497,23 @@ int mg_parse_proc_stat_state(const char *buf, size_t len, char *ret_state) {
         *ret_state = close[2];
         return 0;
 }
+
+bool mg_parse_record_field(const char **p, const char *end, const char *key, char stop, uint64_t *ret) {
+        size_t kl = strlen(key);
+        const char *v, *e;
+
+        if ((size_t) (end - *p) < kl || memcmp(*p, key, kl) != 0)
+                return false;
+        v = *p + kl;
+        e = memchr(v, stop, (size_t) (end - v));
+        /* digits only, no leading zero: "max" and "007" are not what we write */
+        if (!e || e == v || *v < '0' || *v > '9' || (*v == '0' && e - v > 1))
+                return false;
+        for (const char *c = v; c < e; c++)
+                if (*c < '0' || *c > '9')
+                        return false;
+        if (mg_parse_u64_value(v, (size_t) (e - v), ret) < 0)
+                return false;
+        *p = e + 1;
+        return true;
+}

@@ -69,6 +69,13 @@ int mg_parse_populated(const char *buf, size_t len, int *ret_populated);
  * none, -EBADMSG for another value. */
 int mg_parse_frozen(const char *buf, size_t len, int *ret_frozen);
 
+/* One field of a record the library writes on a cgroup's directory (the
+ * lend's, the park's): "<key><decimal u64>" at *p, ending at stop (a ' ',
+ * or the record's last '\n'), digits only and no leading zero (only what
+ * the formatter writes).  Advances *p past stop; false (*p unmoved) for
+ * anything else. */
+bool mg_parse_record_field(const char **p, const char *end, const char *key, char stop, uint64_t *ret);
+
 /*
  * cgroup.procs: one pid per line, as the kernel prints it ("%d\n"); a read
  * that was cut keeps whole lines only (mg_cgroup_read_procs()).  Gives the

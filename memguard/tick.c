@@ -46,6 +46,20 @@ static void files_trim(mg_guard *g) {
         mg_cgroup_trim(&g->cg, keep);
 }
 
+static int slow_get(mg_guard *g);
+
+/* A park record on the directory, of a park whose process died (or still
+ * runs: then two guards watch one cgroup): taken over, the guard parked
+ * from the start (park.h).  Its slow state is the guard's own until it
+ * joins a set, whose pool takes it back like any other. */
+static void park_adopt(mg_guard *g) {
+        struct mg_park_record rec;
+
+        if (mg_park_record_find(g, &rec) <= 0 || slow_get(g) < 0)
+                return;
+        mg_park_adopt(g, &rec);
+}
+
 int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsigned cg_flags,
                         const struct mg_io *io, const struct mg_guard_host *host, mg_guard **ret) {
         mg_guard *g;
@@ -107,6 +121,7 @@ int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsi
         if (r < 0)
                 goto fail;
         mg_lend_adopt(g);
+        park_adopt(g);
         if (!host)
                 files_trim(g); /* a set's guard: mg_guard_attach() */
         *ret = g;
@@ -123,6 +138,31 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
 
 int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_guard **ret) {
         return mg_guard_new_internal(cgroup_path, o, 0, NULL, ret);
+}
+
+int mg_guard_recover(const char *cgroup_path, unsigned flags) {
+        return mg_guard_recover_internal(cgroup_path, flags, 0, NULL);
+}
+
+/* Both records, each on its own (a bad park record does not keep a lend
+ * from its end): the lend's answer first, then the park's error if any.
+ * The park's part acts on a stale record alone (park.h), so 1 still means
+ * memory.high was written. */
+int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flags, const struct mg_io *io) {
+        struct mg_cgroup cg;
+        int r, p;
+
+        if (!path || (flags & ~(unsigned) MG_RECOVER_EXPIRED))
+                return -EINVAL;
+        r = mg_cgroup_open(&cg, path, cg_flags | MG_CGROUP_HIGH_ONLY, io);
+        if (r < 0)
+                return r;
+        r = mg_lend_recover(&cg, flags);
+        p = mg_park_recover(&cg);
+        mg_cgroup_close(&cg);
+        if (r < 0)
+                return r;
+        return p < 0 ? p : r;
 }
 
 /*
@@ -211,25 +251,6 @@ void mg_guard_leave(mg_guard *g, struct mg_guard_host *h) {
                 h->leave(h);
 }
 
-/* A parked actor whose guard goes would stay frozen for good: nothing
- * else thaws it.  Thawed, with a log line (best effort: a write that
- * fails is logged, and the actor stays frozen). */
-static void unpark(mg_guard *g) {
-        if (g->state != MG_GUARD_PARKED)
-                return;
-        int r;
-
-        host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, false);
-        g->state = MG_GUARD_WATCHING;
-        r = mg_cgroup_write_file(&g->cg, "cgroup.freeze", "0");
-        if (r == 0)
-                mg_guard_log(g, MG_LOG_WARNING, "%s: park %" PRIu64 " left open by the guard's end: thawed", g->path,
-                             g->slow_state->kill.report.park_id);
-        else if (!mg_gone_errno(r))
-                mg_guard_log(g, MG_LOG_ERR, "%s: park %" PRIu64 " left open by the guard's end: cannot thaw: %s",
-                             g->path, g->slow_state->kill.report.park_id, strerror(-r));
-}
-
 mg_guard *mg_guard_free(mg_guard *g) {
         if (!g)
                 return NULL;
@@ -255,7 +276,7 @@ mg_guard *mg_guard_free(mg_guard *g) {
                 g->detached = true;
                 return NULL;
         }
-        unpark(g);
+        mg_park_release(g);
         /* The end of the lend tells MG_EVENT_LEND_END: a callback there
          * that frees g again only marks it, and a lend it begins is ended
          * too, untold. */
@@ -280,6 +301,10 @@ void mg_guard_attach(mg_guard *g, struct mg_guard_host *h) {
          * the rest; one that can stays open for the watch. */
         (void) mg_cgroup_need(&g->cg, MG_CG_EVENTS_LOCAL);
         g->events_watched = host_watch(g, g->cg.fd[MG_CG_EVENTS_LOCAL], MG_WATCH_MEM_EVENTS, true) == 0;
+        /* A park taken over at mg_guard_new(): cgroup.events says when it
+         * is frozen, as for a park of its own. */
+        if (g->state == MG_GUARD_PARKED)
+                (void) host_watch(g, g->cg.fd[MG_CG_EVENTS], MG_WATCH_CGROUP_EVENTS, true);
         /* A guard leaves its host only to be freed: it never needs its own
          * buffer again. */
         free(g->own_bufs);
@@ -290,7 +315,7 @@ void mg_guard_attach(mg_guard *g, struct mg_guard_host *h) {
 }
 
 bool mg_guard_detach(mg_guard *g) {
-        unpark(g);
+        mg_park_release(g);
         /* A held guard's lend is the one of the write that holds it, or one
          * whose restore is under way (the job holds it): it ends as it is.
          * Any other is handed to the worker now, and that job holds it. */

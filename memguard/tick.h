@@ -16,6 +16,8 @@ int mg_guard_new_internal(const char *path, const struct mg_guard_options *o, un
  * into host's buffers from the start, and allocates none of its own. */
 int mg_guard_new_hosted(const char *path, const struct mg_guard_options *o, unsigned cg_flags,
                         const struct mg_io *io, const struct mg_guard_host *host, mg_guard **ret);
+/* mg_guard_recover() with cgroup flags and an I/O seam, for tests. */
+int mg_guard_recover_internal(const char *path, unsigned flags, unsigned cg_flags, const struct mg_io *io);
 /* mg_guard_tick() at now, the guard's clock as its caller just read it (a
  * set reads it once per guard to see the tick is due). */
 int mg_guard_tick_at(mg_guard *g, uint64_t now);

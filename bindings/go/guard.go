@@ -466,7 +466,9 @@ func (l *Lend) End() error {
 // Recover ends a lend a process that died left on the cgroup (its record),
 // writing the recorded memory.high back; run it on each cgroup at start-up,
 // before Add. expiredOnly leaves a lend whose deadline has not passed (EBUSY).
-// It says whether memory.high was written.
+// It says whether memory.high was written. A park record (a park whose
+// process died, the actor still frozen) is left for Add, whose guard takes
+// the park over; a stale one is removed.
 func Recover(cgroupPath string, expiredOnly bool) (bool, error) {
 	cpath := C.CString(cgroupPath)
 	defer C.free(unsafe.Pointer(cpath))

@@ -503,6 +503,17 @@ enum {
  * reads memory.current (and memory.stat near the bound) every tick and
  * nothing else.  mg_guard_free() and mg_set_remove() of a parked guard
  * thaw the actor (a log line says so): nothing else would.
+ * A park outlives its worker: before cgroup.freeze the guard writes a
+ * record (the user.memguard.park xattr of the cgroup directory: the
+ * park's id, the kill's reason, a CLOCK_BOOTTIME deadline), removed once
+ * the park has ended (the thaw written, or the kill sent), so that a
+ * worker that crashes mid-park does not leave its actor frozen for good:
+ * the next mg_guard_new() takes the park over (see there).  The rules are
+ * the lend record's: only on a directory no one but root and this
+ * process's user can write (elsewhere, and without user xattrs before
+ * 5.7, the park goes on unrecorded; the log says so).  A park taken over
+ * is never thawed by the guard's end: mg_guard_free() and mg_set_remove()
+ * leave it frozen, record and all, for the next guard.
  */
 #define MG_PARK_MAX_USEC (3600 * UINT64_C(1000000))
 
@@ -520,7 +531,17 @@ int mg_guard_options_init(struct mg_guard_options *o, uint64_t limit_bytes);
  * another directory now).  A lend record left on the directory (see mg_guard_recover()) is
  * taken over: the guard starts lent, kills paused, and restores memory.high
  * at the record's deadline, at most its own lend deadline away
- * (MG_EVENT_LEND_EXPIRED); the log says so.
+ * (MG_EVENT_LEND_EXPIRED); the log says so.  A park record (see
+ * MG_EVENT_PARK) on a cgroup whose cgroup.freeze reads 1 is taken over
+ * too: the guard starts parked (mg_guard_get_park_id() is the record's
+ * id), tells MG_EVENT_PARK at its first tick once cgroup.events says
+ * frozen (the report from a fresh read) and kills at the record's
+ * deadline, at most its own park deadline away; a deadline that passed
+ * while nobody ran is a kill at the first tick (MG_PARK_END_DEADLINE,
+ * no MG_EVENT_PARK); the log says it was taken over.  A park record on a
+ * cgroup not frozen is stale and removed.  A record (lend or park) on a
+ * directory someone other than root and this process's user can write
+ * is the tenant's to forge: never taken over (a warning says so).
  * Returns 0, -ENOTSUP (not cgroup2), -ENOENT, -ELOOP (a symlink), -EACCES,
  * -EINVAL, -E2BIG, -ENOMEM.
  */
@@ -535,7 +556,9 @@ int mg_guard_new(const char *cgroup_path, const struct mg_guard_options *o, mg_g
  * fails is logged, and the record stays for mg_guard_recover().  A lend
  * the guard took over from a record at mg_guard_new() is left as found,
  * record and all: its lender may still be running (mg_set_remove() ends
- * that one too).  A set's guard is not freed by this (its log says so):
+ * that one too).  A park the guard made and has not ended is thawed, its
+ * record removed; one it took over from a record is left frozen, record
+ * and all (see MG_EVENT_PARK).  A set's guard is not freed by this (its log says so):
  * mg_set_remove() and mg_set_free() free it.  A guard a snapshot write on
  * another thread still uses (see "Threads" at mg_set_options) is freed
  * when that write ends; no event or log comes from it meanwhile.  From one
@@ -747,9 +770,17 @@ uint64_t mg_guard_get_lend_id(const mg_guard *g);
  * value is removed and nothing written.
  * flags: MG_RECOVER_EXPIRED only ends a lend whose deadline has passed
  * (-EBUSY otherwise: a live process may still be lending).
- * Returns 1 if it restored memory.high, 0 if there was no record (or one it
- * dropped), -EBADMSG for a record it cannot read, -ENOTSUP (not cgroup2),
- * -ENOENT, -ELOOP, -EINVAL, or the errno of the read or write.
+ * A park record (see MG_EVENT_PARK) is a guard's to end: on a frozen
+ * cgroup, past its deadline or not, it is left for mg_guard_new(), which
+ * takes the park over (and kills an expired one at its first tick, told
+ * as MG_EVENT_KILL); recovery never thaws and never kills.  One on a
+ * cgroup not frozen is stale: removed.
+ * Returns 1 if it restored memory.high, 0 if there was nothing to restore
+ * (no lend record, one it dropped, a park record left or removed),
+ * -EBADMSG for a record (lend or park) it cannot read, -EPERM for a
+ * record on a directory someone other than root and this process's user
+ * can write (left alone), -ENOTSUP (not cgroup2), -ENOENT, -ELOOP,
+ * -EINVAL, or the errno of a read or write.
  */
 enum {
         MG_RECOVER_EXPIRED = 1 << 0,

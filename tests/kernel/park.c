@@ -3,8 +3,9 @@
  * Park instead of kill (mg_guard_options.park_deadline_usec) on a real
  * cgroup v2 freezer: the actor frozen at the verdict, the worker saving
  * its guest memory while it is frozen, and the park's three ends (the
- * worker's kill, a thaw into a larger limit, the deadline); and what the
- * freeze spares the actor's neighbours.
+ * worker's kill, a thaw into a larger limit, the deadline); what the
+ * freeze spares the actor's neighbours; and a park that outlives its
+ * crashed worker (the park record).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,10 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guard.h"
 #include "ktest.h"
+#include "park.h"
 #include "memguard/snapshot.h"
 #include "scenarios.h"
 
@@ -444,4 +448,224 @@ out:
         unlink(hot);
         unlink(own);
         return r;
+}
+
+/* ---- park-crash: a park outlives the worker that made it --------------- */
+
+/* What a lone guard of park-crash told: counts, and the last park and kill. */
+static struct {
+        int n[MG_EVENT_THAW + 1];
+        struct mg_kill_record park, kill;
+} crash_ev;
+
+static void crash_event(mg_guard *g, const struct mg_event *ev, void *ud) {
+        (void) g, (void) ud;
+        if (ev->type <= MG_EVENT_THAW)
+                crash_ev.n[ev->type]++;
+        if (ev->type == MG_EVENT_PARK)
+                crash_ev.park = *ev->kill;
+        if (ev->type == MG_EVENT_KILL)
+                crash_ev.kill = *ev->kill;
+        kt_note_event(ev);
+}
+
+static void crash_options(struct mg_guard_options *o, uint64_t park_deadline_usec) {
+        mg_guard_options_init(o, 64 * MG_MIB);
+        o->park_deadline_usec = park_deadline_usec;
+        o->on_event = crash_event;
+        o->log = log_fn;
+}
+
+/* Ticks g (a lone guard, as a worker's own loop does) until done says so
+ * or timeout passes; returns done's last answer. */
+static bool tick_until(mg_guard *g, uint64_t timeout_usec, bool (*done)(mg_guard *g)) {
+        uint64_t end = mg_mono_usec() + timeout_usec, tick = mg_guard_get_tick_usec(g);
+        struct timespec ts = { .tv_sec = (time_t) (tick / MG_USEC_PER_SEC),
+                               .tv_nsec = (long) (tick % MG_USEC_PER_SEC) * 1000 };
+
+        while (!done(g) && mg_mono_usec() < end) {
+                (void) mg_guard_tick(g);
+                nanosleep(&ts, NULL);
+        }
+        return done(g);
+}
+
+static bool told_park(mg_guard *g) {
+        (void) g;
+        return crash_ev.n[MG_EVENT_PARK] > 0 || crash_ev.n[MG_EVENT_KILL] > 0;
+}
+
+static bool told_kill(mg_guard *g) {
+        (void) g;
+        return crash_ev.n[MG_EVENT_KILL] > 0;
+}
+
+/* The park record on cg into buf; its length or a negative errno. */
+static int park_record_of(const char *cg, char *buf, size_t size) {
+        ssize_t n = getxattr(cg, MG_PARK_XATTR, buf, size - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        return (int) n;
+}
+
+/*
+ * One crashed park: an overshoot at 64 MiB (anon to 160 MiB in 256 KiB
+ * steps, held 60 s) in a new cgroup <base>/<name>-<n>; a forked child
+ * makes a lone guard with parks (deadline park_deadline_usec), ticks it
+ * until MG_EVENT_PARK, reports the park's id and waits; the parent
+ * SIGKILLs it.  Checks the crash left the actor frozen (cgroup.freeze 1,
+ * cgroup.events frozen 1) and the record on the directory with the park's
+ * id.  Returns KT_PASS with *ret_cg, *ret_pid (the actor's) and *ret_id,
+ * or KT_FAIL/KT_SKIP.
+ */
+static int park_and_crash(const char *name, uint64_t park_deadline_usec, const char **ret_cg, pid_t *ret_pid,
+                          uint64_t *ret_id) {
+        char rec[MG_PARK_RECORD_MAX + 1], want[64];
+        struct mg_park_record pr;
+        uint64_t id = 0, v = 0;
+        int pfd[2];
+        const char *cg = kt_cg_new(name);
+
+        KT_CHECK(cg, "setup");
+        if (!kt_have_file(cg, "cgroup.freeze")) {
+                snprintf(kt_skip_reason, sizeof(kt_skip_reason), "kernel without cgroup.freeze");
+                return KT_SKIP;
+        }
+        if (setxattr(cg, "user.memguard.test", "1", 1, 0) < 0) {
+                KT_CHECK(errno == EOPNOTSUPP, "setxattr on cgroupfs: %s", strerror(errno));
+                snprintf(kt_skip_reason, sizeof(kt_skip_reason), "cgroupfs has no user xattrs (before 5.7)");
+                return KT_SKIP;
+        }
+        KT_CHECK(removexattr(cg, "user.memguard.test") == 0, "removexattr: %s", strerror(errno));
+        pid_t actor = kt_spawn(cg, (const char *const[]) { "anon", "160", "256", "60", NULL });
+        KT_CHECK(actor > 0, "spawn");
+        KT_CHECK(pipe(pfd) == 0, "pipe");
+        pid_t child = fork();
+        KT_CHECK(child >= 0, "fork: %s", strerror(errno));
+        if (child == 0) {
+                struct mg_guard_options o;
+                mg_guard *g;
+                uint64_t got = 0;
+
+                close(pfd[0]);
+                crash_options(&o, park_deadline_usec);
+                if (mg_guard_new(cg, &o, &g) == 0 && tick_until(g, 30 * MG_USEC_PER_SEC, told_park) &&
+                    crash_ev.n[MG_EVENT_PARK] == 1)
+                        got = crash_ev.park.report.park_id;
+                (void) !write(pfd[1], &got, sizeof(got));
+                for (;;)
+                        pause(); /* parked until SIGKILL: the guard is never freed */
+        }
+        close(pfd[1]);
+        struct pollfd pl = { .fd = pfd[0], .events = POLLIN };
+        bool heard = poll(&pl, 1, 40000) == 1 && read(pfd[0], &id, sizeof(id)) == sizeof(id);
+        close(pfd[0]);
+        KT_CHECK(kill(child, SIGKILL) == 0, "kill");
+        int st = kt_wait(child, 10 * MG_USEC_PER_SEC);
+        KT_CHECK(heard && id != 0, "the child did not park the overshoot (id %" PRIu64 ")", id);
+        KT_CHECK(is_sigkill_status(st), "child status %d", st);
+
+        KT_CHECK(mgt_cg_read_u64(cg, "cgroup.freeze", &v) == 0 && v == 1, "cgroup.freeze after the crash: %" PRIu64, v);
+        KT_CHECK(frozen_now(cg) == 1, "not frozen after the crash");
+        KT_CHECK(park_record_of(cg, rec, sizeof(rec)) > 0, "no park record after the crash");
+        kt_note("record: %.*s", (int) strcspn(rec, "\n"), rec);
+        KT_CHECK(mg_park_record_parse(rec, strlen(rec), &pr) == 0, "malformed record %s", rec);
+        snprintf(want, sizeof(want), "id=%" PRIu64 " reason=overshoot ", id);
+        KT_CHECK(strstr(rec, want) != NULL && pr.pid == (uint64_t) child, "record %s (child %d)", rec, (int) child);
+        *ret_cg = cg;
+        *ret_pid = actor;
+        *ret_id = id;
+        return KT_PASS;
+}
+
+/*
+ * "park-crash": a park outlives its worker.  Twice, each in a new cgroup
+ * <base>/park-crash-<n> with an overshoot at 64 MiB (anon to 160 MiB, held
+ * 60 s) and no memory.max; a forked child with a lone guard (parks on)
+ * parks it and is SIGKILLed (park_and_crash() above: the actor frozen, the
+ * user.memguard.park record on the directory with the park's id).
+ * 1. Deadline 30 s.  mg_guard_recover(MG_RECOVER_EXPIRED) returns 0 and
+ *    leaves record and freeze alone (a park still promised).  A new guard
+ *    in the parent takes the park over: parked from mg_guard_new() with
+ *    the record's id, MG_EVENT_PARK within 2 s of ticks (reason overshoot,
+ *    used above 64 MiB from a fresh read), and the park ends with
+ *    mg_guard_park_end(MG_PARK_KILL) = 1: MG_EVENT_KILL with park_end
+ *    MG_PARK_END_KILL, the actor dead of SIGKILL, the record gone.
+ * 2. Deadline 2 s, and nobody runs for 3 s after the crash.
+ *    mg_guard_recover(0) returns 0 and leaves record and freeze alone (an
+ *    expired park is a guard's to kill, with its record).  A new guard
+ *    takes the expired park over; its first tick kills (returns 1) with no
+ *    MG_EVENT_PARK; MG_EVENT_KILL with park_end MG_PARK_END_DEADLINE, the
+ *    actor dead of SIGKILL, the record gone.
+ * Skips without cgroup.freeze or without user xattrs on cgroupfs (5.7+).
+ */
+int t_park_crash(void) {
+        char rec[MG_PARK_RECORD_MAX + 1];
+        struct mg_guard_options o;
+        const char *cg;
+        pid_t actor;
+        uint64_t id, t0;
+        mg_guard *g;
+        int r, st;
+
+        /* 1: taken over, ended by the new worker */
+        memset(&crash_ev, 0, sizeof(crash_ev));
+        r = park_and_crash("park-crash", 30 * MG_USEC_PER_SEC, &cg, &actor, &id);
+        if (r != KT_PASS)
+                return r;
+        memset(&crash_ev, 0, sizeof(crash_ev));
+        r = mg_guard_recover(cg, MG_RECOVER_EXPIRED);
+        KT_CHECK(r == 0 && park_record_of(cg, rec, sizeof(rec)) > 0 && frozen_now(cg) == 1,
+                 "recover(EXPIRED) of a live park: %d, record %s", r, rec);
+        crash_options(&o, 30 * MG_USEC_PER_SEC);
+        KT_CHECK(mg_guard_new(cg, &o, &g) == 0, "guard");
+        KT_CHECK(mg_guard_get_park_id(g) == id, "not taken over: park id %" PRIu64 " (record's %" PRIu64 ")",
+                 mg_guard_get_park_id(g), id);
+        t0 = mg_mono_usec();
+        bool told = tick_until(g, 2 * MG_USEC_PER_SEC, told_park);
+        const struct mg_report *pk = &crash_ev.park.report;
+        kt_note("takeover: parked=%d park_id=%" PRIu64 " reason=%s used_mib=%" PRIu64 " told_ms=%" PRIu64,
+                crash_ev.n[MG_EVENT_PARK], pk->park_id, mg_kill_reason_to_string(crash_ev.park.reason),
+                pk->used_bytes / MG_MIB, (mg_mono_usec() - t0) / 1000);
+        KT_CHECK(told && crash_ev.n[MG_EVENT_PARK] == 1 && crash_ev.n[MG_EVENT_KILL] == 0 && pk->park_id == id &&
+                         crash_ev.park.reason == MG_KILL_OVERSHOOT && pk->used_bytes > 64 * MG_MIB &&
+                         pk->frozen_usec != 0,
+                 "no MG_EVENT_PARK for the taken-over park");
+        r = mg_guard_park_end(g, id, MG_PARK_KILL, 0);
+        bool k = tick_until(g, 10 * MG_USEC_PER_SEC, told_kill);
+        st = kt_wait(actor, 5 * MG_USEC_PER_SEC);
+        int left = park_record_of(cg, rec, sizeof(rec));
+        kt_note("end: park_end=%d killed=%d park_end_kind=%s status=%d record=%d", r, k,
+                mg_park_end_to_string(crash_ev.kill.report.park_end), st, left);
+        KT_CHECK(r == 1 && k && crash_ev.kill.report.park_end == MG_PARK_END_KILL && crash_ev.kill.report.park_id == id &&
+                         is_sigkill_status(st) && left == -ENODATA,
+                 "the taken-over park did not end in the new worker's kill");
+        mg_guard_free(g);
+
+        /* 2: expired while nobody ran: killed at the first tick */
+        memset(&crash_ev, 0, sizeof(crash_ev));
+        r = park_and_crash("park-crash", 2 * MG_USEC_PER_SEC, &cg, &actor, &id);
+        if (r != KT_PASS)
+                return r;
+        memset(&crash_ev, 0, sizeof(crash_ev));
+        nanosleep(&(struct timespec) { .tv_sec = 3 }, NULL);
+        r = mg_guard_recover(cg, 0);
+        KT_CHECK(r == 0 && frozen_now(cg) == 1 && park_record_of(cg, rec, sizeof(rec)) > 0,
+                 "the expired park changed alone, or by recover (%d)", r);
+        crash_options(&o, 30 * MG_USEC_PER_SEC);
+        KT_CHECK(mg_guard_new(cg, &o, &g) == 0, "guard");
+        KT_CHECK(mg_guard_get_park_id(g) == id, "not taken over: park id %" PRIu64, mg_guard_get_park_id(g));
+        r = mg_guard_tick(g);
+        k = tick_until(g, 10 * MG_USEC_PER_SEC, told_kill);
+        st = kt_wait(actor, 5 * MG_USEC_PER_SEC);
+        left = park_record_of(cg, rec, sizeof(rec));
+        kt_note("expired: first_tick=%d parked=%d killed=%d park_end_kind=%s status=%d record=%d", r,
+                crash_ev.n[MG_EVENT_PARK], k, mg_park_end_to_string(crash_ev.kill.report.park_end), st, left);
+        KT_CHECK(r == 1 && crash_ev.n[MG_EVENT_PARK] == 0 && k &&
+                         crash_ev.kill.report.park_end == MG_PARK_END_DEADLINE && is_sigkill_status(st) &&
+                         left == -ENODATA,
+                 "the expired park was not killed at the first tick");
+        mg_guard_free(g);
+        return KT_PASS;
 }

@@ -816,6 +816,7 @@ static const struct {
         { "park-thaw", t_park_thaw },
         { "park-deadline", t_park_deadline },
         { "park-neighbours", t_park_neighbours },
+        { "park-crash", t_park_crash },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 

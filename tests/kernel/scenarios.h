@@ -66,3 +66,4 @@ int t_park_guest_thrash(void);
 int t_park_thaw(void);
 int t_park_deadline(void);
 int t_park_neighbours(void);
+int t_park_crash(void);

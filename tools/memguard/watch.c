@@ -412,20 +412,34 @@ static int fd_room(struct watch *w, struct actor *a) {
         return -EMFILE;
 }
 
-/* A cgroup frozen when its guard is made: a park of a watch that ended
- * without closing it (killed outright: the library thaws a park only at
- * the guard's end), or the platform's own pause.  Neither is watch's to
+/*
+ * A cgroup frozen when its guard is made.  A park whose record is on the
+ * directory (a watch, or any worker, that died mid-park) was taken over by
+ * the guard (mg_guard_new(), memguard/park.h): it goes the way of any park
+ * of watch's own, MG_EVENT_PARK once frozen, the park hook with its record
+ * (or, without --park-hook, the kill at the record's deadline); the
+ * library's log line says it was taken over.  Any other frozen cgroup is a
+ * park left unrecorded (no user xattrs on cgroupfs before 5.7, or a
+ * directory its tenant can write) by a watch that stopped without ending
+ * it, or the platform's own pause, or the tenant's: none of them watch's to
  * thaw; said as the guard is made, so an actor frozen within its limit,
- * which no park will come for, is not a mystery.  With --park-hook only: without it
- * watch freezes nothing. */
+ * which no park will come for, is not a mystery.  With --park-hook only:
+ * without it watch freezes nothing.
+ */
 static void frozen_note(struct watch *w, struct actor *a) {
-        uint64_t v;
+        uint64_t v, park_id = mg_guard_get_park_id(a->g);
 
+        if (park_id) {
+                mgt_note(&w->out, "%s: found frozen with the record of park %" PRIu64 ": taken over, %s", a->path,
+                         park_id, w->hook.fd >= 0 ? "the park hook runs for it once it reads frozen"
+                                                  : "killed at its deadline (no --park-hook to end it)");
+                return;
+        }
         if (w->hook.fd < 0 || mgt_cg_read_u64(a->path, "cgroup.freeze", &v) < 0 || v != 1)
                 return;
-        mgt_error(&w->out, "watch", 0, "%s: found frozen (cgroup.freeze 1): a park left open by a watch that "
-                  "stopped without ending it, or the platform's own pause; watch thaws nothing it did not freeze "
-                  "(over its limit, it is parked again)", a->path);
+        mgt_error(&w->out, "watch", 0, "%s: found frozen (cgroup.freeze 1): a park left open, unrecorded, by a watch "
+                  "that stopped without ending it, or the platform's own pause; watch thaws nothing it did not "
+                  "freeze (over its limit, it is parked again)", a->path);
 }
 
 /* Makes a's guard with its limit as resolved now.  Errors are reported;

@@ -1087,7 +1087,9 @@ impl Drop for Set {
 /// Ends a lend a process that died left on the cgroup (its record), writing
 /// the recorded memory.high back; run it on each cgroup at start-up, before
 /// adding guards.  `expired_only` leaves a lend whose deadline has not
-/// passed (EBUSY).  Says whether memory.high was written.
+/// passed (EBUSY).  Says whether memory.high was written.  A park record (a
+/// park whose process died, the actor still frozen) is left for the guard
+/// added next, which takes the park over; a stale one is removed.
 pub fn recover(cgroup: impl AsRef<Path>, expired_only: bool) -> io::Result<bool> {
     let p = cpath(cgroup.as_ref())?;
     let flags = if expired_only { ffi::MG_RECOVER_EXPIRED } else { 0 };

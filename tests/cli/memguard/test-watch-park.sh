@@ -29,7 +29,11 @@
 #          park_end "deadline";
 #   late   a park after that: park-hook "error" (EPIPE), killed at once.
 # A fifth child, frozen before watch starts (as a park a killed watch left
-# open), is said to be found frozen and left so.
+# open, unrecorded), is said to be found frozen and left so.
+# Then a watch killed outright (SIGKILL) mid-park: its park is recorded on
+# the cgroup (user.memguard.park), the actor stays frozen, and the next
+# watch takes the park over: a park event with the record's park_id 1,
+# the hook run for it (saved), the kill.
 # The lines of each come in that order (park, park-hook, kill or thaw); the
 # metrics count the parks by how they ended and the hook's runs; watch runs
 # confined all along, and at its end no hook is left.
@@ -114,6 +118,7 @@ saved) echo "snapshot of \$name written"; exit 0 ;;
 thaw) echo 268435456 >"\$cg/memory.max"; echo "memory.max raised"; exit \$MEMGUARD_THAW_STATUS ;;
 fail) echo "copying"; echo "snapshot: no space left on device" >&2; exit 3 ;;
 slow) sleep 100 & echo \$! >"$tmp/slow.bg"; sleep 100 ;;
+crash) [ -e "$tmp/crash.second" ] && { echo "snapshot of \$name written"; exit 0; }; sleep 100 ;;
 orphan) echo \$\$ >"$tmp/orphan.leader"; sleep 100 ;;
 esac
 exit 1
@@ -268,5 +273,41 @@ wpid=
 check "watch --park-hook: SIGTERM ends it with 0 (got $st)" [ "$st" = 0 ]
 check "watch --park-hook: nothing but JSON on stderr" sh -c "! grep -qv '^{' '$tmp/err'"
 sed 's/^/# json: /' "$tmp/err"
+
+# ---- crash: a watch killed outright mid-park, and the next one
+mkdir "$base/crash"
+"$mg" watch --json --parent "$base" --limit 64M --park-hook "$tmp/hook --mode test" --park-timeout 30s \
+    2>"$tmp/err2" &
+wpid=$!
+wait_grep "$tmp/err2" "$(watch_ev "$base/crash" 67108864 default)"
+actor crash -1 &
+apid=$!
+wait_file "$tmp/crash.record" 20
+check "crash: parked, the hook running, before the watch is killed" grep -qx 'frozen 1' "$tmp/crash.frozen"
+kill -KILL "$wpid"
+wait "$wpid" 2>/dev/null
+wpid=
+sleep 0.5
+check "crash: the killed watch's park stays frozen" grep -qx 1 "$base/crash/cgroup.freeze"
+touch "$tmp/crash.second"
+rm -f "$tmp/crash.record"
+"$mg" watch --json --parent "$base" --limit 64M --park-hook "$tmp/hook --mode test" --park-timeout 3s \
+    2>"$tmp/err3" &
+wpid=$!
+wait $apid
+st=$?
+check "crash: the next watch ends the park it took over in a kill (status $st)" [ "$st" = 137 ]
+wait_grep "$tmp/err3" "\"event\":\"kill\",.*\"cgroup\":\"$base/crash\"" 15 || true
+check "crash: the next watch's park event (the record's park_id 1), its hook (saved), the kill" \
+    in_order "$tmp/err3" "\"event\":\"park\",.*\"cgroup\":\"$base/crash\",.*\"park_id\":1,\"park_end\":\"open\"" \
+    "\"event\":\"park-hook\",.*\"cgroup\":\"$base/crash\",\"park_id\":1,.*\"result\":\"saved\"" \
+    "\"event\":\"kill\",.*\"cgroup\":\"$base/crash\",.*\"park_id\":1,\"park_end\":\"kill\""
+check "crash: the hook's stdin is the taken-over park's event" \
+    grep -q "^{\"event\":\"park\",.*\"cgroup\":\"$base/crash\"" "$tmp/crash.record"
+kill -TERM "$wpid"
+wait "$wpid"
+wpid=
+sed 's/^/# json (the killed watch): /' "$tmp/err2"
+sed 's/^/# json (the next watch): /' "$tmp/err3"
 echo "1..$n"
 [ "$failed" = 0 ]
