@@ -381,9 +381,7 @@ static void trace_sample(void *ud) {
                 t->last_print = now;
                 return;
         }
-        /* a page of the working set read back (a restore), or, for a hot
-         * set larger than the cache, which books none, 1 MiB re-read */
-        if (!t->onset && (c.restores > t->first.restores || c.refaults >= t->first.refaults + MG_MIB / 4096))
+        if (!t->onset && mgt_thrash_onset(t->first.refaults, c.refaults))
                 t->onset = now;
         if (now - t->last_print < 500 * MG_USEC_PER_MSEC)
                 return;
@@ -405,8 +403,7 @@ static bool trace_killed(void *ud) {
  * kill, it just thrashes), then guarded in another with the guard limit at
  * memory.max (expect: killed as a stall within the window of the rule that
  * decided, +1 s for two ticks and the 100 ms onset sampling, of the onset:
- * the first read-back of a page that was in its working set, or 1 MiB
- * re-read where no restore is booked; the stall window for restores, the
+ * 1 MiB re-read, mgt_thrash_onset(); the stall window for restores, the
  * faulting window for refaults).  Filling the cache before the onset takes
  * seconds under emulation, so it is not counted.
  */
@@ -461,13 +458,13 @@ static int thrash(const char *name, uint64_t limit, const char *exe, const char 
         KT_CHECK(k, "not killed within 60 s");
         KT_CHECK(ev.kill.reason == MG_KILL_STALL, "reason %d", ev.kill.reason);
         /* The guard reads PSI from its first slow tick, so the first
-         * restore can complete a window that was already stalled: it may
-         * kill before the 100 ms sampler sees that restore.  The kill
+         * re-reads can complete a window that was already stalled: it may
+         * kill before the 100 ms sampler sees the onset.  The kill
          * record's memory.stat then shows it, and the onset lies between the
          * sampler's last read (the trace stops at the kill, so that read is
          * before it) and the kill: that read bounds it. */
         bool onset_in_record = false;
-        if (!tr.onset && ev.kill.report.stat.workingset_restore_file > tr.first.restores) {
+        if (!tr.onset && mgt_thrash_onset(tr.first.refaults, ev.kill.report.stat.workingset_refault_file)) {
                 tr.onset = tr.last;
                 onset_in_record = true;
         }

@@ -426,13 +426,10 @@ static void actor_sample(struct mgt_actor *a) {
         if (a->watch_onset && !a->onset_usec && now - a->last_onset_usec >= 100 * MG_USEC_PER_MSEC) {
                 struct mg_memstat st = { .workingset_refault_file = 0 };
                 (void) mgt_cg_read_memstat(a->cg, &st);
-                if (!a->last_onset_usec) {
+                if (!a->last_onset_usec)
                         a->refaults0 = st.workingset_refault_file;
-                        a->restores0 = st.workingset_restore_file;
-                } else if (st.workingset_restore_file > a->restores0 ||
-                           st.workingset_refault_file >= a->refaults0 + MG_MIB / 4096) {
+                else if (mgt_thrash_onset(a->refaults0, st.workingset_refault_file))
                         a->onset_usec = now;
-                }
                 a->last_onset_usec = now;
         }
         if (a->sample_reports && a->guard && now - a->last_report_usec >= 250 * MG_USEC_PER_MSEC) {

@@ -134,12 +134,9 @@ struct mgt_actor {
         int current_fd;
         uint64_t peak;                  /* memory.current */
         uint64_t watch_bytes, crossed_usec; /* the first memory.current above watch_bytes */
-        /* a thrash's onset, checked every 100 ms: the first restore of a
-         * working-set page (workingset_restore_file rising), or a MiB of
-         * file pages read back (workingset_refault_file), as the kernel
-         * suite's thrash cases time it (tests/kernel/scenarios.c) */
+        /* a thrash's onset (mgt_thrash_onset()), checked every 100 ms */
         bool watch_onset;
-        uint64_t refaults0, restores0, onset_usec, last_onset_usec;
+        uint64_t refaults0, onset_usec, last_onset_usec;
         /* the worst the guard would have said (mg_guard_report(), 250 ms) */
         bool sample_reports;
         uint64_t last_report_usec, max_used;
@@ -166,6 +163,19 @@ bool mgt_actor_all_done(struct mgt_actor *a);
  * for a killed cgroup to empty (its record comes then), within the
  * timeout.  Returns whether stop() became true.
  */
+/*
+ * A thrash's onset, as the kernel suite times every thrash: a MiB of file
+ * pages read back since the start (workingset_refault_file; a restore of a
+ * working-set page is a refault too).  Not the first restore: 6.12 books a
+ * few dozen as the cache first fills, half a second before the thrash
+ * (thrash-hot-file: 32, then 5,120 in the next half second), which no
+ * rule can tell from a cache settling.
+ */
+#define MGT_ONSET_REFAULT_PAGES UINT64_C(256) /* 1 MiB of 4 KiB pages */
+static inline bool mgt_thrash_onset(uint64_t refaults0, uint64_t refaults) {
+        return refaults >= refaults0 + MGT_ONSET_REFAULT_PAGES;
+}
+
 bool mgt_actor_run(struct mgt_actor *a, uint64_t timeout_usec, bool (*stop)(struct mgt_actor *a, void *ud),
                    void *ud);
 /* Moves the calling process into the actor's cgroup, from its cgroup
