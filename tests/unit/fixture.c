@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -350,6 +351,20 @@ void fixture_cleanup(struct fixture *f) {
         fixture_ungate(f);
         if (fixture_remove_tree(f->dir) < 0)
                 abort();
+}
+
+int fixture_user_xattrs(const char *dir) {
+        if (setxattr(dir, "user.memguard.test", "1", 1, 0) < 0)
+                return errno == ENOTSUP ? 0 : -errno;
+        (void) removexattr(dir, "user.memguard.test");
+        return 1;
+}
+
+ssize_t fixture_get_xattr(const char *dir, const char *name, char *buf, size_t size) {
+        ssize_t n = getxattr(dir, name, buf, size - 1);
+
+        buf[n > 0 ? n : 0] = '\0';
+        return n;
 }
 
 int fixture_open_fds(void) {

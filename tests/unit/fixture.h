@@ -83,6 +83,12 @@ void fixture_note_open(struct fixture *f, const char *name, int fd);
 void fixture_map_fds(struct fixture *f, const struct mg_cgroup *cg);
 void fixture_reset_counts(struct fixture *f);
 uint64_t fixture_clock(void *userdata);
+/* Whether dir's file system takes user xattrs (tmpfs before 6.6 does not):
+ * 1, 0, or the negative errno of another failure. */
+int fixture_user_xattrs(const char *dir);
+/* The xattr name of dir into buf, NUL-terminated (at most size - 1 bytes);
+ * its length, or -1 (errno). */
+ssize_t fixture_get_xattr(const char *dir, const char *name, char *buf, size_t size);
 /* The fds this process has open now (/proc/self/fd, less the listing's own). */
 int fixture_open_fds(void);
 /* Closes the gate on memory.high (as it is now: its inode).  Writes of it

@@ -1058,19 +1058,15 @@ static bool record_at_raise;
 /* Skips where the fixture's file system has no user xattrs (tmpfs before
  * 6.6); the fixture is on ext4 or a newer tmpfs otherwise. */
 static void need_user_xattrs(void) {
-        if (setxattr(fx.dir, "user.memguard.test", "1", 1, 0) < 0) {
-                if (errno == ENOTSUP)
-                        cr_skip_test("%s has no user xattrs (tmpfs before 6.6?): lend records cannot be tested "
-                                     "here", fx.dir);
-                cr_assert_fail("setxattr: %s", strerror(errno));
-        }
-        removexattr(fx.dir, "user.memguard.test");
+        int r = fixture_user_xattrs(fx.dir);
+
+        cr_assert_geq(r, 0, "setxattr: %s", strerror(-r));
+        if (r == 0)
+                cr_skip_test("%s has no user xattrs (tmpfs before 6.6?): lend records cannot be tested here", fx.dir);
 }
 
 static ssize_t get_record(void) {
-        ssize_t n = getxattr(fx.dir, MG_LEND_XATTR, record, sizeof(record) - 1);
-        record[n > 0 ? n : 0] = '\0';
-        return n;
+        return fixture_get_xattr(fx.dir, MG_LEND_XATTR, record, sizeof(record));
 }
 
 /* A lender that dies mid-lend: a child lends and exits without ending it. */

@@ -379,20 +379,16 @@ static char text[MG_PARK_RECORD_MAX + 1];
 /* Skips where the fixture's file system has no user xattrs (tmpfs before
  * 6.6); the fixture is on ext4 or a newer tmpfs otherwise. */
 static void need_user_xattrs(void) {
-        if (setxattr(fx.dir, "user.memguard.test", "1", 1, 0) < 0) {
-                if (errno == ENOTSUP)
-                        cr_skip_test("%s has no user xattrs (tmpfs before 6.6?): park records cannot be tested "
-                                     "here", fx.dir);
-                cr_assert_fail("setxattr: %s", strerror(errno));
-        }
-        removexattr(fx.dir, "user.memguard.test");
+        int r = fixture_user_xattrs(fx.dir);
+
+        cr_assert_geq(r, 0, "setxattr: %s", strerror(-r));
+        if (r == 0)
+                cr_skip_test("%s has no user xattrs (tmpfs before 6.6?): park records cannot be tested here", fx.dir);
 }
 
 /* The record on the directory now, into text; its length or -1 (errno). */
 static ssize_t get_record(void) {
-        ssize_t n = getxattr(fx.dir, MG_PARK_XATTR, text, sizeof(text) - 1);
-        text[n > 0 ? n : 0] = '\0';
-        return n;
+        return fixture_get_xattr(fx.dir, MG_PARK_XATTR, text, sizeof(text));
 }
 
 static void put_record(uint64_t id, enum mg_kill_reason reason, uint64_t deadline_boottime_usec) {
