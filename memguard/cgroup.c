@@ -323,18 +323,15 @@ void mg_cgroup_close(struct mg_cgroup *cg) {
         cg->dirfd = -1;
 }
 
-/* Inlined into mg_cgroup_read_u64(): memory.current on every fast tick. */
-static inline ssize_t read_file(struct mg_cgroup *cg, enum mg_cgfile f, char *buf, size_t size) {
+/* fd's text into buf (size >= 2), NUL-terminated: its length, -ENOBUFS if
+ * it may not have fit, or the pread's errno. */
+static inline ssize_t read_fd(struct mg_cgroup *cg, int fd, char *buf, size_t size) {
         ssize_t n;
 
-        if (f >= MG_CG_N || size < 2)
-                return -EINVAL;
-        if (cg->fd[f] < 0 && (n = mg_cgroup_need(cg, f)) < 0)
-                return n;
         /* Each pread at offset 0 makes kernfs format the file anew, so one
          * call returns one consistent snapshot; a retry after EINTR too. */
         for (int i = 0;; i++) {
-                n = io_pread(cg->io, cg->fd[f], buf, size - 1);
+                n = io_pread(cg->io, fd, buf, size - 1);
                 if (n >= 0 || errno != EINTR || i + 1 >= MG_EINTR_RETRIES)
                         break;
         }
@@ -346,6 +343,17 @@ static inline ssize_t read_file(struct mg_cgroup *cg, enum mg_cgfile f, char *bu
         }
         buf[n] = '\0';
         return n;
+}
+
+/* Inlined into mg_cgroup_read_u64(): memory.current on every fast tick. */
+static inline ssize_t read_file(struct mg_cgroup *cg, enum mg_cgfile f, char *buf, size_t size) {
+        ssize_t n;
+
+        if (f >= MG_CG_N || size < 2)
+                return -EINVAL;
+        if (cg->fd[f] < 0 && (n = mg_cgroup_need(cg, f)) < 0)
+                return n;
+        return read_fd(cg, cg->fd[f], buf, size);
 }
 
 ssize_t mg_cgroup_read(struct mg_cgroup *cg, enum mg_cgfile f, char *buf, size_t size) {
@@ -433,17 +441,9 @@ ssize_t mg_cgroup_read_file(struct mg_cgroup *cg, const char *name, char *buf, s
         fd = mg_cgroup_open_file(cg, name, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return fd;
-        for (int i = 0;; i++) {
-                n = io_pread(cg->io, fd, buf, size - 1);
-                if (n >= 0 || errno != EINTR || i + 1 >= MG_EINTR_RETRIES)
-                        break;
-        }
-        n = n < 0 ? -errno : n;
+        n = read_fd(cg, fd, buf, size);
         close(fd);
-        if (n < 0)
-                return n;
-        buf[n] = '\0';
-        return (size_t) n >= size - 1 ? -ENOBUFS : n;
+        return n;
 }
 
 ssize_t mg_cgroup_get_xattr(struct mg_cgroup *cg, const char *name, void *buf, size_t size) {
